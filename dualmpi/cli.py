@@ -1,0 +1,54 @@
+"""The ``dualmpi`` command line: argparse subcommands, errors as one line and exit code 2."""
+
+import argparse
+import sys
+
+from . import __version__
+from .commands import info, route, run
+from .errors import DualmpiError
+
+__all__ = ["main", "build_parser", "COMMANDS"]
+
+#: Subcommand modules, in the order ``--help`` lists them.
+COMMANDS = [info, route, run]
+
+
+def build_parser():
+    """Return the top-level argument parser with every subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="dualmpi",
+        description="Hypercube-variant interconnection networks (dual-cube, metacube, hypercube) "
+        "emulated as real MPI message passing.",
+        epilog="example: dualmpi info dualcube:r=3",
+    )
+    parser.add_argument("--version", action="version", version=f"dualmpi {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in COMMANDS:
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv=None):
+    """Run the command line; return the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except DualmpiError as exc:
+        print(f"dualmpi: error: {exc}{_rank_suffix()}", file=sys.stderr, flush=True)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+def _rank_suffix():
+    """Return `` [rank r/n]`` when running under an initialized MPI, else an empty string."""
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is None or not mpi.Is_initialized() or mpi.Is_finalized():
+        return ""
+    world = mpi.COMM_WORLD
+    return f" [rank {world.Get_rank()}/{world.Get_size()}]"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""All-to-all broadcast: the dual-cube's Algorithm 2 and the hypercube's recursive doubling."""
+
+from ..topology import DualCube, Hypercube
+from .schedule import ALL, Round, Schedule, Transfer
+
+__all__ = ["build", "paper_steps"]
+
+
+def paper_steps(topo):
+    """Return the paper's step count: 2r (dual-cube, Algorithm 2), log p (hypercube)."""
+    return 2 * topo.r if isinstance(topo, DualCube) else topo.degree
+
+
+def build(topo, root=None):
+    """Return the all-to-all broadcast schedule (``root`` is ignored)."""
+    if isinstance(topo, DualCube):
+        rounds = _dualcube_rounds(topo)
+        name = "dual-cube Algorithm 2"
+    elif isinstance(topo, Hypercube):
+        held = {u: {u} for u in range(topo.num_nodes)}
+        rounds = [_exchange(topo, held, held, dim) for dim in range(1, topo.degree + 1)]
+        name = "recursive doubling"
+    else:
+        raise TypeError(f"no all-to-all broadcast for {topo.spec}")
+    rounds = [r for r in rounds if r.transfers]
+    for step, rnd in enumerate(rounds):
+        rnd.step = step
+    return Schedule("allgather", name, topo, None, rounds, len(rounds))
+
+
+def _blocks(origins):
+    """Return the broadcast blocks of a set of origins, sorted."""
+    return tuple((o, ALL) for o in sorted(origins))
+
+
+def _exchange(topo, send, merge_into, dim):
+    """Every node sends ``send[u]`` to its ``dim`` neighbour and merges what it gets into ``merge_into``.
+
+    Returns the :class:`Round`; empty sets are not sent.
+    """
+    rnd = Round(step=0, hop=0)
+    incoming = {}
+    for u in range(topo.num_nodes):
+        v = int(topo.neighbor(u, dim))
+        incoming[v] = send[u]
+        if send[u]:
+            rnd.transfers.append(Transfer(u, v, _blocks(send[u])))
+    for v, got in incoming.items():
+        merge_into[v] = merge_into[v] | got
+    return rnd
+
+
+def _dualcube_rounds(topo):
+    """Return Algorithm 2's rounds: in-cluster doubling, cross exchange, doubling, cross exchange."""
+    r, p = topo.r, topo.num_nodes
+    m = {u: {u} for u in range(p)}
+    rounds = [_exchange(topo, m, m, i) for i in range(1, r)]  # stage 1
+    partner = {u: int(topo.neighbor(u, r)) for u in range(p)}
+    sent = dict(m)
+    rounds.append(_exchange(topo, sent, {u: set() for u in range(p)}, r))  # stage 2, line 9
+    result = {u: set(m[u]) for u in range(p)}  # line 11
+    temp = {u: m[partner[u]] for u in range(p)}  # line 12
+    m = {u: set(temp[u]) for u in range(p)}  # line 13
+    rounds += [_exchange(topo, m, m, i) for i in range(1, r)]  # lines 14-19
+    for u in range(p):
+        result[u] |= m[u]  # line 20
+    m = {u: m[u] - temp[u] for u in range(p)}  # line 21
+    rounds.append(_exchange(topo, m, result, r))  # stage 3
+    return rounds

@@ -1,0 +1,186 @@
+"""Schedules: an algorithm as synchronous rounds of link transfers, and its per-node programs.
+
+A *block* is one unit of user data, named by ``(origin, target)``: ``target`` is the
+destination node for personalized data and :data:`ALL` for broadcast data.  A
+:class:`Transfer` moves a tuple of blocks, concatenated into one message, across
+one link in one round.  A :class:`Schedule` lists every transfer of a collective;
+:func:`node_program` projects it onto one node: in round ``t`` the node sends these
+blocks to these neighbours and expects those blocks from those neighbours.  Both
+executors (in-process and MPI) run only node programs.
+
+Rounds are numbered globally.  Each round belongs to a paper *step* (the papers'
+unit of time: one ``t_s + m t_w`` startup) and has a *hop* index inside that step
+(0 for single-hop steps; ``h`` for the ``h``-th link of multi-hop messages under
+cut-through routing).
+"""
+
+from dataclasses import dataclass, field
+
+__all__ = [
+    "ALL",
+    "COLLECTIVES",
+    "Transfer",
+    "Round",
+    "Schedule",
+    "NodeRound",
+    "node_program",
+    "node_programs",
+    "expected_blocks",
+    "initial_blocks",
+    "count_conflicts",
+]
+
+#: ``target`` of a broadcast block: the data of ``origin`` meant for every node.
+ALL = -1
+
+#: The four collectives of the papers, by their CLI names.
+COLLECTIVES = ("bcast", "scatter", "allgather", "alltoall")
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One message: ``blocks`` sent from ``src`` to its neighbour ``dst``."""
+
+    src: int
+    dst: int
+    blocks: tuple
+    #: ``(origin, target)`` of the routed message this hop belongs to, for multi-hop routes.
+    header: tuple = None
+
+
+@dataclass
+class Round:
+    """The transfers of one synchronous round, with the paper step and hop it belongs to."""
+
+    step: int
+    hop: int
+    transfers: list = field(default_factory=list)
+
+
+@dataclass
+class Schedule:
+    """A collective as rounds of transfers on one topology.
+
+    Attributes
+    ----------
+    collective : str
+        One of :data:`COLLECTIVES`.
+    algorithm : str
+        Name and source of the algorithm, e.g. ``"dual-cube Algorithm 1"``.
+    topo : Topology
+        The network.
+    root : int or None
+        Root of rooted collectives.
+    rounds : list of Round
+        All rounds, in execution order.
+    steps : int
+        Number of paper steps (the round count the paper states).
+    """
+
+    collective: str
+    algorithm: str
+    topo: object
+    root: object
+    rounds: list
+    steps: int
+
+    @property
+    def num_rounds(self):
+        """Number of synchronous rounds (steps times hops for routed steps)."""
+        return len(self.rounds)
+
+    @property
+    def num_messages(self):
+        """Number of link transfers (a message forwarded over h links counts h times)."""
+        return sum(len(r.transfers) for r in self.rounds)
+
+    def transfers(self):
+        """Yield ``(round_index, Round, Transfer)`` for every transfer."""
+        for t, rnd in enumerate(self.rounds):
+            for tr in rnd.transfers:
+                yield t, rnd, tr
+
+
+def initial_blocks(collective, topo, root, u):
+    """Return the blocks node ``u`` holds before the collective starts."""
+    p = topo.num_nodes
+    if collective == "bcast":
+        return [(root, ALL)] if u == root else []
+    if collective == "scatter":
+        return [(root, d) for d in range(p)] if u == root else []
+    if collective == "allgather":
+        return [(u, ALL)]
+    if collective == "alltoall":
+        return [(u, d) for d in range(p) if d != u]
+    raise ValueError(f"unknown collective {collective!r}")
+
+
+def expected_blocks(collective, topo, root, u):
+    """Return the blocks node ``u`` must hold when the collective ends (besides its own)."""
+    p = topo.num_nodes
+    if collective == "bcast":
+        return [(root, ALL)]
+    if collective == "scatter":
+        return [(root, u)]
+    if collective == "allgather":
+        return [(s, ALL) for s in range(p)]
+    if collective == "alltoall":
+        return [(s, u) for s in range(p) if s != u]
+    raise ValueError(f"unknown collective {collective!r}")
+
+
+@dataclass
+class NodeRound:
+    """One round of one node's program: the :class:`Transfer` objects it sends and receives."""
+
+    index: int
+    step: int
+    hop: int
+    sends: list
+    recvs: list
+
+
+def node_program(schedule, u):
+    """Return node ``u``'s program: the rounds in which ``u`` sends or receives, in order."""
+    return node_programs(schedule, [u])[u]
+
+
+def node_programs(schedule, nodes=None):
+    """Return ``{u: program}`` for ``nodes`` (default: every node) in one pass over the schedule."""
+    wanted = range(schedule.topo.num_nodes) if nodes is None else nodes
+    programs = {u: [] for u in wanted}
+    for t, rnd in enumerate(schedule.rounds):
+        touched = {}
+        for tr in rnd.transfers:
+            if tr.src in programs:
+                _round_of(touched, tr.src, t, rnd).sends.append(tr)
+            if tr.dst in programs:
+                _round_of(touched, tr.dst, t, rnd).recvs.append(tr)
+        for u, nr in touched.items():
+            programs[u].append(nr)
+    return programs
+
+
+def _round_of(touched, u, t, rnd):
+    """Return node ``u``'s :class:`NodeRound` for round ``t``, creating it on first use."""
+    nr = touched.get(u)
+    if nr is None:
+        nr = touched[u] = NodeRound(t, rnd.step, rnd.hop, [], [])
+    return nr
+
+
+def count_conflicts(schedule):
+    """Return the number of transfers that reuse a directed link already used in the same round.
+
+    Rounds are (step, hop index) pairs, so this counts the papers' conflicts: two
+    messages on the same directed link at the same time.
+    """
+    conflicts = 0
+    for rnd in schedule.rounds:
+        seen = set()
+        for tr in rnd.transfers:
+            key = (tr.src, tr.dst)
+            if key in seen:
+                conflicts += 1
+            seen.add(key)
+    return conflicts

@@ -1,0 +1,3 @@
+"""One module per ``dualmpi`` subcommand; each exposes ``add_parser(subparsers)`` and ``main(args)``."""
+
+__all__ = []

@@ -1,0 +1,46 @@
+"""Helpers shared by the subcommands: argument types and output."""
+
+import argparse
+import json
+import sys
+
+from ..topology import from_spec
+
+__all__ = ["topology_arg", "node_arg", "load_topology", "print_json", "format_table"]
+
+
+def topology_arg(text):
+    """Argparse type: keep the spec text; it is parsed (with a clear error) by the command."""
+    return text
+
+
+def node_arg(text):
+    """Argparse type: a node id in decimal, ``0b…`` or ``0x…``."""
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"node id must be an integer, got {text!r}") from None
+
+
+def load_topology(spec):
+    """Return the topology for ``spec`` (raises :class:`~dualmpi.errors.SpecError`)."""
+    return from_spec(spec)
+
+
+def print_json(obj, stream=None):
+    """Write ``obj`` as indented JSON followed by a newline."""
+    stream = stream or sys.stdout
+    json.dump(obj, stream, indent=2)
+    stream.write("\n")
+
+
+def format_table(rows, header=None):
+    """Return rows of strings as left-aligned columns separated by two spaces."""
+    rows = [list(map(str, r)) for r in ([header] if header else []) + list(rows)]
+    if not rows:
+        return ""
+    widths = [max(len(r[i]) for r in rows if i < len(r)) for i in range(max(map(len, rows)))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    if header:
+        lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)

@@ -1,0 +1,70 @@
+"""``dualmpi info``: a network's properties, checked by breadth-first search when small enough."""
+
+from ..topology.analysis import BFS_LIMIT, measured_properties
+from .common import format_table, load_topology, print_json, topology_arg
+
+__all__ = ["add_parser", "main", "info"]
+
+_CHECKED = ("links", "diameter", "avg_distance")
+
+
+def add_parser(sub):
+    """Register the ``info`` subcommand."""
+    p = sub.add_parser(
+        "info",
+        help="properties of a network (nodes, degree, links, diameter, ...)",
+        description="Print a network's properties from the papers' formulas; networks of up to "
+        f"{BFS_LIMIT} nodes are also checked by breadth-first search from every node.",
+        epilog="example: dualmpi info metacube:k=2,m=3 --json",
+    )
+    p.add_argument("spec", type=topology_arg, help="topology spec, e.g. dualcube:r=3")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=main)
+
+
+def info(topo):
+    """Return the property dict of ``topo``, with the BFS verdict for small networks."""
+    out = topo.properties()
+    if out.get("bisection_width") is None:
+        out.pop("bisection_width", None)
+    p = topo.num_nodes
+    out["hypercube_links"] = p.bit_length() - 1 and (p * (p.bit_length() - 1)) // 2
+    out["reference"] = topo.reference
+    if p <= BFS_LIMIT:
+        measured = measured_properties(topo)
+        measured.pop("distance_matrix")
+        ok = measured["connected"] and all(
+            out[key] is not None and abs(measured[key] - out[key]) < 1e-9 for key in _CHECKED
+        )
+        out["bfs_verified"] = ok
+        if not ok:
+            out["bfs"] = {k: measured[k] for k in (*_CHECKED, "connected")}
+    else:
+        out["bfs_verified"] = False
+        out["bfs_skipped"] = f"more than {BFS_LIMIT} nodes"
+    return out
+
+
+def main(args):
+    """Print the properties of ``args.spec``; return the exit code."""
+    out = info(load_topology(args.spec))
+    if args.json:
+        print_json(out)
+        return 0
+    rows = [(k, _fmt(v)) for k, v in out.items() if k not in ("spec", "reference", "bfs")]
+    print(f"{out['spec']}  [{out['reference']}]")
+    print(format_table(rows))
+    if "bfs" in out:
+        print("BFS measured:", out["bfs"])
+    return 0
+
+
+def _fmt(value):
+    """Format a property value for the table."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)

@@ -1,0 +1,146 @@
+"""Run node programs for every node in one Python process: the executor of the pure tests."""
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..collectives.schedule import expected_blocks, initial_blocks, node_programs
+from ..errors import LinkError
+from .payload import block_pattern, pack_blocks, unpack_blocks
+
+__all__ = ["RunResult", "run_inprocess", "initial_store", "verify_store", "route_problem"]
+
+
+@dataclass
+class RunResult:
+    """What a run delivered and what it cost, in the units the papers count."""
+
+    collective: str
+    spec: str
+    size: int
+    rounds: int
+    steps: int
+    messages: int
+    bytes: int
+    delivered: int
+    expected: int
+    link_messages: Counter = field(default_factory=Counter)
+    link_bytes: Counter = field(default_factory=Counter)
+    missing: list = field(default_factory=list)
+    corrupt: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+
+    @property
+    def verified(self):
+        """True when every expected block arrived intact and nothing went wrong."""
+        return not (self.missing or self.corrupt or self.errors) and self.delivered == self.expected
+
+
+def initial_store(collective, topo, root, u, size):
+    """Return node ``u``'s starting blocks, filled with their patterns."""
+    return {key: block_pattern(*key, size) for key in initial_blocks(collective, topo, root, u)}
+
+
+def verify_store(collective, topo, root, u, store, size):
+    """Return ``(delivered, missing, corrupt)`` for node ``u``'s final blocks."""
+    delivered, missing, corrupt = 0, [], []
+    for key in expected_blocks(collective, topo, root, u):
+        if key[0] == u:
+            continue  # a node's own data is not delivered to it
+        got = store.get(key)
+        if got is None:
+            missing.append((u, key))
+        elif got.shape != (size,) or not np.array_equal(got, block_pattern(*key, size)):
+            corrupt.append((u, key))
+        else:
+            delivered += 1
+    return delivered, missing, corrupt
+
+
+def route_problem(topo, u, tr):
+    """Return a message when node ``u``'s router would not send ``tr`` where the schedule does.
+
+    A routed message carries its header ``(source, destination)``; the node decides
+    the next hop from the header alone (:meth:`Topology.next_hop`).
+    """
+    if tr.header is None:
+        return ""
+    hop = topo.next_hop(u, *tr.header)
+    if hop != tr.dst:
+        return f"node {u} forwards {tr.header} to {tr.dst}, its router says {hop}"
+    return ""
+
+
+def run_inprocess(schedule, size):
+    """Execute ``schedule`` with ``size``-byte blocks, every node running its own program.
+
+    Every send is link-checked; a node sending a block it does not hold is recorded
+    as an error (the executor does not invent data); forwarded messages are checked
+    against the router's own next-hop decision.
+    """
+    topo, coll, root = schedule.topo, schedule.collective, schedule.root
+    p = topo.num_nodes
+    programs = node_programs(schedule)
+    stores = {u: initial_store(coll, topo, root, u, size) for u in range(p)}
+    cursor = {u: 0 for u in range(p)}
+    res = RunResult(coll, topo.spec, size, schedule.num_rounds, schedule.steps, 0, 0, 0, 0)
+    for t in range(schedule.num_rounds):
+        mailbox = {}
+        for u in range(p):
+            prog = programs[u]
+            if cursor[u] < len(prog) and prog[cursor[u]].index == t:
+                _send_all(topo, u, prog[cursor[u]], stores[u], size, mailbox, res)
+        for u in range(p):
+            prog = programs[u]
+            if cursor[u] < len(prog) and prog[cursor[u]].index == t:
+                _recv_all(u, prog[cursor[u]], stores[u], size, mailbox, res)
+                cursor[u] += 1
+    for u in range(p):
+        d, miss, bad = verify_store(coll, topo, root, u, stores[u], size)
+        res.delivered += d
+        res.missing += miss
+        res.corrupt += bad
+    res.expected = sum(
+        sum(1 for key in expected_blocks(coll, topo, root, u) if key[0] != u) for u in range(p)
+    )
+    return res
+
+
+def _send_all(topo, u, nr, store, size, mailbox, res):
+    """Post node ``u``'s sends of one round into ``mailbox`` (link-checked, data-checked)."""
+    for tr in nr.sends:
+        dst, blocks = tr.dst, tr.blocks
+        if not topo.is_link(u, dst):
+            raise LinkError(u, dst, topo.spec)
+        problem = route_problem(topo, u, tr)
+        if problem:
+            res.errors.append(f"round {nr.index}: {problem}")
+        lacking = [key for key in blocks if key not in store]
+        if lacking:
+            res.errors.append(f"round {nr.index}: node {u} sends {len(lacking)} block(s) it does not "
+                              f"hold to {dst}, e.g. {lacking[0]}")
+            continue
+        buf = pack_blocks(store, blocks, size)
+        mailbox.setdefault((u, dst), []).append(buf)
+        res.messages += 1
+        res.bytes += buf.nbytes
+        res.link_messages[(u, dst)] += 1
+        res.link_bytes[(u, dst)] += buf.nbytes
+
+
+def _recv_all(u, nr, store, size, mailbox, res):
+    """Take node ``u``'s expected messages of one round from ``mailbox``, in order."""
+    for tr in nr.recvs:
+        src, blocks = tr.src, tr.blocks
+        queue = mailbox.get((src, u))
+        if not queue:
+            res.errors.append(f"round {nr.index}: node {u} expected {len(blocks)} block(s) from {src}, "
+                              "nothing arrived")
+            continue
+        buf = queue.pop(0)
+        if buf.nbytes != len(blocks) * size:
+            res.errors.append(f"round {nr.index}: node {u} got {buf.nbytes} bytes from {src}, "
+                              f"expected {len(blocks) * size}")
+            continue
+        unpack_blocks(store, blocks, size, buf)

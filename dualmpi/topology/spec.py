@@ -1,0 +1,71 @@
+"""Parse topology spec strings such as ``dualcube:r=3`` or ``metacube:k=2,m=3``."""
+
+import re
+
+from ..errors import SpecError
+from .dualcube import DualCube
+from .hypercube import Hypercube
+from .metacube import MetaCube
+
+__all__ = ["TOPOLOGIES", "parse_spec", "from_spec"]
+
+#: Registered topologies: spec name -> (class, required parameter names in order).
+TOPOLOGIES = {
+    "hypercube": (Hypercube, ("n",)),
+    "dualcube": (DualCube, ("r",)),
+    "metacube": (MetaCube, ("k", "m")),
+}
+
+_PARAM = re.compile(r"^([A-Za-z_]\w*)=([+-]?\d+)$")
+
+
+def parse_spec(spec):
+    """Split ``name:key=value,...`` into ``(name, {key: int})``; raise :class:`SpecError` if malformed.
+
+    >>> parse_spec("metacube:k=2,m=3")
+    ('metacube', {'k': 2, 'm': 3})
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise SpecError(f"empty topology spec; expected e.g. dualcube:r=3 ({_known()})")
+    name, sep, rest = spec.strip().partition(":")
+    name = name.strip().lower()
+    if name not in TOPOLOGIES:
+        raise SpecError(f"unknown topology {name!r} in spec {spec!r} ({_known()})")
+    params = {}
+    for item in filter(None, (s.strip() for s in rest.split(","))) if sep else ():
+        match = _PARAM.match(item.replace(" ", ""))
+        if not match:
+            raise SpecError(f"malformed parameter {item!r} in spec {spec!r}; expected key=integer")
+        key, value = match.group(1), int(match.group(2))
+        if key in params:
+            raise SpecError(f"parameter {key} given twice in spec {spec!r}")
+        params[key] = value
+    wanted = TOPOLOGIES[name][1]
+    missing = [k for k in wanted if k not in params]
+    if missing:
+        raise SpecError(f"spec {spec!r} is missing parameter {', '.join(missing)} (usage: {_usage(name)})")
+    extra = [k for k in params if k not in wanted]
+    if extra:
+        raise SpecError(f"unknown parameter {', '.join(extra)} for {name} (usage: {_usage(name)})")
+    return name, params
+
+
+def from_spec(spec):
+    """Return the :class:`~dualmpi.topology.base.Topology` a spec string describes.
+
+    >>> from_spec("dualcube:r=3").num_nodes
+    32
+    """
+    name, params = parse_spec(spec)
+    cls, wanted = TOPOLOGIES[name]
+    return cls(**{k: params[k] for k in wanted})
+
+
+def _usage(name):
+    """Return the spec template of one topology, e.g. ``metacube:k=K,m=M``."""
+    return f"{name}:" + ",".join(f"{k}={k.upper()}" for k in TOPOLOGIES[name][1])
+
+
+def _known():
+    """Return the list of spec templates for error messages."""
+    return "known: " + ", ".join(_usage(n) for n in TOPOLOGIES)
