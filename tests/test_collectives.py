@@ -17,7 +17,8 @@ from dualmpi.topology import DualCube, Hypercube, MetaCube, from_spec
 
 DUALCUBES = [f"dualcube:r={r}" for r in range(1, 5)]
 HYPERCUBES = [f"hypercube:n={n}" for n in range(0, 8)]
-SPECS = DUALCUBES + HYPERCUBES
+METACUBES = ["metacube:k=0,m=2", "metacube:k=1,m=1", "metacube:k=1,m=2", "metacube:k=2,m=1"]
+SPECS = DUALCUBES + HYPERCUBES + METACUBES
 
 
 def _max_blocks_per_step(schedule):
@@ -199,5 +200,7 @@ def test_bad_inputs():
         build_schedule("bcast", topo, 8)
     with pytest.raises(DualmpiError, match="unknown collective"):
         build_schedule("reduce", topo)
-    with pytest.raises(DualmpiError, match="not available"):
-        build_schedule("bcast", MetaCube(2, 1))
+    with pytest.raises(DualmpiError, match="variant"):
+        build_schedule("scatter", topo, 0, variant="as-printed")
+    with pytest.raises(DualmpiError, match="MC\\(2, m\\)"):
+        build_schedule("alltoall", MetaCube(1, 2), variant="as-printed")

@@ -1,14 +1,19 @@
-"""All-to-all broadcast: the dual-cube's Algorithm 2 and the hypercube's recursive doubling."""
+"""All-to-all broadcast: the dual-cube's Algorithm 2, its metacube generalisation, recursive doubling."""
 
-from ..topology import DualCube, Hypercube
+from ..topology import DualCube, Hypercube, MetaCube
+from .dimorder import allgather_dims, exchange_rounds
 from .schedule import ALL, Round, Schedule, Transfer
 
 __all__ = ["build", "paper_steps"]
 
 
 def paper_steps(topo):
-    """Return the paper's step count: 2r (dual-cube, Algorithm 2), log p (hypercube)."""
-    return 2 * topo.r if isinstance(topo, DualCube) else topo.degree
+    """Return the stated step count: 2r (dual-cube, Algorithm 2), log p, log p + 2^k - 1 (metacube)."""
+    if isinstance(topo, DualCube):
+        return 2 * topo.r
+    if isinstance(topo, MetaCube):
+        return topo.bits + (1 << topo.k) - 1
+    return topo.degree
 
 
 def build(topo, root=None):
@@ -16,6 +21,12 @@ def build(topo, root=None):
     if isinstance(topo, DualCube):
         rounds = _dualcube_rounds(topo)
         name = "dual-cube Algorithm 2"
+    elif isinstance(topo, MetaCube):
+        rounds = [
+            Round(0, 0, [Transfer(u, v, _blocks(origins)) for u, v, origins in pairs])
+            for pairs in exchange_rounds(topo, allgather_dims(topo))
+        ]
+        name = "metacube reversed Gray-walk exchange (dualmpi)"
     elif isinstance(topo, Hypercube):
         held = {u: {u} for u in range(topo.num_nodes)}
         rounds = [_exchange(topo, held, held, dim) for dim in range(1, topo.degree + 1)]

@@ -5,10 +5,16 @@ forwarded hop by hop along the topology's route, one round per hop index, as und
 cut-through routing.
 """
 
-from ..topology import DualCube, Hypercube
+from functools import lru_cache
+
+from ..topology import DualCube, Hypercube, MetaCube
+from ..topology.metacube import CLASS_PATH_TABLE_PRINTED
 from .schedule import Round, Schedule, Transfer
 
-__all__ = ["build", "paper_steps", "destination_order"]
+__all__ = ["build", "paper_steps", "destination_order", "route_function", "VARIANTS"]
+
+#: ``as-printed`` routes MC(2, m) with the classPath table exactly as printed (docs/errata.md, M1).
+VARIANTS = ("corrected", "as-printed")
 
 
 def paper_steps(topo):
@@ -20,18 +26,31 @@ def destination_order(topo):
     """Return a function ``dest(s, t)`` giving node ``s``'s destination in step ``t`` (0-based)."""
     if isinstance(topo, DualCube):
         return _dualcube_order(topo)
+    if isinstance(topo, MetaCube):
+        return _metacube_order(topo)
     if isinstance(topo, Hypercube):
         return lambda s, t: s ^ (t + 1)
     raise TypeError(f"no total exchange for {topo.spec}")
 
 
-def build(topo, root=None):
+def route_function(topo, variant="corrected"):
+    """Return ``route(s, d)`` for the total exchange: the topology's route, or the printed table's."""
+    if variant == "corrected":
+        return topo.route
+    if variant == "as-printed" and isinstance(topo, MetaCube) and topo.k == 2:
+        return lambda s, d: topo.walk_route(
+            s, d, topo.table_class_path(s, d, CLASS_PATH_TABLE_PRINTED))
+    raise ValueError(f"variant {variant!r} exists only for the total exchange on MC(2, m)")
+
+
+def build(topo, root=None, variant="corrected"):
     """Return the total-exchange schedule (``root`` is ignored)."""
     dest = destination_order(topo)
+    route = route_function(topo, variant)
     p = topo.num_nodes
     rounds = []
     for t in range(p - 1):
-        paths = [topo.route(s, dest(s, t)) for s in range(p)]
+        paths = [route(s, dest(s, t)) for s in range(p)]
         hops = max(len(path) - 1 for path in paths)
         step_rounds = [Round(step=t, hop=h) for h in range(hops)]
         for path in paths:
@@ -41,9 +60,50 @@ def build(topo, root=None):
         rounds += step_rounds
     if isinstance(topo, DualCube):
         name = "dual-cube Algorithms 3+4"
+    elif isinstance(topo, MetaCube):
+        name = "metacube Algorithms 1-4" + (" (classPath table as printed)" if variant != "corrected"
+                                            else "")
     else:
         name = "e-cube total exchange"
-    return Schedule("alltoall", name, topo, None, rounds, p - 1)
+    router = None
+    if variant != "corrected":
+        router = _path_router(route)
+    return Schedule("alltoall", name, topo, None, rounds, p - 1, router)
+
+
+def _path_router(route):
+    """Return ``next_hop(current, s, d)`` for a route function (the router of a variant)."""
+    cached = lru_cache(maxsize=1 << 16)(lambda s, d: tuple(route(s, d)))
+
+    def next_hop(current, s, d):
+        path = cached(s, d)
+        return path[path.index(current) + 1]
+
+    return next_hop
+
+
+def _metacube_order(topo):
+    """Return the metacube paper's Algorithm 1 order, for every k.
+
+    Step ``t`` read as an address gives the loop variables: class field ``c[2^k]`` and
+    fields ``c[i]``.  With ``x = c[2^k] XOR c_s`` the destination has class ``x`` and
+    field ``i`` equal to ``m_s[i] XOR c[i XOR x]``, so ``c[0]`` lands in the node-id
+    field of the destination's class and every source's step-t destination is at
+    the same distance.
+    """
+    m, fields, shift = topo.m, topo.num_fields, topo.class_shift
+    mask = topo.field_mask
+
+    def dest(s, t):
+        t += 1  # step 0 of the paper's loop is the source itself
+        cs = s >> shift
+        x = (t >> shift) ^ cs
+        d = x << shift
+        for i in range(fields):
+            d |= (((s >> (m * i)) ^ (t >> (m * (i ^ x)))) & mask) << (m * i)
+        return d
+
+    return dest
 
 
 def _dualcube_order(topo):

@@ -1,6 +1,7 @@
-"""One-to-all broadcast: the dual-cube's Algorithm 1 and the hypercube's binomial tree."""
+"""One-to-all broadcast: the dual-cube's Algorithm 1, its metacube generalisation, binomial trees."""
 
-from ..topology import DualCube, Hypercube
+from ..topology import DualCube, Hypercube, MetaCube
+from .dimorder import gray_walk_dims, greedy_tree
 from .schedule import Schedule
 from .trees import binomial_pairs, tree_schedule_rounds
 
@@ -17,21 +18,42 @@ def spanning_tree(topo, root, variant="corrected"):
         if variant == "as-printed":
             return _dualcube_as_printed(topo, root)
         return _dualcube_tree(topo, root)
+    if variant != "corrected":
+        raise ValueError(f"variant {variant!r} exists only for the dual-cube broadcast")
+    if isinstance(topo, MetaCube):
+        return greedy_tree(topo, root, gray_walk_dims(topo))
     if isinstance(topo, Hypercube):
         return _binomial_tree(topo, [root], range(1, topo.degree + 1))
     raise TypeError(f"no broadcast tree for {topo.spec}")
 
 
 def paper_steps(topo):
-    """Return the number of steps the paper states: 2r (dual-cube), n = log p (hypercube)."""
-    return 2 * topo.r if isinstance(topo, DualCube) else topo.degree
+    """Return the stated step count: 2r (dual-cube), log p (hypercube), log p + 2^k - 1 (metacube).
+
+    The metacube figure is dualmpi's own design (:mod:`dualmpi.collectives.dimorder`);
+    the metacube paper gives no broadcast.
+    """
+    if isinstance(topo, DualCube):
+        return 2 * topo.r
+    if isinstance(topo, MetaCube):
+        return topo.bits + (1 << topo.k) - 1
+    return topo.degree
+
+
+def algorithm_name(topo):
+    """Return the name of the broadcast algorithm used on ``topo``."""
+    if isinstance(topo, DualCube):
+        return "dual-cube Algorithm 1"
+    if isinstance(topo, MetaCube):
+        return "metacube Gray-walk broadcast (dualmpi)"
+    return "binomial tree"
 
 
 def build(topo, root=0, variant="corrected"):
     """Return the broadcast :class:`~dualmpi.collectives.schedule.Schedule` from ``root``."""
     tree = spanning_tree(topo, root, variant)
-    name = "dual-cube Algorithm 1" if isinstance(topo, DualCube) else "binomial tree"
-    return Schedule("bcast", name, topo, root, tree_schedule_rounds(tree, root, False), len(tree))
+    rounds = tree_schedule_rounds(tree, root, False)
+    return Schedule("bcast", algorithm_name(topo), topo, root, rounds, len(tree))
 
 
 def _binomial_tree(topo, roots, dims):

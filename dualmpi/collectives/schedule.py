@@ -75,6 +75,9 @@ class Schedule:
         All rounds, in execution order.
     steps : int
         Number of paper steps (the round count the paper states).
+    router : callable or None
+        ``router(current, src, dst)``: the next hop a node chooses for a routed message
+        from its header; ``None`` means the topology's own :meth:`Topology.next_hop`.
     """
 
     collective: str
@@ -83,6 +86,13 @@ class Schedule:
     root: object
     rounds: list
     steps: int
+    router: object = None
+
+    def next_hop(self, current, src, dst):
+        """Return the next hop node ``current`` chooses for the message ``src -> dst``."""
+        if self.router is not None:
+            return self.router(current, src, dst)
+        return self.topo.next_hop(current, src, dst)
 
     @property
     def num_rounds(self):

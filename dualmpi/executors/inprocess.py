@@ -58,15 +58,15 @@ def verify_store(collective, topo, root, u, store, size):
     return delivered, missing, corrupt
 
 
-def route_problem(topo, u, tr):
+def route_problem(schedule, u, tr):
     """Return a message when node ``u``'s router would not send ``tr`` where the schedule does.
 
     A routed message carries its header ``(source, destination)``; the node decides
-    the next hop from the header alone (:meth:`Topology.next_hop`).
+    the next hop from the header alone (:meth:`Schedule.next_hop`).
     """
     if tr.header is None:
         return ""
-    hop = topo.next_hop(u, *tr.header)
+    hop = schedule.next_hop(u, *tr.header)
     if hop != tr.dst:
         return f"node {u} forwards {tr.header} to {tr.dst}, its router says {hop}"
     return ""
@@ -90,7 +90,7 @@ def run_inprocess(schedule, size):
         for u in range(p):
             prog = programs[u]
             if cursor[u] < len(prog) and prog[cursor[u]].index == t:
-                _send_all(topo, u, prog[cursor[u]], stores[u], size, mailbox, res)
+                _send_all(schedule, u, prog[cursor[u]], stores[u], size, mailbox, res)
         for u in range(p):
             prog = programs[u]
             if cursor[u] < len(prog) and prog[cursor[u]].index == t:
@@ -107,13 +107,14 @@ def run_inprocess(schedule, size):
     return res
 
 
-def _send_all(topo, u, nr, store, size, mailbox, res):
+def _send_all(schedule, u, nr, store, size, mailbox, res):
     """Post node ``u``'s sends of one round into ``mailbox`` (link-checked, data-checked)."""
+    topo = schedule.topo
     for tr in nr.sends:
         dst, blocks = tr.dst, tr.blocks
         if not topo.is_link(u, dst):
             raise LinkError(u, dst, topo.spec)
-        problem = route_problem(topo, u, tr)
+        problem = route_problem(schedule, u, tr)
         if problem:
             res.errors.append(f"round {nr.index}: {problem}")
         lacking = [key for key in blocks if key not in store]

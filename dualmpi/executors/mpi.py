@@ -103,14 +103,14 @@ class MPIRunStats:
     active_rounds: object = None
 
 
-def _run_once(link, program, store, size, stats):
+def _run_once(link, schedule, program, store, size, stats):
     """Execute one node program: per round post receives, pack and send, wait, unpack."""
     for nr in program:
         tag = nr.index % _TAG_MOD
         rbufs = [np.empty(len(tr.blocks) * size, dtype=np.uint8) for tr in nr.recvs]
         reqs = [link.irecv(buf, tr.src, tag) for buf, tr in zip(rbufs, nr.recvs)]
         for tr in nr.sends:
-            problem = route_problem(link.topo, link.node, tr)
+            problem = route_problem(schedule, link.node, tr)
             if problem:
                 raise DualmpiError(f"round {nr.index}: {problem}")
             reqs.append(link.isend(pack_blocks(store, tr.blocks, size), tr.dst, tag))
@@ -141,7 +141,7 @@ def run_schedule(link, schedule, size, iters=1, warmup=0):
         store = initial_store(coll, topo, root, u, size)
         comm.Barrier()
         t0 = MPI.Wtime()
-        _run_once(link, program, store, size, stats)
+        _run_once(link, schedule, program, store, size, stats)
         t1 = MPI.Wtime()
         if it >= warmup:
             stats.times.append(t1 - t0)

@@ -3,10 +3,50 @@
 from functools import lru_cache
 from itertools import combinations
 
+from ..errors import NodeError
 from .base import Topology, check_address_bits, check_int_param
 from .hypercube import ascending_path
 
-__all__ = ["MetaCube", "class_walk"]
+__all__ = [
+    "MetaCube",
+    "class_walk",
+    "CLASS_PATH_TABLE",
+    "CLASS_PATH_TABLE_PRINTED",
+    "get_type",
+]
+
+#: The metacube paper's Table 1 for MC(2, m) as printed: ``(dest, type) -> classes after 0``.
+CLASS_PATH_TABLE_PRINTED = {
+    (0, 0): (), (0, 1): (1, 0), (0, 2): (2, 0), (0, 3): (1, 3, 2, 0),
+    (1, 0): (1,), (1, 1): (2, 3, 1), (1, 2): (2, 3, 1), (1, 3): (2, 3, 1),
+    (2, 0): (2,), (2, 1): (1, 3, 2), (2, 2): (1, 3, 2), (2, 3): (1, 3, 2),
+    (3, 0): (1, 3), (3, 1): (1, 3), (3, 2): (1, 3), (3, 3): (1, 3, 2, 3),
+}
+
+#: Table 1 corrected (docs/errata.md, M1): ``(dest=3, type=2)`` must pass class 2, not class 1.
+CLASS_PATH_TABLE = dict(CLASS_PATH_TABLE_PRINTED)
+CLASS_PATH_TABLE[(3, 2)] = (2, 3)
+
+
+def get_type(dest, differs):
+    """Return Algorithm 3's ``type`` from ``dest = c_d XOR c_s`` and ``differs(i)`` (relative field i).
+
+    ``differs(i)`` tells whether the fields at relative position ``i`` (absolute
+    position ``i XOR c_s``) of source and destination differ.
+    """
+    t = 0
+    if dest == 0:
+        t = 2 if differs(2) else 0
+        t += 1 if differs(1) else 0
+        if differs(3):
+            t = 3
+    elif dest == 1:
+        t = (2 if differs(3) else 0) + (1 if differs(2) else 0)
+    elif dest == 2:
+        t = (2 if differs(3) else 0) + (1 if differs(1) else 0)
+    else:
+        t = (2 if differs(2) else 0) + (1 if differs(1) else 0)
+    return t
 
 
 def _popcount(x):
@@ -82,6 +122,10 @@ def _extend_walks(k, walk, seen, target, dest, length, out):
         if missing >> c & 1:
             bound = max(bound, _popcount(cur ^ c) + _popcount(c ^ dest))
         c += 1
+    unseen = _popcount(missing)
+    if unseen:
+        # each step enters at most one new class, and the walk must end in dest
+        bound = max(bound, unseen + (0 if missing >> dest & 1 else 1))
     if bound > left:
         return
     for b in range(k):
@@ -171,7 +215,15 @@ class MetaCube(Topology):
 
     def parse_address(self, text):
         """Return the node id of an address written as :meth:`format_node` prints it."""
-        parts = text.strip().strip("()").split(",")
+        parts = [p.strip() for p in text.strip().strip("()").split(",")]
+        widths = ([self.k] if self.k else []) + [self.m] * self.num_fields
+        if len(parts) != len(widths) or any(
+            len(p) != w or set(p) - {"0", "1"} for p, w in zip(parts, widths)
+        ):
+            raise NodeError(
+                f"address {text!r} is not of the form (class,m[{self.num_fields - 1}],...,m[0]) "
+                f"with a {self.k}-bit class and {self.m}-bit fields"
+            )
         out = 0
         for p in parts:
             out = (out << len(p)) | int(p, 2)
@@ -217,12 +269,29 @@ class MetaCube(Topology):
         walk = class_walk(self.k, self.class_of(v) ^ cs, need)
         return [c ^ cs for c in walk]
 
-    def route(self, u, v):
-        """Return the paper's route: fix ``m[c]`` ascending in each cluster, cross along the class path."""
+    def table_class_path(self, u, v, table=None):
+        """Return the class sequence Algorithm 4 reads from the classPath table (MC(2, m) only).
+
+        ``table`` defaults to the corrected :data:`CLASS_PATH_TABLE`; pass
+        :data:`CLASS_PATH_TABLE_PRINTED` to follow the paper as printed.
+        """
+        if self.k != 2:
+            raise ValueError("the classPath table is defined for MC(2, m) only")
+        cs = self.class_of(u)
+        dest = self.class_of(v) ^ cs
+        kind = get_type(dest, lambda i: self.field(u, i ^ cs) != self.field(v, i ^ cs))
+        rel = (table or CLASS_PATH_TABLE)[(dest, kind)]
+        return [cs] + [c ^ cs for c in rel]
+
+    def walk_route(self, u, v, classes):
+        """Return the path that follows ``classes``, fixing field ``m[c]`` ascending in each cluster.
+
+        The path ends where the class sequence ends; it reaches ``v`` only when the
+        sequence ends in ``v``'s class and visits every class whose field differs.
+        """
         path = [u]
         if u == v:
             return path
-        classes = self.class_path(u, v)
         for step, c in enumerate(classes):
             cur = path[-1]
             if step:
@@ -232,6 +301,10 @@ class MetaCube(Topology):
             lo = self.m * c
             path.extend(ascending_path(cur, v, range(lo, lo + self.m))[1:])
         return path
+
+    def route(self, u, v):
+        """Return the paper's route: fix ``m[c]`` ascending in each cluster, cross along the class path."""
+        return self.walk_route(u, v, self.class_path(u, v))
 
     def distance(self, u, v):
         """Return the Hamming distance of the fields plus the shortest covering class walk."""
@@ -245,8 +318,16 @@ class MetaCube(Topology):
             "links": p * self.degree // 2,
             "diameter": (self.m + 1) << self.k if self.k else self.m,
             "avg_distance": self._avg_distance(),
-            "bisection_width": p // 2 if self.k == 0 else None,
+            "bisection_width": self._bisection_width(),
         }
+
+    def _bisection_width(self):
+        """Return the bisection width where a formula is known: p/2 (k = 0, the m-cube), p/4 (k = 1, F_{m+1})."""
+        if self.k == 0:
+            return self.num_nodes // 2
+        if self.k == 1:
+            return self.num_nodes // 4
+        return None
 
     def _avg_distance(self):
         """Return the sum of distances from node 0 over all nodes, divided by p (k <= 3)."""

@@ -16,7 +16,7 @@ TOPOLOGIES = {
     "metacube": (MetaCube, ("k", "m")),
 }
 
-_PARAM = re.compile(r"^([A-Za-z_]\w*)=([+-]?\d+)$")
+_PARAM = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*([+-]?\d+)\s*$")
 
 
 def parse_spec(spec):
@@ -33,7 +33,7 @@ def parse_spec(spec):
         raise SpecError(f"unknown topology {name!r} in spec {spec!r} ({_known()})")
     params = {}
     for item in filter(None, (s.strip() for s in rest.split(","))) if sep else ():
-        match = _PARAM.match(item.replace(" ", ""))
+        match = _PARAM.match(item)
         if not match:
             raise SpecError(f"malformed parameter {item!r} in spec {spec!r}; expected key=integer")
         key, value = match.group(1), int(match.group(2))

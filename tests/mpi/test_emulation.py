@@ -25,6 +25,8 @@ def _specs_for(size, with_metacube=False):
         specs.append(f"dualcube:r={(n + 1) // 2}")
         if with_metacube and n >= 3:
             specs.append(f"metacube:k=1,m={(n - 1) // 2}")
+    if with_metacube and n == 6:
+        specs.append("metacube:k=2,m=1")
     return specs
 
 
@@ -65,7 +67,7 @@ def test_collective_verified(collective, size):
     from dualmpi.executors.mpi import LinkComm, run_schedule
 
     world = MPI.COMM_WORLD
-    for spec in _specs_for(world.Get_size()):
+    for spec in _specs_for(world.Get_size(), with_metacube=True):
         topo = from_spec(spec)
         root = topo.num_nodes - 1
         sched = build_schedule(collective, topo, root)

@@ -1,0 +1,107 @@
+"""Dimension sequences for the metacube's broadcast-type collectives (pure).
+
+The dual-cube's Algorithms 1 and 2 generalise to MC(k, m) as a fixed sequence of
+dimensions, one per round: a node can change field ``m[c]`` only inside a cluster
+of class ``c``, so the sequence walks the classes in Gray-code order with a
+binomial tree (all ``m`` cluster dimensions) in each.  For k = 1 it is exactly the
+dual-cube's sequence (cross-edge, r-1 cluster dimensions, cross-edge, r-1 cluster
+dimensions); for k = 0 it is the hypercube's binomial tree.
+"""
+
+__all__ = ["gray_walk_dims", "allgather_dims", "greedy_tree", "exchange_rounds"]
+
+
+def gray_walk_dims(topo):
+    """Return the broadcast dimension sequence of MC(k, m).
+
+    First a binomial tree over the class k-cube (dimensions ``m+1 .. m+k``), so a
+    copy sits in every class; then the cluster dimensions ``1 .. m``; then, for each
+    Gray-code step ``j = 1 .. 2^k - 1``, the cross dimension it flips followed by the
+    cluster dimensions again.  Every class's copy walks the classes in Gray order, so
+    every field is varied once: ``log2(p) + 2^k - 1`` rounds in all.
+    """
+    m, k = topo.m, topo.k
+    cluster = list(range(1, m + 1))
+    dims = [m + 1 + b for b in range(k)] + cluster
+    for j in range(1, 1 << k):
+        flipped = (j ^ (j >> 1)) ^ ((j - 1) ^ ((j - 1) >> 1))
+        dims += [m + flipped.bit_length()] + cluster
+    return dims
+
+
+def allgather_dims(topo):
+    """Return the all-to-all broadcast sequence: :func:`gray_walk_dims` with its segments reversed.
+
+    A block reaches a node along a time-respecting path, so running the broadcast
+    sequence backwards gathers instead of spreading.  Inside a segment (all cluster
+    dimensions, or all class dimensions) the order does not matter and stays
+    ascending, which for k = 1 gives the dual-cube's Algorithm 2 exactly: cluster
+    dimensions, cross-edge, cluster dimensions, cross-edge.
+    """
+    m, k = topo.m, topo.k
+    cluster = list(range(1, m + 1))
+    dims = list(cluster)
+    for j in reversed(range(1, 1 << k)):
+        flipped = (j ^ (j >> 1)) ^ ((j - 1) ^ ((j - 1) >> 1))
+        dims += [m + flipped.bit_length()] + cluster
+    return dims + [m + 1 + b for b in range(k)]
+
+
+def greedy_tree(topo, root, dims):
+    """Return tree rounds: along each dim in turn, every holder sends to a neighbour lacking the data.
+
+    Rounds that would send nothing are dropped.  Each node receives at most once.
+    """
+    held = {root}
+    rounds = []
+    for dim in dims:
+        pairs = []
+        for u in sorted(held):
+            v = int(topo.neighbor(u, dim))
+            if v not in held:
+                pairs.append((u, v))
+        held.update(v for _, v in pairs)
+        if pairs:
+            rounds.append(pairs)
+    return rounds
+
+
+def exchange_rounds(topo, dims):
+    """Return all-to-all broadcast rounds: along each dim every node sends what its neighbour lacks.
+
+    Each round is a list of ``(sender, receiver, origins)``; ``origins`` are the nodes
+    whose blocks the message carries.  Knowledge is kept as integer bit sets.
+    """
+    p = topo.num_nodes
+    know = [1 << u for u in range(p)]
+    rounds = []
+    for dim in dims:
+        nbr = [int(topo.neighbor(u, dim)) for u in range(p)]
+        sends = []
+        for u in range(p):
+            extra = know[u] & ~know[nbr[u]]
+            if extra:
+                sends.append((u, nbr[u], extra))
+        for u, v, extra in sends:
+            know[v] |= extra
+        if sends:
+            rounds.append([(u, v, _bits(extra)) for u, v, extra in sends])
+    missing = [u for u in range(p) if know[u] != (1 << p) - 1]
+    if missing:
+        raise ValueError(f"dimension sequence leaves node {missing[0]} without every block")
+    return rounds
+
+
+def _bits(x):
+    """Return the positions of the one bits of ``x``, ascending."""
+    out = []
+    base = 0
+    while x:
+        chunk = x & 0xFFFFFFFFFFFFFFFF
+        while chunk:
+            low = chunk & -chunk
+            out.append(base + low.bit_length() - 1)
+            chunk ^= low
+        x >>= 64
+        base += 64
+    return out

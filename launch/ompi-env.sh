@@ -1,0 +1,17 @@
+# Open MPI environment for dualmpi: the one place it lives.
+# Sourced (never copied) by launch/test, launch/demo and CI: `. launch/ompi-env.sh`.
+# Every value is a default; a variable already set in the environment wins.
+# The OMPI_/PRTE_ variables are ignored by other MPIs (e.g. MPICH).
+
+# Let mpiexec run as root (containers, CI runners); Open MPI refuses by default.
+export OMPI_ALLOW_RUN_AS_ROOT="${OMPI_ALLOW_RUN_AS_ROOT:-1}"
+# Second half of the root opt-in; Open MPI needs both variables.
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}"
+# Allow more ranks than cores (32 or 64 network nodes on a 2-core machine).
+export OMPI_MCA_rmaps_base_oversubscribe="${OMPI_MCA_rmaps_base_oversubscribe:-true}"
+# The same for Open MPI 5's launcher (PRRTE), which reads its own mapping policy.
+export PRTE_MCA_rmaps_default_mapping_policy="${PRTE_MCA_rmaps_default_mapping_policy:-:oversubscribe}"
+# Waiting ranks yield the CPU instead of spinning, so oversubscribed ranks do not starve each other.
+export OMPI_MCA_mpi_yield_when_idle="${OMPI_MCA_mpi_yield_when_idle:-true}"
+# Wall-clock limit in seconds for each whole mpiexec job (Open MPI and MPICH read it).
+export MPIEXEC_TIMEOUT="${MPIEXEC_TIMEOUT:-600}"
