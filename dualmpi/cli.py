@@ -4,13 +4,13 @@ import argparse
 import sys
 
 from . import __version__
-from .commands import info, route, run
+from .commands import info, route, run, simulate
 from .errors import DualmpiError
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
 #: Subcommand modules, in the order ``--help`` lists them.
-COMMANDS = [info, route, run]
+COMMANDS = [info, route, simulate, run]
 
 
 def build_parser():
