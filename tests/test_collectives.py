@@ -204,3 +204,16 @@ def test_bad_inputs():
         build_schedule("scatter", topo, 0, variant="as-printed")
     with pytest.raises(DualmpiError, match="MC\\(2, m\\)"):
         build_schedule("alltoall", MetaCube(1, 2), variant="as-printed")
+
+
+def test_reduce_transfers_sum_into_the_receiver():
+    """A reduction step adds the received blocks into the receiver's own copies (mod 256)."""
+    from dualmpi.collectives.schedule import REDUCED
+
+    topo = Hypercube(1)
+    blocks = ((REDUCED, 0), (REDUCED, 1))
+    swap = Round(0, 0, [Transfer(0, 1, blocks, reduce=True), Transfer(1, 0, blocks, reduce=True)])
+    assert run_inprocess(Schedule("allreduce", "exchange-add", topo, None, [swap], 1), 5).verified
+    one_way = Round(0, 0, [Transfer(0, 1, blocks, reduce=True)])
+    res = run_inprocess(Schedule("allreduce", "half", topo, None, [one_way], 1), 5)
+    assert not res.verified and len(res.corrupt) == 2  # node 0 still has only its own part

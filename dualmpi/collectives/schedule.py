@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "ALL",
+    "REDUCED",
     "COLLECTIVES",
     "Transfer",
     "Round",
@@ -33,6 +34,9 @@ __all__ = [
 #: ``target`` of a broadcast block: the data of ``origin`` meant for every node.
 ALL = -1
 
+#: ``origin`` of a reduction block: ``(REDUCED, j)`` is segment ``j`` of a sum over all nodes.
+REDUCED = -2
+
 #: The four collectives of the papers, by their CLI names.
 COLLECTIVES = ("bcast", "scatter", "allgather", "alltoall")
 
@@ -46,6 +50,8 @@ class Transfer:
     blocks: tuple
     #: ``(origin, target)`` of the routed message this hop belongs to, for multi-hop routes.
     header: tuple = None
+    #: When True the receiver adds the blocks into its own copies (a reduction step).
+    reduce: bool = False
 
 
 @dataclass
@@ -112,7 +118,11 @@ class Schedule:
 
 
 def initial_blocks(collective, topo, root, u):
-    """Return the blocks node ``u`` holds before the collective starts."""
+    """Return the blocks node ``u`` holds before the collective starts.
+
+    ``allreduce``: every node holds its own contribution to each of the p segments
+    ``(REDUCED, j)``; transfers with ``reduce=True`` add into the receiver's copy.
+    """
     p = topo.num_nodes
     if collective == "bcast":
         return [(root, ALL)] if u == root else []
@@ -122,6 +132,8 @@ def initial_blocks(collective, topo, root, u):
         return [(u, ALL)]
     if collective == "alltoall":
         return [(u, d) for d in range(p) if d != u]
+    if collective == "allreduce":
+        return [(REDUCED, j) for j in range(p)]
     raise ValueError(f"unknown collective {collective!r}")
 
 
@@ -136,6 +148,8 @@ def expected_blocks(collective, topo, root, u):
         return [(s, ALL) for s in range(p)]
     if collective == "alltoall":
         return [(s, u) for s in range(p) if s != u]
+    if collective == "allreduce":
+        return [(REDUCED, j) for j in range(p)]
     raise ValueError(f"unknown collective {collective!r}")
 
 

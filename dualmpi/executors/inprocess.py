@@ -7,7 +7,7 @@ import numpy as np
 
 from ..collectives.schedule import expected_blocks, initial_blocks, node_programs
 from ..errors import LinkError
-from .payload import block_pattern, pack_blocks, unpack_blocks
+from .payload import expected_value, initial_value, pack_blocks, unpack_blocks
 
 __all__ = ["RunResult", "run_inprocess", "initial_store", "verify_store", "route_problem"]
 
@@ -39,7 +39,7 @@ class RunResult:
 
 def initial_store(collective, topo, root, u, size):
     """Return node ``u``'s starting blocks, filled with their patterns."""
-    return {key: block_pattern(*key, size) for key in initial_blocks(collective, topo, root, u)}
+    return {key: initial_value(key, u, size) for key in initial_blocks(collective, topo, root, u)}
 
 
 def verify_store(collective, topo, root, u, store, size):
@@ -51,7 +51,8 @@ def verify_store(collective, topo, root, u, store, size):
         got = store.get(key)
         if got is None:
             missing.append((u, key))
-        elif got.shape != (size,) or not np.array_equal(got, block_pattern(*key, size)):
+        elif got.shape != (size,) or not np.array_equal(
+                got, expected_value(key, topo.num_nodes, size)):
             corrupt.append((u, key))
         else:
             delivered += 1
@@ -144,4 +145,7 @@ def _recv_all(u, nr, store, size, mailbox, res):
             res.errors.append(f"round {nr.index}: node {u} got {buf.nbytes} bytes from {src}, "
                               f"expected {len(blocks) * size}")
             continue
-        unpack_blocks(store, blocks, size, buf)
+        if tr.reduce and any(key not in store for key in blocks):
+            res.errors.append(f"round {nr.index}: node {u} reduces into blocks it does not hold")
+            continue
+        unpack_blocks(store, blocks, size, buf, tr.reduce)

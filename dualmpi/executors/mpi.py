@@ -117,7 +117,7 @@ def _run_once(link, schedule, program, store, size, stats):
             stats.active_rounds[nr.index] = 1
         MPI.Request.Waitall(reqs)
         for buf, tr in zip(rbufs, nr.recvs):
-            unpack_blocks(store, tr.blocks, size, buf)
+            unpack_blocks(store, tr.blocks, size, buf, tr.reduce)
     return store
 
 

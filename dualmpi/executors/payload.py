@@ -2,7 +2,10 @@
 
 import numpy as np
 
-__all__ = ["block_pattern", "pack_blocks", "unpack_blocks"]
+__all__ = ["block_pattern", "initial_value", "expected_value", "pack_blocks", "unpack_blocks"]
+
+#: Same value as :data:`dualmpi.collectives.schedule.REDUCED` (kept here to stay import-light).
+_REDUCED = -2
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
@@ -26,6 +29,27 @@ def block_pattern(origin, target, size):
     return (x & np.uint64(0xFF)).astype(np.uint8)
 
 
+def initial_value(key, u, size):
+    """Return the bytes node ``u`` starts with for block ``key``.
+
+    A reduction segment ``(REDUCED, j)`` starts as node ``u``'s own contribution
+    ``block_pattern(u, j)``; every other block is its pattern.
+    """
+    if key[0] == _REDUCED:
+        return block_pattern(u, key[1], size)
+    return block_pattern(*key, size)
+
+
+def expected_value(key, num_nodes, size):
+    """Return the bytes block ``key`` must hold at the end (a reduction: the sum mod 256)."""
+    if key[0] == _REDUCED:
+        total = np.zeros(size, dtype=np.uint8)
+        for u in range(num_nodes):
+            total += block_pattern(u, key[1], size)
+        return total
+    return block_pattern(*key, size)
+
+
 def pack_blocks(store, blocks, size, out=None):
     """Concatenate the blocks of ``store`` (dict key -> uint8 array) into one message buffer."""
     buf = np.empty(len(blocks) * size, dtype=np.uint8) if out is None else out
@@ -34,7 +58,11 @@ def pack_blocks(store, blocks, size, out=None):
     return buf
 
 
-def unpack_blocks(store, blocks, size, buf):
-    """Split a received message buffer into its blocks and put them into ``store``."""
+def unpack_blocks(store, blocks, size, buf, reduce=False):
+    """Split a received message buffer into its blocks and put (or, reducing, add) them into ``store``."""
     for n, key in enumerate(blocks):
-        store[key] = buf[n * size:(n + 1) * size]
+        part = buf[n * size:(n + 1) * size]
+        if reduce:
+            store[key] = store[key] + part  # uint8 arithmetic wraps: the sum mod 256
+        else:
+            store[key] = part
