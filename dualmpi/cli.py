@@ -4,13 +4,13 @@ import argparse
 import sys
 
 from . import __version__
-from .commands import info, route, run, simulate
-from .errors import DualmpiError
+from .commands import fit, info, report, route, run, simulate
+from .errors import DualmpiError, RankCountError
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
 #: Subcommand modules, in the order ``--help`` lists them.
-COMMANDS = [info, route, simulate, run]
+COMMANDS = [info, route, simulate, run, fit, report]
 
 
 def build_parser():
@@ -36,9 +36,22 @@ def main(argv=None):
         return args.func(args)
     except DualmpiError as exc:
         print(f"dualmpi: error: {exc}{_rank_suffix()}", file=sys.stderr, flush=True)
+        if isinstance(exc, RankCountError):
+            _all_ranks_reported()
         return 2
     except BrokenPipeError:
         return 0
+
+
+def _all_ranks_reported():
+    """Wait until every rank has printed an error that every rank raises alike.
+
+    ``python -m mpi4py`` turns a non-zero exit into MPI_Abort; without this barrier the
+    first rank to exit could kill the others before they print their line.
+    """
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
+        mpi.COMM_WORLD.Barrier()
 
 
 def _rank_suffix():

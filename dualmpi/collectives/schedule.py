@@ -29,6 +29,7 @@ __all__ = [
     "expected_blocks",
     "initial_blocks",
     "count_conflicts",
+    "message_hops",
 ]
 
 #: ``target`` of a broadcast block: the data of ``origin`` meant for every node.
@@ -155,13 +156,19 @@ def expected_blocks(collective, topo, root, u):
 
 @dataclass
 class NodeRound:
-    """One round of one node's program: the :class:`Transfer` objects it sends and receives."""
+    """One round of one node's program: the :class:`Transfer` objects it sends and receives.
+
+    ``send_ords`` / ``recv_ords`` number the transfers that share one directed link in
+    this round (0 unless the round has a conflict), so both ends can tell them apart.
+    """
 
     index: int
     step: int
     hop: int
     sends: list
     recvs: list
+    send_ords: list = field(default_factory=list)
+    recv_ords: list = field(default_factory=list)
 
 
 def node_program(schedule, u):
@@ -175,11 +182,18 @@ def node_programs(schedule, nodes=None):
     programs = {u: [] for u in wanted}
     for t, rnd in enumerate(schedule.rounds):
         touched = {}
+        used = {}
         for tr in rnd.transfers:
+            ordinal = used.get((tr.src, tr.dst), 0)
+            used[(tr.src, tr.dst)] = ordinal + 1
             if tr.src in programs:
-                _round_of(touched, tr.src, t, rnd).sends.append(tr)
+                nr = _round_of(touched, tr.src, t, rnd)
+                nr.sends.append(tr)
+                nr.send_ords.append(ordinal)
             if tr.dst in programs:
-                _round_of(touched, tr.dst, t, rnd).recvs.append(tr)
+                nr = _round_of(touched, tr.dst, t, rnd)
+                nr.recvs.append(tr)
+                nr.recv_ords.append(ordinal)
         for u, nr in touched.items():
             programs[u].append(nr)
     return programs
@@ -208,3 +222,13 @@ def count_conflicts(schedule):
                 conflicts += 1
             seen.add(key)
     return conflicts
+
+
+def message_hops(schedule):
+    """Return ``{header: number of links}`` for every routed message of ``schedule``."""
+    hops = {}
+    for rnd in schedule.rounds:
+        for tr in rnd.transfers:
+            if tr.header is not None:
+                hops[tr.header] = hops.get(tr.header, 0) + 1
+    return hops

@@ -8,6 +8,8 @@ from datetime import datetime, timezone
 from .. import __version__
 from ..collectives import COLLECTIVES, build_schedule, paper_steps
 from ..errors import DualmpiError
+from ..executors.options import make_options
+from ..simulator import simulate_schedule
 from .common import format_table, load_topology, topology_arg
 
 __all__ = ["add_parser", "main", "parse_sizes", "DEFAULT_SIZES"]
@@ -36,6 +38,19 @@ def add_parser(sub):
     p.add_argument("--iters", type=int, default=None,
                    help="timed iterations per size (default: 20 up to 64 KiB, 5 above)")
     p.add_argument("--warmup", type=int, default=2, help="untimed warm-up iterations (default 2)")
+    p.add_argument("--shape", metavar="ts=S,tw=S,th=S",
+                   help="shape the links: wall-clock time then follows t_s + n*t_w per message and "
+                   "t_h per forwarding hop (seconds, seconds per byte, seconds)")
+    p.add_argument("--switching", default="store-and-forward",
+                   choices=("store-and-forward", "cut-through"),
+                   help="store-and-forward: whole messages per hop, one round per hop; "
+                   "cut-through: routed messages cut into --packets packets that intermediate "
+                   "nodes forward as they arrive (default store-and-forward)")
+    p.add_argument("--packets", type=int, default=8,
+                   help="packets per routed message under cut-through (default 8)")
+    p.add_argument("--model", metavar="ts=S,tw=S,th=S",
+                   help="parameters of the virtual model clock whose time is reported as "
+                   "t_model (default: the --shape parameters)")
     p.add_argument("--baseline", action="store_true",
                    help="also time the MPI library's native collective on the same ranks and "
                    "report the ratio emulated/native")
@@ -83,7 +98,7 @@ def metadata(comm, topo, args):
         "spec": topo.spec,
         "nodes": topo.num_nodes,
         "ranks": comm.Get_size(),
-        "mpi_library": MPI.Get_library_version().strip().splitlines()[0],
+        "mpi_library": MPI.Get_library_version().rstrip("\x00").strip().splitlines()[0],
         "mpi_version": "%d.%d" % MPI.Get_version(),
         "mpi4py": mpi4py.__version__,
         "numpy": numpy.__version__,
@@ -106,6 +121,8 @@ def main(args):
         _iters_for(size, args.iters)
     colls = COLLECTIVES if args.collective == "all" else (args.collective,)
     schedules = {c: build_schedule(c, topo, root) for c in colls}
+    options = make_options(args.shape, args.switching, args.packets, args.model)
+    models = {c: simulate_schedule(schedules[c])["model"] for c in colls}
 
     from mpi4py import MPI
 
@@ -117,8 +134,10 @@ def main(args):
     rows = []
     for coll in colls:
         for size in sizes:
-            row = run_schedule(link, schedules[coll], size, _iters_for(size, args.iters), args.warmup)
+            row = run_schedule(link, schedules[coll], size, _iters_for(size, args.iters),
+                               args.warmup, options)
             row["paper_rounds"] = paper_steps(coll, topo)
+            row["model"] = models[coll]
             if args.baseline:
                 _add_baseline(row, comm, coll, size, root, _iters_for(size, args.iters), args.warmup)
             rows.append(row)
@@ -151,8 +170,10 @@ def _add_baseline(row, comm, coll, size, root, iters, warmup):
 def _progress(row):
     """Print one progress line on rank 0."""
     mark = "ok" if row["verified"] else "FAILED"
+    model = row["virtual"].get("time")
+    extra = "" if model is None else f" t_model={model * 1e6:.1f} us"
     print(f"[{row['collective']} size={row['size']}] {mark} "
-          f"rounds {row['rounds']}/{row['paper_rounds']} t_avg={row['t_avg'] * 1e6:.1f} us",
+          f"rounds {row['rounds']}/{row['paper_rounds']} t_avg={row['t_avg'] * 1e6:.1f} us{extra}",
           flush=True)
 
 
@@ -167,6 +188,9 @@ def _table(rows):
          f"{r['t_max'] * 1e6:.1f}")
         for r in rows
     ]
+    if rows and "time" in rows[0]["virtual"]:
+        head += ("t_model us",)
+        body = [b + (f"{r['virtual']['time'] * 1e6:.1f}",) for b, r in zip(body, rows)]
     if rows and "native_t_avg" in rows[0]:
         head += ("native t_avg us", "emulated/native")
         body = [b + (f"{r['native_t_avg'] * 1e6:.1f}",

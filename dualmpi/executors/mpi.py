@@ -4,18 +4,28 @@ Only this module (and the native baseline) imports :mod:`mpi4py`.  Communicators
 passed in; nothing reads ``COMM_WORLD`` at import time.
 """
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 from mpi4py import MPI
 
-from ..collectives.schedule import expected_blocks, node_program
+from ..collectives.schedule import expected_blocks, message_hops, node_program
 from ..errors import DualmpiError, LinkError, RankCountError
-from .inprocess import initial_store, route_problem, verify_store
+from .clock import UNIT_CLOCKS, ClockSet
+from .inprocess import hop_position, initial_store, route_problem, verify_store, virtual_summary
+from .options import RunOptions
 from .payload import pack_blocks, unpack_blocks
 
-__all__ = ["check_rank_count", "graph_comm", "LinkComm", "MPIRunStats", "run_schedule"]
+__all__ = [
+    "check_rank_count",
+    "graph_comm",
+    "LinkComm",
+    "MPIRunStats",
+    "NodeEngine",
+    "run_schedule",
+]
 
 _TAG_MOD = 1 << 15  # MPI guarantees tags up to 32767
 
@@ -68,11 +78,16 @@ class LinkComm:
         if peer not in self.neighbors:
             raise LinkError(self.node, peer, self.topo.spec)
 
-    def isend(self, buf, dst, tag):
-        """Start sending the uint8 array ``buf`` to neighbour ``dst``."""
+    def isend(self, buf, dst, tag, payload=None, new_message=True):
+        """Start sending the uint8 array ``buf`` to neighbour ``dst``.
+
+        ``payload`` is the number of user-data bytes in ``buf`` (default: all of it);
+        only those are counted, not the virtual-clock trailer.  ``new_message=False``
+        marks a later packet of a message already counted.
+        """
         self._check(dst)
-        self.link_messages[(self.node, dst)] += 1
-        self.link_bytes[(self.node, dst)] += buf.nbytes
+        self.link_messages[(self.node, dst)] += 1 if new_message else 0
+        self.link_bytes[(self.node, dst)] += buf.nbytes if payload is None else payload
         return self.comm.Isend([buf, MPI.BYTE], dst, tag)
 
     def irecv(self, buf, src, tag):
@@ -94,46 +109,199 @@ class LinkComm:
 class MPIRunStats:
     """One rank's view of a collective run; :func:`run_schedule` reduces it over ranks."""
 
-    delivered: int = 0
-    expected: int = 0
-    missing: int = 0
-    corrupt: int = 0
-    errors: list = field(default_factory=list)
     times: list = field(default_factory=list)
     active_rounds: object = None
 
 
-def _run_once(link, schedule, program, store, size, stats):
-    """Execute one node program: per round post receives, pack and send, wait, unpack."""
-    for nr in program:
+def _hold(seconds):
+    """Keep this rank busy (sleeping, so oversubscribed ranks can run) for ``seconds``."""
+    if seconds > 0:
+        time.sleep(seconds)
+
+
+class NodeEngine:
+    """Runs one node's program: link-checked messages, virtual clocks, shaping, switching."""
+
+    def __init__(self, link, schedule, size, options):
+        self.link, self.schedule, self.size = link, schedule, size
+        self.options = options or RunOptions()
+        self.program = node_program(schedule, link.node)
+        self.hops = message_hops(schedule)
+        model = self.options.model_clock
+        self.params = UNIT_CLOCKS + ((model,) if model is not None else ())
+        self.width = 8 * 2 * len(self.params)  # trailer bytes: (start, head) per clock
+        tag_ub = link.comm.Get_attr(MPI.TAG_UB) or _TAG_MOD
+        self.tag_ub = max(int(tag_ub), _TAG_MOD)
+
+    # -- one iteration ------------------------------------------------------------------------
+    def run(self, store, stats):
+        """Execute the program once on ``store``; return the node's ClockSet."""
+        self.store, self.stats = store, stats
+        self.clocks = ClockSet(self.params)
+        self.pending = {}
+        groups = self._groups()
+        for group in groups:
+            if len(group) > 1 or (self._pipelined() and any(tr.header for nr in group
+                                                            for tr in nr.sends + nr.recvs)):
+                self._run_pipelined(group)
+            else:
+                self._run_round(group[0])
+        return self.clocks
+
+    def _pipelined(self):
+        """True when routed messages are cut into packets (cut-through switching)."""
+        return self.options.switching == "cut-through" and self.options.packets > 1
+
+    def _groups(self):
+        """Return the program as groups: one round each, or a routed step's rounds together."""
+        if not self._pipelined():
+            return [[nr] for nr in self.program]
+        groups = []
+        for nr in self.program:
+            routed = any(tr.header for tr in nr.sends + nr.recvs)
+            if routed and groups and groups[-1][0].step == nr.step and groups[-1][-1].hop < nr.hop:
+                groups[-1].append(nr)
+            else:
+                groups.append([nr])
+        return groups
+
+    # -- message buffers and clocks -----------------------------------------------------------
+    def _outgoing(self, tr):
+        """Return the send buffer of ``tr``: trailer then payload, clocks advanced, shaping held."""
+        n = len(tr.blocks) * self.size
+        buf = np.empty(self.width + n, dtype=np.uint8)
+        pack_blocks(self.store, tr.blocks, self.size, out=buf[self.width:])
+        self._depart(tr, buf, n, None if hop_position(tr, True) else self.pending.pop(tr.header))
+        return buf
+
+    def _depart(self, tr, buf, n, trailer_in):
+        """Write the departing trailer into ``buf`` and hold the port as the shape demands."""
+        problem = route_problem(self.schedule, self.link.node, tr)
+        if problem:
+            raise DualmpiError(problem)
+        hops = self.hops.get(tr.header, 1)
+        out = self.clocks.depart(tr.dst, n, tr.blocks, hops, trailer_in)
+        buf[:self.width].view(np.float64)[:] = out
+        shape = self.options.shape
+        if shape is not None:
+            first = trailer_in is None
+            if self.options.switching == "store-and-forward":
+                _hold(shape.ts + n * shape.tw)
+            else:
+                _hold((shape.ts + n * shape.tw + shape.th) if first else shape.th)
+
+    def _arrived(self, tr, buf):
+        """Unpack a received buffer into the store and record it on the clocks."""
+        n = buf.nbytes - self.width
+        trailer = buf[:self.width].view(np.float64).copy()
+        last = hop_position(tr, False)
+        unpack_blocks(self.store, tr.blocks, self.size, buf[self.width:], tr.reduce)
+        if not last:
+            self.pending[tr.header] = trailer
+        self.clocks.arrive(tr.blocks, n, trailer, last)
+
+    # -- store-and-forward: one synchronous round ---------------------------------------------
+    def _run_round(self, nr):
+        """Post receives, pack and send, wait, unpack (one round of the program)."""
         tag = nr.index % _TAG_MOD
-        rbufs = [np.empty(len(tr.blocks) * size, dtype=np.uint8) for tr in nr.recvs]
+        link = self.link
+        rbufs = [np.empty(self.width + len(tr.blocks) * self.size, dtype=np.uint8)
+                 for tr in nr.recvs]
         reqs = [link.irecv(buf, tr.src, tag) for buf, tr in zip(rbufs, nr.recvs)]
         for tr in nr.sends:
-            problem = route_problem(schedule, link.node, tr)
-            if problem:
-                raise DualmpiError(f"round {nr.index}: {problem}")
-            reqs.append(link.isend(pack_blocks(store, tr.blocks, size), tr.dst, tag))
-            stats.active_rounds[nr.index] = 1
+            buf = self._outgoing(tr)
+            reqs.append(link.isend(buf, tr.dst, tag, buf.nbytes - self.width))
+            self.stats.active_rounds[nr.index] = 1
         MPI.Request.Waitall(reqs)
         for buf, tr in zip(rbufs, nr.recvs):
-            unpack_blocks(store, tr.blocks, size, buf, tr.reduce)
-    return store
+            self._arrived(tr, buf)
+
+    # -- cut-through: a routed step with packets forwarded as they arrive ----------------------
+    def _slices(self, total):
+        """Return the packet boundaries of a buffer of ``total`` bytes (trailer in packet 0)."""
+        n = total - self.width
+        count = max(1, min(self.options.packets, n))
+        cuts = [self.width + n * k // count for k in range(count + 1)]
+        cuts[0] = 0
+        return list(zip(cuts[:-1], cuts[1:]))
+
+    def _tag(self, hop, ordinal, packet):
+        """Return the tag of one packet of one hop (the step's rounds are waited on together)."""
+        tag = 1 + (hop * 16 + ordinal) * self.options.packets + packet
+        if tag >= self.tag_ub:
+            raise DualmpiError(f"tag {tag} exceeds MPI_TAG_UB {self.tag_ub}: use fewer --packets")
+        return tag
+
+    def _run_pipelined(self, group):
+        """Run all hop rounds of one routed step at once, forwarding each packet on arrival."""
+        link = self.link
+        forward = {}  # header -> (send transfer, its hop, its ordinal)
+        for nr in group:
+            for tr, ordinal in zip(nr.sends, nr.send_ords):
+                if not hop_position(tr, True):
+                    forward[tr.header] = (tr, nr.hop, ordinal, nr.index)
+        waits, relay = [], []  # plain requests; (request, buffer, bounds, packet, in-transfer)
+        finals = []
+        for nr in group:
+            for tr, ordinal in zip(nr.recvs, nr.recv_ords):
+                buf = np.empty(self.width + len(tr.blocks) * self.size, dtype=np.uint8)
+                bounds = self._slices(buf.nbytes)
+                for k, (a, b) in enumerate(bounds):
+                    req = link.irecv(buf[a:b], tr.src, self._tag(nr.hop, ordinal, k))
+                    if tr.header in forward:
+                        relay.append((req, buf, bounds, k, tr))
+                    else:
+                        waits.append(req)
+                if tr.header not in forward:
+                    finals.append((tr, buf))
+        for nr in group:
+            for tr, ordinal in zip(nr.sends, nr.send_ords):
+                if hop_position(tr, True):
+                    buf = self._outgoing(tr)
+                    for k, (a, b) in enumerate(self._slices(buf.nbytes)):
+                        waits.append(link.isend(buf[a:b], tr.dst, self._tag(nr.hop, ordinal, k),
+                                                b - max(a, self.width), k == 0))
+                    self.stats.active_rounds[nr.index] = 1
+        waits += self._relay(relay, forward)
+        MPI.Request.Waitall(waits)
+        for tr, buf in finals:
+            self._arrived(tr, buf)
+
+    def _relay(self, relay, forward):
+        """Forward each packet of the messages passing through as soon as it arrives."""
+        sent = []
+        reqs = [r[0] for r in relay]
+        left = len(reqs)
+        while left:
+            i = MPI.Request.Waitany(reqs)
+            left -= 1
+            _, buf, bounds, k, tr_in = relay[i]
+            out, hop, ordinal, index = forward[tr_in.header]
+            a, b = bounds[k]
+            if k == 0:
+                trailer = buf[:self.width].view(np.float64).copy()
+                self.clocks.arrive(tr_in.blocks, buf.nbytes - self.width, trailer, False)
+                self._depart(out, buf, buf.nbytes - self.width, trailer)
+                self.stats.active_rounds[index] = 1
+            sent.append(self.link.isend(buf[a:b], out.dst, self._tag(hop, ordinal, k),
+                                        b - max(a, self.width), k == 0))
+        return sent
 
 
-def run_schedule(link, schedule, size, iters=1, warmup=0):
+def run_schedule(link, schedule, size, iters=1, warmup=0, options=None):
     """Run ``schedule`` ``warmup + iters`` times on this rank's node; return reduced results.
 
     Every iteration starts from fresh initial data; a barrier precedes each timed
     iteration, outside the timer (OSU method).  The final store is verified byte by
-    byte against the blocks the collective must deliver.  The returned dict is the
-    same on every rank.
+    byte against the blocks the collective must deliver.  Virtual clocks ride along
+    every message; the returned dict (the same on every rank) has the model
+    coefficients they measured (``virtual``) next to the wall-clock times.
     """
     comm, u, topo = link.comm, link.node, link.topo
     coll, root = schedule.collective, schedule.root
-    program = node_program(schedule, u)
+    engine = NodeEngine(link, schedule, size, options)
     stats = MPIRunStats(active_rounds=np.zeros(schedule.num_rounds, dtype=np.int8))
-    store = {}
+    store, clocks = {}, None
     for it in range(warmup + iters):
         if it == warmup:
             link.reset_counters()
@@ -141,13 +309,33 @@ def run_schedule(link, schedule, size, iters=1, warmup=0):
         store = initial_store(coll, topo, root, u, size)
         comm.Barrier()
         t0 = MPI.Wtime()
-        _run_once(link, schedule, program, store, size, stats)
+        clocks = engine.run(store, stats)
         t1 = MPI.Wtime()
         if it >= warmup:
             stats.times.append(t1 - t0)
     delivered, missing, corrupt = verify_store(coll, topo, root, u, store, size)
     expected = sum(1 for key in expected_blocks(coll, topo, root, u) if key[0] != u)
-    return _reduce(link, schedule, size, iters, stats, delivered, expected, missing, corrupt)
+    out = _reduce(link, schedule, size, iters, stats, delivered, expected, missing, corrupt)
+    out["virtual"] = _reduce_clocks(comm, clocks, size)
+    opts = engine.options
+    out["switching"] = opts.switching
+    out["packets"] = opts.packets if opts.switching == "cut-through" else 1
+    out["shape"] = None if opts.shape is None else {"ts": opts.shape.ts, "tw": opts.shape.tw,
+                                                     "th": opts.shape.th}
+    return out
+
+
+def _reduce_clocks(comm, clocks, size):
+    """Return the virtual clocks' coefficients (and predicted time), reduced over ranks."""
+    finish = np.array(clocks.finish(), dtype=np.float64)
+    top = np.zeros_like(finish)
+    comm.Allreduce(finish, top, op=MPI.MAX)
+    cont = np.array(clocks.contention(), dtype=np.float64).reshape(-1)
+    total = np.zeros_like(cont)
+    comm.Allreduce(cont, total, op=MPI.SUM)
+    pairs = [tuple(total[i:i + 2]) for i in range(0, total.size, 2)]
+    summary = virtual_summary(list(top), size, [(d, int(n)) for d, n in pairs])
+    return summary
 
 
 def _reduce(link, schedule, size, iters, stats, delivered, expected, missing, corrupt):

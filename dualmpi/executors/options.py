@@ -1,0 +1,60 @@
+"""Options of an emulated run: link shaping, switching, packets and the model clock (pure)."""
+
+from dataclasses import dataclass
+
+from ..errors import DualmpiError
+from .clock import SWITCHING, ClockParams, parse_shape
+
+__all__ = ["RunOptions", "make_options"]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How the MPI executor moves messages.
+
+    Attributes
+    ----------
+    shape : ClockParams or None
+        Injected link parameters: the wall clock then follows them (the sender's port
+        is held ``t_s + n*t_w`` per message, each forwarding hop adds ``t_h``).
+    switching : str
+        ``store-and-forward``: every hop moves the whole message, one round per hop.
+        ``cut-through``: a routed message is split into ``packets`` that intermediate
+        nodes forward as each arrives (pipelined).
+    packets : int
+        Packets per routed message under cut-through switching.
+    model : ClockParams or None
+        Parameters of an extra virtual clock whose finishing time is the model's
+        predicted time of the run (defaults to ``shape``).
+    """
+
+    shape: ClockParams = None
+    switching: str = "store-and-forward"
+    packets: int = 8
+    model: ClockParams = None
+
+    @property
+    def model_clock(self):
+        """The parameters of the predicting virtual clock, or None."""
+        return self.model or self.shape
+
+
+def make_options(shape=None, switching="store-and-forward", packets=8, model=None):
+    """Build :class:`RunOptions` from CLI strings, raising :class:`DualmpiError` on bad input."""
+    if switching not in SWITCHING:
+        raise DualmpiError(f"bad switching {switching!r} (choose from {', '.join(SWITCHING)})")
+    if not isinstance(packets, int) or not 1 <= packets <= 1024:
+        raise DualmpiError(f"bad packet count {packets!r}: 1..1024")
+    try:
+        shaped = _params(shape, switching)
+        modeled = _params(model, switching)
+    except ValueError as exc:
+        raise DualmpiError(str(exc)) from None
+    return RunOptions(shaped, switching, packets, modeled)
+
+
+def _params(text, switching):
+    """Return ClockParams from ``ts=..,tw=..,th=..`` text, or None."""
+    if text is None:
+        return None
+    return ClockParams(**parse_shape(text), switching=switching)

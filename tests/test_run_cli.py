@@ -1,0 +1,129 @@
+"""``dualmpi run`` end to end: each test launches its own small mpiexec job (pure tier, not ``mpi``).
+
+The jobs run with the venv's ``mpiexec`` and the Open MPI settings of ``launch/ompi-env.sh``
+(oversubscription on few cores); each is limited by ``MPIEXEC_TIMEOUT`` and a subprocess
+timeout, so a hang fails the test instead of stalling the suite.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dualmpi.collectives import COLLECTIVES
+
+REPO = Path(__file__).resolve().parents[1]
+MPIEXEC = Path(sys.executable).parent / "mpiexec"
+TIMEOUT = 120  # seconds per job (subprocess); MPIEXEC_TIMEOUT below is shorter
+SPEC = "dualcube:r=2"  # 8 nodes
+
+pytestmark = pytest.mark.skipif(
+    not MPIEXEC.exists(), reason=f"no mpiexec next to {sys.executable} (the Open MPI wheel's)"
+)
+
+
+@pytest.fixture(scope="module")
+def mpi_env():
+    """The environment with ``launch/ompi-env.sh`` applied, as a sourcing shell sees it."""
+    out = subprocess.run(
+        ["bash", "-c", '. "$1" && env -0', "bash", str(REPO / "launch" / "ompi-env.sh")],
+        check=True, capture_output=True, timeout=30,
+    ).stdout
+    env = dict(item.split("=", 1) for item in out.decode().split("\0") if "=" in item)
+    env["MPIEXEC_TIMEOUT"] = "100"
+    return env
+
+
+def dualmpi_run(env, np, *args, cwd=None):
+    """Run ``mpiexec -n np python -m mpi4py -m dualmpi run ...``; return the CompletedProcess."""
+    cmd = [str(MPIEXEC), "-n", str(np), sys.executable, "-m", "mpi4py", "-m", "dualmpi", "run", *args]
+    return subprocess.run(cmd, env=env, cwd=cwd or REPO, capture_output=True, text=True,
+                          timeout=TIMEOUT)
+
+
+def error_lines(stderr):
+    """Return the ``dualmpi: error:`` lines of ``stderr``."""
+    return [line for line in stderr.splitlines() if line.startswith("dualmpi: error:")]
+
+
+def assert_no_traceback(proc):
+    """Neither stream of ``proc`` shows a Python traceback."""
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stdout, proc.stdout
+
+
+def test_run_all_collectives_json(mpi_env, tmp_path):
+    """8 ranks on D_2: every collective at sizes 0 and 64 verified, paper's rounds, JSON with meta."""
+    out = tmp_path / "out.json"
+    proc = dualmpi_run(mpi_env, 8, SPEC, "--collective", "all", "--sizes", "0,64",
+                       "--iters", "1", "--warmup", "0", "--json", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_no_traceback(proc)
+    data = json.loads(out.read_text())
+    rows = data["rows"]
+    assert [(r["collective"], r["size"]) for r in rows] == [
+        (c, s) for c in COLLECTIVES for s in (0, 64)
+    ]
+    for row in rows:
+        for key in ("collective", "size", "verified", "rounds", "messages",
+                    "t_min", "t_avg", "t_max"):
+            assert key in row, (key, row)
+        assert row["verified"] is True, row
+        assert row["link_violations"] == 0, row
+        assert row["rounds"] == row["paper_rounds"], row
+        assert 0 <= row["t_min"] <= row["t_avg"] <= row["t_max"], row
+        assert "native_t_avg" not in row and "ratio" not in row, row
+    meta = data["meta"]
+    for key in ("mpi_library", "host", "date"):
+        assert meta.get(key), (key, meta)
+    assert (meta["spec"], meta["nodes"], meta["ranks"]) == (SPEC, 8, 8)
+    assert "Open MPI" in meta["mpi_library"]
+
+
+def test_run_wrong_rank_count_reports_on_every_rank(mpi_env):
+    """4 ranks for the 8-node D_2: every rank prints the one-line error, the job exits non-zero."""
+    proc = dualmpi_run(mpi_env, 4, SPEC, "--sizes", "0", "--iters", "1", "--warmup", "0")
+    assert proc.returncode != 0
+    assert_no_traceback(proc)
+    want = f"dualmpi: error: {SPEC} has 8 nodes but the job has 4 ranks"
+    lines = [line for line in error_lines(proc.stderr) if line.startswith(want)]
+    assert len(lines) == 4, proc.stderr
+    ranks = sorted(int(m.group(1)) for m in (re.search(r"\[rank (\d+)/4\]", s) for s in lines) if m)
+    assert ranks == [0, 1, 2, 3], proc.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--root", "9"), "node 9 out of range"),
+    (("--sizes", "8,-1"), "bad message size '-1'"),
+])
+def test_run_bad_argument_is_one_line_error(mpi_env, args, message):
+    """A root outside the network or a negative size: one clear error line, no traceback."""
+    proc = dualmpi_run(mpi_env, 8, SPEC, *args)
+    assert proc.returncode != 0
+    assert_no_traceback(proc)
+    lines = error_lines(proc.stderr)
+    assert lines, proc.stderr
+    distinct = {re.sub(r" \[rank \d+/\d+\]$", "", line) for line in lines}
+    assert len(distinct) == 1, lines
+    assert message in distinct.pop()
+    assert "results written" not in proc.stdout
+
+
+def test_run_baseline_adds_native_time_and_ratio(mpi_env, tmp_path):
+    """--baseline: each row gains the native collective's t_avg (verified) and t_avg / native."""
+    out = tmp_path / "out.json"
+    proc = dualmpi_run(mpi_env, 8, SPEC, "--collective", "all", "--sizes", "64",
+                       "--iters", "1", "--warmup", "0", "--baseline", "--json", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_no_traceback(proc)
+    assert "native t_avg us" in proc.stdout and "emulated/native" in proc.stdout
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["collective"] for r in rows] == list(COLLECTIVES)
+    for row in rows:
+        assert row["verified"] is True and row["native_verified"] is True, row
+        assert row["native_t_avg"] > 0, row
+        assert row["ratio"] == pytest.approx(row["t_avg"] / row["native_t_avg"]), row
