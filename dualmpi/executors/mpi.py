@@ -90,6 +90,18 @@ class LinkComm:
         self.link_bytes[(self.node, dst)] += buf.nbytes if payload is None else payload
         return self.comm.Isend([buf, MPI.BYTE], dst, tag)
 
+    def send(self, buf, dst, tag):
+        """Send the uint8 array ``buf`` to neighbour ``dst`` and wait (blocking)."""
+        self._check(dst)
+        self.link_messages[(self.node, dst)] += 1
+        self.link_bytes[(self.node, dst)] += buf.nbytes
+        self.comm.Send([buf, MPI.BYTE], dst, tag)
+
+    def recv(self, buf, src, tag):
+        """Receive into the uint8 array ``buf`` from neighbour ``src`` (blocking)."""
+        self._check(src)
+        self.comm.Recv([buf, MPI.BYTE], src, tag)
+
     def irecv(self, buf, src, tag):
         """Start receiving into the uint8 array ``buf`` from neighbour ``src``."""
         self._check(src)

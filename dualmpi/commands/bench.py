@@ -1,0 +1,95 @@
+"""``dualmpi bench``: timing experiments (OSU method) for fitting t_s, t_w, t_h."""
+
+from dataclasses import dataclass
+
+from ..collectives import COLLECTIVES
+from ..errors import DualmpiError
+from ..executors.options import make_options
+from .common import load_topology, topology_arg
+from .run import metadata, parse_sizes
+
+__all__ = ["add_parser", "main"]
+
+
+@dataclass
+class BenchConfig:
+    """What to measure."""
+
+    pp_sizes: list
+    coll_sizes: list
+    hops: list
+    collectives: tuple
+    root: int
+    baseline: bool
+    options: object
+    scale: float
+
+
+def add_parser(sub):
+    """Register the ``bench`` subcommand."""
+    p = sub.add_parser(
+        "bench",
+        help="timing experiment: ping-pong over d-hop chains and collectives (under mpiexec)",
+        description="Measure one-way ping-pong times over d-hop chains along real routes "
+        "(d = 1..diameter, forwarded by the ranks in between) and the collectives, OSU method "
+        "(warm-up, barrier outside the timer, iterations scaled by size, min/avg/max), with the "
+        "raw mpi4py Send/Recv and the native MPI collectives on the same ranks as baselines. "
+        "Writes JSON and CSV with the MPI library, host, date and all parameters; fit them "
+        "with `dualmpi fit`.",
+        epilog="example: mpiexec -n 8 python -m mpi4py -m dualmpi bench dualcube:r=2 "
+        "--json results/d2.json",
+    )
+    p.add_argument("spec", type=topology_arg, help="topology spec; one rank per node")
+    p.add_argument("--json", metavar="FILE", required=True,
+                   help="results file (a .csv with the same rows is written beside it)")
+    p.add_argument("--sizes", default=None,
+                   help="ping-pong sizes in bytes (default: 0 and powers of two up to 1 MiB)")
+    p.add_argument("--coll-sizes", default="0,16,256,4096,65536",
+                   help="collective block sizes in bytes (default 0,16,256,4096,65536)")
+    p.add_argument("--hops", default=None, help="chain lengths to measure (default 1..diameter)")
+    p.add_argument("--collective", default="all", choices=(*COLLECTIVES, "all", "none"),
+                   help="collectives to time (default all)")
+    p.add_argument("--root", default=0, type=int, help="root of bcast and scatter")
+    p.add_argument("--no-baseline", action="store_true",
+                   help="skip the raw Send/Recv and native-collective baselines")
+    p.add_argument("--shape", metavar="ts=S,tw=S,th=S", help="shape the links (see dualmpi run)")
+    p.add_argument("--switching", default="store-and-forward",
+                   choices=("store-and-forward", "cut-through"), help="see dualmpi run")
+    p.add_argument("--packets", type=int, default=8, help="packets per message (cut-through)")
+    p.add_argument("--scale", type=float, default=1.0, help="multiply the iteration counts")
+    p.set_defaults(func=main)
+
+
+def main(args):
+    """Run the benchmark grid and write the results (rank 0)."""
+    topo = load_topology(args.spec)
+    from ..measure.harness import DEFAULT_SIZES, run_bench, write_results
+
+    pp = parse_sizes(args.sizes) if args.sizes else list(DEFAULT_SIZES)
+    coll = parse_sizes(args.coll_sizes) if args.coll_sizes else []
+    hops = parse_sizes(args.hops) if args.hops else []
+    if args.scale <= 0:
+        raise DualmpiError("--scale must be positive")
+    colls = {"all": COLLECTIVES, "none": ()}.get(args.collective, (args.collective,))
+    root = topo.check_node(args.root)
+    options = make_options(args.shape, args.switching, args.packets)
+    cfg = BenchConfig(pp, coll, hops, colls, root, not args.no_baseline, options, args.scale)
+
+    from mpi4py import MPI
+
+    world = MPI.COMM_WORLD
+    from ..executors.mpi import check_rank_count
+
+    check_rank_count(world, topo)
+    results = run_bench(world, topo, cfg)
+    if world.Get_rank() == 0:
+        meta = metadata(world, topo, args)
+        meta["shape"] = None if options.shape is None else {
+            "ts": options.shape.ts, "tw": options.shape.tw, "th": options.shape.th}
+        meta["switching"] = options.switching
+        results = {"format": results["format"], "meta": meta, **{
+            k: v for k, v in results.items() if k != "format"}}
+        csv_path = write_results(results, args.json)
+        print(f"results written to {args.json} and {csv_path}")
+    bad = [r for r in results["pingpong"] + results["collectives"] if not r["verified"]]
+    return 1 if bad else 0

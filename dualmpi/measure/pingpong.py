@@ -1,0 +1,122 @@
+"""Ping-pong along a d-hop chain of real links, forwarded by the ranks in between (MPI).
+
+The chain is the topology's route from one node to another; every rank on it relays
+the message, store-and-forward (whole message per hop) or cut-through (packets
+forwarded as they arrive).  The same loop with plain ``comm.Send``/``Recv`` and no
+link checks is the raw mpi4py baseline.
+"""
+
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+from ..executors.payload import block_pattern
+
+__all__ = ["chain", "pingpong"]
+
+
+def chain(topo, hops, src=0):
+    """Return the route from ``src`` to the lowest-numbered node at distance ``hops``."""
+    for v in range(topo.num_nodes):
+        if topo.distance(src, v) == hops:
+            return topo.route(src, v)
+    raise ValueError(f"no node at distance {hops} from {src} in {topo.spec}")
+
+
+def _hold(seconds):
+    """Sleep ``seconds`` (a shaped link's port time)."""
+    if seconds > 0:
+        time.sleep(seconds)
+
+
+class _Ends:
+    """Point-to-point calls of one ping-pong flavour: link-checked, or raw on ``world``."""
+
+    def __init__(self, link, world):
+        self.link, self.world = link, world
+
+    def send(self, buf, dst):
+        """Blocking send of ``buf`` to ``dst``."""
+        if self.world is not None:
+            self.world.Send([buf, MPI.BYTE], dst, 7)
+        else:
+            self.link.send(buf, dst, 7)
+
+    def recv(self, buf, src):
+        """Blocking receive into ``buf`` from ``src``."""
+        if self.world is not None:
+            self.world.Recv([buf, MPI.BYTE], src, 7)
+        else:
+            self.link.recv(buf, src, 7)
+
+
+def _pieces(buf, packets):
+    """Return the packet views of ``buf``."""
+    n = buf.nbytes
+    count = max(1, min(packets, n))
+    cuts = [n * k // count for k in range(count + 1)]
+    return [buf[a:b] for a, b in zip(cuts, cuts[1:])]
+
+
+def _leg(ends, buf, me, path, forward, shape, switching, packets):
+    """Move ``buf`` one way along ``path`` (``forward`` or back), as this rank's part of it."""
+    seq = path if forward else path[::-1]
+    i = seq.index(me)
+    last = len(seq) - 1
+    n = buf.nbytes
+    ct = switching == "cut-through"
+    if i == 0:
+        if shape is not None:
+            _hold(shape.ts + n * shape.tw + (shape.th if ct else 0.0))
+        for piece in _pieces(buf, packets if ct else 1):
+            ends.send(piece, seq[1])
+    elif i == last:
+        for piece in _pieces(buf, packets if ct else 1):
+            ends.recv(piece, seq[i - 1])
+    else:
+        if ct:
+            for k, piece in enumerate(_pieces(buf, packets)):
+                ends.recv(piece, seq[i - 1])
+                if k == 0 and shape is not None:
+                    _hold(shape.th)
+                ends.send(piece, seq[i + 1])
+        else:
+            ends.recv(buf, seq[i - 1])
+            if shape is not None:
+                _hold(shape.ts + n * shape.tw)
+            ends.send(buf, seq[i + 1])
+
+
+def pingpong(link, path, size, iters, reps=3, warmup=2, raw=None, shape=None,
+             switching="store-and-forward", packets=8):
+    """Return one-way times over ``path`` (seconds, min/avg/max over ``reps`` timed blocks).
+
+    OSU method: warm-up round trips, a barrier before each timed block (outside the
+    timer), ``iters`` round trips per block, one-way time = round trip / 2.  The
+    bytes that come back are checked against what was sent.  ``raw`` is a plain
+    communicator (e.g. ``COMM_WORLD``) for the unchecked baseline.  Same dict on
+    every rank.
+    """
+    comm, me = link.comm, link.node
+    ends = _Ends(link, raw)
+    on_chain = me in path
+    buf = block_pattern(path[0], path[-1], size) if me == path[0] else np.zeros(size, np.uint8)
+    sent = buf.copy()
+    blocks = []
+    for rep in range(reps + 1):
+        comm.Barrier()
+        count = warmup if rep == 0 else iters
+        t0 = MPI.Wtime()
+        for _ in range(count if on_chain else 0):
+            _leg(ends, buf, me, path, True, shape, switching, packets)
+            _leg(ends, buf, me, path, False, shape, switching, packets)
+        if rep and me == path[0]:
+            blocks.append((MPI.Wtime() - t0) / (2 * count))
+    ok = 1 if me != path[0] or np.array_equal(buf, sent) else 0
+    ok = comm.allreduce(ok, op=MPI.MIN)
+    stats = comm.bcast([min(blocks), float(np.mean(blocks)), max(blocks)] if me == path[0]
+                       else None, root=path[0])
+    return {"kind": "emulated" if raw is None else "raw", "src": path[0], "dst": path[-1],
+            "hops": len(path) - 1, "size": size, "iters": iters, "reps": reps,
+            "verified": bool(ok), "t_min": stats[0], "t_avg": stats[1], "t_max": stats[2]}
