@@ -70,8 +70,18 @@ class LinkComm:
         self.comm = graph_comm(comm, topo)
         self.node = self.comm.Get_rank()
         self.neighbors = frozenset(topo.neighbors(self.node))
-        self.link_messages = Counter()
-        self.link_bytes = Counter()
+        self._messages = dict.fromkeys(self.neighbors, 0)
+        self._bytes = dict.fromkeys(self.neighbors, 0)
+
+    @property
+    def link_messages(self):
+        """Messages sent per directed link ``(node, neighbour)`` since the last reset."""
+        return Counter({(self.node, v): n for v, n in self._messages.items() if n})
+
+    @property
+    def link_bytes(self):
+        """Payload bytes sent per directed link since the last reset."""
+        return Counter({(self.node, v): n for v, n in self._bytes.items() if n})
 
     def _check(self, peer):
         """Raise :class:`LinkError` unless ``peer`` is a neighbour of this node."""
@@ -85,32 +95,37 @@ class LinkComm:
         only those are counted, not the virtual-clock trailer.  ``new_message=False``
         marks a later packet of a message already counted.
         """
-        self._check(dst)
-        self.link_messages[(self.node, dst)] += 1 if new_message else 0
-        self.link_bytes[(self.node, dst)] += buf.nbytes if payload is None else payload
-        return self.comm.Isend([buf, MPI.BYTE], dst, tag)
+        if dst not in self.neighbors:
+            raise LinkError(self.node, dst, self.topo.spec)
+        self._messages[dst] += 1 if new_message else 0
+        self._bytes[dst] += buf.nbytes if payload is None else payload
+        return self.comm.Isend(buf, dst, tag)
 
     def send(self, buf, dst, tag):
         """Send the uint8 array ``buf`` to neighbour ``dst`` and wait (blocking)."""
-        self._check(dst)
-        self.link_messages[(self.node, dst)] += 1
-        self.link_bytes[(self.node, dst)] += buf.nbytes
-        self.comm.Send([buf, MPI.BYTE], dst, tag)
+        if dst not in self.neighbors:
+            raise LinkError(self.node, dst, self.topo.spec)
+        self._messages[dst] += 1
+        self._bytes[dst] += buf.nbytes
+        self.comm.Send(buf, dst, tag)
 
     def recv(self, buf, src, tag):
         """Receive into the uint8 array ``buf`` from neighbour ``src`` (blocking)."""
-        self._check(src)
-        self.comm.Recv([buf, MPI.BYTE], src, tag)
+        if src not in self.neighbors:
+            raise LinkError(self.node, src, self.topo.spec)
+        self.comm.Recv(buf, src, tag)
 
     def irecv(self, buf, src, tag):
         """Start receiving into the uint8 array ``buf`` from neighbour ``src``."""
-        self._check(src)
-        return self.comm.Irecv([buf, MPI.BYTE], src, tag)
+        if src not in self.neighbors:
+            raise LinkError(self.node, src, self.topo.spec)
+        return self.comm.Irecv(buf, src, tag)
 
     def reset_counters(self):
         """Forget the per-link counts (between warm-up and measured iterations)."""
-        self.link_messages.clear()
-        self.link_bytes.clear()
+        for v in self.neighbors:
+            self._messages[v] = 0
+            self._bytes[v] = 0
 
     def free(self):
         """Free the graph communicator."""

@@ -39,14 +39,14 @@ class _Ends:
     def send(self, buf, dst):
         """Blocking send of ``buf`` to ``dst``."""
         if self.world is not None:
-            self.world.Send([buf, MPI.BYTE], dst, 7)
+            self.world.Send(buf, dst, 7)
         else:
             self.link.send(buf, dst, 7)
 
     def recv(self, buf, src):
         """Blocking receive into ``buf`` from ``src``."""
         if self.world is not None:
-            self.world.Recv([buf, MPI.BYTE], src, 7)
+            self.world.Recv(buf, src, 7)
         else:
             self.link.recv(buf, src, 7)
 
