@@ -4,13 +4,13 @@ import argparse
 import sys
 
 from . import __version__
-from .commands import fit, info, report, route, run, simulate
+from .commands import bench, embed, export, fit, info, report, route, run, simulate
 from .errors import DualmpiError, RankCountError
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
 #: Subcommand modules, in the order ``--help`` lists them.
-COMMANDS = [info, route, simulate, run, fit, report]
+COMMANDS = [info, route, embed, simulate, run, bench, fit, report, export]
 
 
 def build_parser():

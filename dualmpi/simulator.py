@@ -16,29 +16,50 @@ import math
 import numpy as np
 
 from .collectives import build_schedule, count_conflicts, paper_steps
-from .collectives.alltoall import destination_order, route_function
-from .collectives.schedule import expected_blocks, initial_blocks
+from .collectives.alltoall import class_groups, destination_order, route_function, step_offsets
+from .collectives.schedule import COLLECTIVES, expected_blocks, initial_blocks
 from .errors import DualmpiError
-from .topology import DualCube, Hypercube, MetaCube
+from .topology import HDN, DualCube, MetaCube, ReducedHypercube
 
-__all__ = ["simulate", "simulate_schedule", "simulate_alltoall_stream", "STREAM_ABOVE"]
+__all__ = [
+    "simulate",
+    "simulate_schedule",
+    "simulate_alltoall_stream",
+    "simulate_vector",
+    "STREAM_ABOVE",
+    "VECTOR_ABOVE",
+]
 
 #: ``method="auto"`` streams the total exchange above this many nodes.
 STREAM_ABOVE = 256
+#: ``method="auto"`` simulates bcast, scatter and allgather with numpy above this many nodes.
+VECTOR_ABOVE = 4096
 
 
 def simulate(topo, collective, root=0, variant="corrected", method="auto"):
     """Return the simulated figures of ``collective`` on ``topo`` as a dict (see module doc)."""
     if method == "auto":
-        method = "stream" if collective == "alltoall" and topo.num_nodes > STREAM_ABOVE else "schedule"
+        if collective not in COLLECTIVES or isinstance(topo, ReducedHypercube):
+            method = "schedule"  # rings and the RH's emulated schedules are replayed as built
+        elif collective == "alltoall":
+            method = "stream" if topo.num_nodes > STREAM_ABOVE else "schedule"
+        else:
+            vector = topo.num_nodes > VECTOR_ABOVE and variant == "corrected" and not isinstance(topo, HDN)
+            method = "vector" if vector else "schedule"
     if method == "stream":
         if collective != "alltoall":
             raise DualmpiError("the stream method simulates the total exchange (alltoall) only")
         out = simulate_alltoall_stream(topo, variant)
+    elif method == "vector":
+        if collective == "alltoall" or variant != "corrected":
+            raise DualmpiError("the vector method simulates bcast, scatter and allgather as corrected")
+        if isinstance(topo, HDN):  # Algorithm 2 is no greedy tree along a dimension sequence
+            raise DualmpiError(f"the vector method does not apply to {topo.spec}; use --method schedule")
+        out = simulate_vector(topo, collective, root)
     elif method == "schedule":
         out = simulate_schedule(build_schedule(collective, topo, root, variant), variant)
     else:
-        raise DualmpiError(f"unknown simulation method {method!r} (auto, schedule, stream)")
+        raise DualmpiError(f"unknown simulation method {method!r} (auto, schedule, stream, vector)")
     p = topo.num_nodes
     out["lower_bound_rounds"] = math.ceil(math.log2(p)) if p > 1 else 0
     out["hypercube_rounds"] = _hypercube_rounds(collective, p)
@@ -104,81 +125,44 @@ def simulate_schedule(schedule, variant="corrected"):
     return out
 
 
-def _field_layout(topo):
-    """Return ``(node_shift(cur), width, class_shift)`` for the vectorised walker."""
-    if isinstance(topo, MetaCube):
-        return (lambda cur: topo.m * (cur >> topo.class_shift)), topo.m, topo.class_shift
-    if isinstance(topo, DualCube):
-        return (lambda cur: topo.half * ((cur >> topo.class_bit) & 1)), topo.half, topo.class_bit
-    if isinstance(topo, Hypercube):
-        return (lambda cur: np.zeros_like(cur)), topo.n, topo.n
-    raise DualmpiError(f"no streaming simulator for {topo.spec}")
+def simulate_alltoall_stream(topo, variant="corrected", samples=2, seed=0):
+    """Simulate the total exchange with numpy, a whole step at a time.
 
-
-def _route_ops(topo, path):
-    """Return the route of one source as ops: ``("fix",)`` for cluster hops, ``("cross", bit)``."""
-    ops = []
-    for a, b in zip(path, path[1:]):
-        bit = (a ^ b).bit_length() - 1
-        if topo.is_link(a, b) and _is_cross(topo, bit):
-            ops.append(("cross", bit))
-        elif not ops or ops[-1] != ("fix",):
-            ops.append(("fix",))
-    return ops
-
-
-def _is_cross(topo, bit):
-    """Return True when flipping ``bit`` is a cross-edge (changes the class)."""
-    if isinstance(topo, MetaCube):
-        return bit >= topo.class_shift
-    if isinstance(topo, DualCube):
-        return bit == topo.class_bit
-    return False
-
-
-def simulate_alltoall_stream(topo, variant="corrected"):
-    """Simulate the total exchange with numpy, all sources of a step at once.
-
-    Each step's route shape (cluster segments and cross-edges) is read from node 0's
-    route and applied to every source: inside a cluster a source flips, in ascending
-    order, the bits of its current class's node-id field that differ from its
-    destination.  Every hop is link-checked, every message's end is compared with its
-    destination, and every (source, destination) pair must occur exactly once.
+    Sources of one class route alike: node renaming (XOR with the source) maps the
+    route of the class's first node onto every other source of the class.  Each step
+    routes one representative per class with the topology's router, link-checks it,
+    applies its offsets to all sources of the class at once (numpy), compares every
+    message's end with its destination, and counts conflicts exactly: two messages on
+    one directed link at one hop index.  ``samples`` random sources per step are also
+    routed directly and must follow the renamed path, so the symmetry is checked, not
+    assumed; every (source, destination) pair must occur exactly once.
     """
     p = topo.num_nodes
     dest = destination_order(topo)
     route = route_function(topo, variant)
-    shift_of, width, class_shift = _field_layout(topo)
+    shift, groups = class_groups(topo)
+    rng = np.random.default_rng(seed)
     src = np.arange(p, dtype=np.int64)
     seen = np.zeros((p, p), dtype=bool)
-    delivered = conflicts = violations = hops0 = th = transfers = 0
+    delivered = conflicts = violations = hops0 = th = transfers = asymmetric = 0
     for t in range(p - 1):
         d = np.asarray(dest(src, t), dtype=np.int64)
-        ops = _route_ops(topo, route(0, int(d[0])))
-        cur = src.copy()
-        hop = np.zeros(p, dtype=np.int64)
-        keys = []
-        for op in ops:
-            flips = [1 << op[1]] if op[0] == "cross" else None
-            if flips is None:
-                shift = shift_of(cur)
-                for b in range(width):
-                    bit = np.left_shift(np.int64(1), shift + b)
-                    move = (cur ^ d) & bit != 0
-                    violations += _step(topo, cur, hop, move, bit, keys, p)
-            else:
-                move = np.ones(p, dtype=bool)
-                violations += _step(topo, cur, hop, move, np.int64(flips[0]), keys, p)
-        if keys:
-            allkeys = np.concatenate(keys)
-            conflicts += allkeys.size - np.unique(allkeys).size
-        ok = cur == d
-        fresh = ~seen[src, d]
+        offsets = step_offsets(topo, groups, t, dest, route)
+        for members, offs in zip(groups, offsets):
+            rep = int(members[0])
+            path = [rep ^ o for o in offs]
+            violations += sum(1 for a, b in zip(path, path[1:]) if not topo.is_link(a, b))
+            end = members ^ offs[-1]
+            delivered += int(np.count_nonzero((end == d[members]) & ~seen[members, d[members]]))
+            transfers += (len(path) - 1) * members.size
+            for s_ in rng.choice(members, size=min(samples, members.size), replace=False):
+                s_ = int(s_)
+                if route(s_, int(d[s_])) != [s_ ^ o for o in offs]:
+                    asymmetric += 1
         seen[src, d] = True
-        delivered += int(np.count_nonzero(ok & fresh & (d != src)))
-        hops0 += int(hop[0])
-        transfers += int(hop.sum())
-        th += int(hop.max())
+        conflicts += _step_conflicts(groups, offsets, shift)
+        hops0 += len(offsets[0]) - 1
+        th += max(len(o) for o in offsets) - 1
     out = _base(topo, "alltoall", variant, "stream")
     out.update({
         "algorithm": build_name(topo, variant),
@@ -193,37 +177,129 @@ def simulate_alltoall_stream(topo, variant="corrected"):
         "sends_without_data": 0,
         "hops_from_source": hops0,
         "model": {"ts": p - 1, "tw": p - 1, "th": th},
+        "symmetry_mismatches": asymmetric,
     })
     return out
 
 
-def _step(topo, cur, hop, move, bit, keys, p):
-    """Move the selected messages across ``bit``; record (hop, from, to) keys; return violations."""
-    if not move.any():
-        return 0
-    a = cur[move]
-    b = a ^ (bit if np.ndim(bit) == 0 else bit[move])
-    h = hop[move]
-    keys.append((h * p + a) * p + b)
-    bad = int(np.count_nonzero(~_links_ok(topo, a, b)))
-    cur[move] = b
-    hop[move] += 1
-    return bad
+def _step_conflicts(groups, offsets, shift):
+    """Count messages of one step that reuse a directed link at the same hop index.
+
+    At hop ``h`` the messages of a class group sit at ``members XOR offs[h]`` (distinct
+    nodes) and cross bit ``offs[h] XOR offs[h+1]``; only groups that are in the same
+    class and cross the same bit at the same hop can meet, and then their positions
+    are compared exactly.
+    """
+    total = 0
+    longest = max(len(o) for o in offsets) - 1
+    for h in range(longest):
+        by_link = {}
+        for g, offs in enumerate(offsets):
+            if h + 1 < len(offs):
+                cls = (int(groups[g][0]) ^ offs[h]) >> shift
+                by_link.setdefault((cls, offs[h] ^ offs[h + 1]), []).append(g)
+        for gs in by_link.values():
+            if len(gs) > 1:
+                pos = np.concatenate([groups[g] ^ offsets[g][h] for g in gs])
+                total += pos.size - np.unique(pos).size
+    return total
 
 
-def _links_ok(topo, a, b):
-    """Vectorised :meth:`Topology.is_link` for arrays of one-bit-apart node pairs."""
-    x = a ^ b
-    one_bit = (x != 0) & (x & (x - 1) == 0)
-    bit = np.zeros_like(x)
-    nz = x > 0
-    bit[nz] = np.log2(x[nz]).astype(np.int64)
-    shift_of, width, class_shift = _field_layout(topo)
-    lo = shift_of(a)
-    ok = (bit >= lo) & (bit < lo + width)
-    if not isinstance(topo, Hypercube):
-        ok |= bit >= class_shift
-    return one_bit & ok & (b >= 0) & (b < topo.num_nodes)
+def _vector_links_ok(topo, a, b):
+    """Return a bool array: is ``b[i]`` a neighbour of ``a[i]`` (numpy, all dimensions)?"""
+    ok = np.zeros(a.shape, dtype=bool)
+    for dim in range(1, topo.degree + 1):
+        ok |= np.asarray(topo.neighbor(a, dim)) == b
+    return ok
+
+
+def simulate_vector(topo, collective, root=0):
+    """Simulate bcast, scatter or allgather with numpy over whole rounds (no per-message loop).
+
+    The schedules are greedy along a dimension sequence (:mod:`dualmpi.collectives.dimorder`):
+    a tree for bcast and scatter (scatter edges carry their subtree's blocks), bit-set
+    knowledge exchanges for allgather.  The output equals :func:`simulate_schedule`'s.
+    """
+    from .collectives.dimorder import broadcast_sequence, gather_sequence
+
+    p = topo.num_nodes
+    nodes = np.arange(p, dtype=np.int64)
+    if collective == "allgather":
+        rounds, sizes, sent_ok, delivered = _vector_allgather(topo, nodes, gather_sequence(topo))
+        expected = p * (p - 1)
+        name = "all-to-all broadcast along " + str(gather_sequence(topo))
+    else:
+        rounds, sizes, sent_ok, delivered = _vector_tree(topo, nodes, root, broadcast_sequence(topo),
+                                                         collective == "scatter")
+        expected = p - 1
+        name = ("scatter" if collective == "scatter" else "broadcast") + " tree"
+    violations = sum(int(np.count_nonzero(~_vector_links_ok(topo, a, b))) for a, b in rounds)
+    conflicts = sum(a.size - np.unique(a * p + b).size for a, b in rounds)
+    out = _base(topo, collective, "corrected", "vector")
+    out.update({
+        "algorithm": name,
+        "rounds": len(rounds),
+        "hop_rounds": len(rounds),
+        "messages": int(sum(a.size for a, _ in rounds)),
+        "link_transfers": int(sum(a.size for a, _ in rounds)),
+        "delivered": int(delivered),
+        "expected": expected,
+        "conflicts": int(conflicts),
+        "link_violations": violations,
+        "sends_without_data": int(sent_ok),
+        "hops_from_source": None,
+        "model": {"ts": len(rounds), "tw": int(sum(int(z.max()) for z in sizes)),
+                  "th": len(rounds)},
+    })
+    return out
+
+
+def _vector_tree(topo, nodes, root, dims, personalized):
+    """Return the greedy tree's rounds ``(senders, receivers)``, message sizes and delivery."""
+    held = np.zeros(nodes.size, dtype=bool)
+    held[root] = True
+    rounds = []
+    for dim in dims:
+        senders = nodes[held]
+        targets = np.asarray(topo.neighbor(senders, dim), dtype=np.int64)
+        fresh = ~held[targets]
+        if fresh.any():
+            rounds.append((senders[fresh], targets[fresh]))
+            held[targets[fresh]] = True
+    sub = np.ones(nodes.size, dtype=np.int64)
+    sizes = [None] * len(rounds)
+    for i in reversed(range(len(rounds))):
+        a, b = rounds[i]
+        sizes[i] = sub[b].copy() if personalized else np.ones(a.size, dtype=np.int64)
+        np.add.at(sub, a, sub[b])
+    delivered = int(np.count_nonzero(held)) - 1
+    return rounds, sizes, 0, delivered
+
+
+def _vector_allgather(topo, nodes, dims):
+    """Return exchange rounds, message sizes (blocks) and delivery, with packed bit sets."""
+    p = nodes.size
+    know = np.packbits(np.eye(p, dtype=bool), axis=1)
+    rounds, sizes = [], []
+    for dim in dims:
+        nbr = np.asarray(topo.neighbor(nodes, dim), dtype=np.int64)
+        extra = know & ~know[nbr]
+        counts = _popcount_rows(extra)
+        send = counts > 0
+        if send.any():
+            rounds.append((nodes[send], nbr[send]))
+            sizes.append(counts[send])
+            know[nbr[send]] |= extra[send]
+    delivered = int(_popcount_rows(know).sum()) - p
+    return rounds, sizes, 0, delivered
+
+
+_BYTE_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+def _popcount_rows(packed):
+    """Return the number of one bits in each row of a packed uint8 bit matrix."""
+    return _BYTE_POPCOUNT[packed].sum(axis=1, dtype=np.int64)
 
 
 def build_name(topo, variant):

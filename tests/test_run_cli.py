@@ -84,16 +84,32 @@ def test_run_all_collectives_json(mpi_env, tmp_path):
     assert "Open MPI" in meta["mpi_library"]
 
 
-def test_run_wrong_rank_count_reports_on_every_rank(mpi_env):
-    """4 ranks for the 8-node D_2: every rank prints the one-line error, the job exits non-zero."""
-    proc = dualmpi_run(mpi_env, 4, SPEC, "--sizes", "0", "--iters", "1", "--warmup", "0")
+@pytest.mark.parametrize("ranks, want", [
+    (3, f"dualmpi: error: {SPEC} has 8 nodes, which cannot be spread evenly over 3 ranks"),
+    (16, f"dualmpi: error: {SPEC} has 8 nodes but the job has 16 ranks"),
+])
+def test_run_wrong_rank_count_reports_on_every_rank(mpi_env, ranks, want):
+    """3 or 16 ranks for the 8-node D_2 (4 would play 2 nodes each): every rank prints the
+    one-line error, the job exits non-zero."""
+    proc = dualmpi_run(mpi_env, ranks, SPEC, "--sizes", "0", "--iters", "1", "--warmup", "0")
     assert proc.returncode != 0
     assert_no_traceback(proc)
-    want = f"dualmpi: error: {SPEC} has 8 nodes but the job has 4 ranks"
     lines = [line for line in error_lines(proc.stderr) if line.startswith(want)]
-    assert len(lines) == 4, proc.stderr
-    ranks = sorted(int(m.group(1)) for m in (re.search(r"\[rank (\d+)/4\]", s) for s in lines) if m)
-    assert ranks == [0, 1, 2, 3], proc.stderr
+    assert len(lines) == ranks, proc.stderr
+    found = sorted(int(m.group(1)) for m in
+                   (re.search(rf"\[rank (\d+)/{ranks}\]", s) for s in lines) if m)
+    assert found == list(range(ranks)), proc.stderr
+
+
+def test_run_many_nodes_per_rank(mpi_env, tmp_path):
+    """4 ranks for the 8-node D_2 play 2 nodes each; every collective is verified."""
+    out = tmp_path / "multi.json"
+    proc = dualmpi_run(mpi_env, 4, SPEC, "--sizes", "0,64", "--iters", "1", "--warmup", "0",
+                       "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert data["meta"]["nodes_per_rank"] == 2
+    assert len(data["rows"]) == 8 and all(r["verified"] for r in data["rows"])
 
 
 @pytest.mark.parametrize("args, message", [

@@ -1,15 +1,18 @@
 """The papers' collectives as schedules of link transfers, one module per collective."""
 
 from ..errors import DualmpiError
-from ..topology import DualCube, Hypercube, MetaCube
-from . import allgather, alltoall, bcast, scatter
+from ..topology import HDN, DualCube, Hypercube, MetaCube, ReducedHypercube
+from ..topology.hypercube_emulation import HypercubeOnRH
+from . import allgather, alltoall, bcast, emulate, ring, scatter
 from .schedule import ALL, COLLECTIVES, Schedule, count_conflicts, node_program, node_programs
 
 __all__ = [
     "ALL",
     "COLLECTIVES",
+    "EXTRA_COLLECTIVES",
     "Schedule",
     "SUPPORTED",
+    "SUPPORTED_FOR",
     "build_schedule",
     "paper_steps",
     "count_conflicts",
@@ -18,9 +21,16 @@ __all__ = [
 ]
 
 #: Topologies whose collectives are implemented.
-SUPPORTED = (Hypercube, DualCube, MetaCube)
+SUPPORTED = (Hypercube, DualCube, MetaCube, ReducedHypercube)
 
-_MODULES = {"bcast": bcast, "scatter": scatter, "allgather": allgather, "alltoall": alltoall}
+#: Topologies on which only some collectives are implemented: collective -> extra classes.
+SUPPORTED_FOR = {"bcast": (HDN,), "scatter": (HDN,)}
+
+#: Collectives beyond the papers' four: rings along a Hamiltonian cycle (dual-cube, hypercube).
+EXTRA_COLLECTIVES = ("ring-allgather", "ring-allreduce")
+
+_MODULES = {"bcast": bcast, "scatter": scatter, "allgather": allgather, "alltoall": alltoall,
+            "ring-allgather": ring.ALLGATHER, "ring-allreduce": ring.ALLREDUCE}
 
 
 def build_schedule(collective, topo, root=0, variant="corrected"):
@@ -30,8 +40,12 @@ def build_schedule(collective, topo, root=0, variant="corrected"):
     (dual-cube broadcast; metacube total exchange on MC(2, m)); see docs/errata.md.
     """
     module = _module(collective)
-    if not isinstance(topo, SUPPORTED):
-        names = ", ".join(cls.name for cls in SUPPORTED)
+    if isinstance(topo, ReducedHypercube):  # the hypercube's schedule, each link an RH path
+        guest = build_schedule(collective, Hypercube(topo.bits), root, variant)
+        return emulate.emulate_on(guest, topo, HypercubeOnRH(topo))
+    supported = SUPPORTED + SUPPORTED_FOR.get(collective, ())
+    if not isinstance(topo, supported):
+        names = ", ".join(cls.name for cls in supported)
         raise DualmpiError(f"{collective} is not available on {topo.spec} (implemented for: {names})")
     if collective in ("bcast", "scatter"):
         root = topo.check_node(root)
@@ -47,6 +61,8 @@ def build_schedule(collective, topo, root=0, variant="corrected"):
 
 def paper_steps(collective, topo):
     """Return the number of steps the paper states for ``collective`` on ``topo``."""
+    if isinstance(topo, ReducedHypercube):  # emulated: the hypercube's steps
+        topo = Hypercube(topo.bits)
     return _module(collective).paper_steps(topo)
 
 
@@ -56,5 +72,6 @@ def _module(collective):
         return _MODULES[collective]
     except KeyError:
         raise DualmpiError(
-            f"unknown collective {collective!r} (choose from {', '.join(COLLECTIVES)})"
+            f"unknown collective {collective!r} "
+            f"(choose from {', '.join(COLLECTIVES + EXTRA_COLLECTIVES)})"
         ) from None

@@ -11,7 +11,15 @@ from ..topology import DualCube, Hypercube, MetaCube
 from ..topology.metacube import CLASS_PATH_TABLE_PRINTED
 from .schedule import Round, Schedule, Transfer
 
-__all__ = ["build", "paper_steps", "destination_order", "route_function", "VARIANTS"]
+__all__ = [
+    "build",
+    "paper_steps",
+    "destination_order",
+    "route_function",
+    "class_groups",
+    "step_offsets",
+    "VARIANTS",
+]
 
 #: ``as-printed`` routes MC(2, m) with the classPath table exactly as printed (docs/errata.md, M1).
 VARIANTS = ("corrected", "as-printed")
@@ -41,6 +49,41 @@ def route_function(topo, variant="corrected"):
         return lambda s, d: topo.walk_route(
             s, d, topo.table_class_path(s, d, CLASS_PATH_TABLE_PRINTED))
     raise ValueError(f"variant {variant!r} exists only for the total exchange on MC(2, m)")
+
+
+def class_groups(topo):
+    """Return ``(class_shift, groups)``: the nodes of each class as int64 arrays.
+
+    Sources of one class route alike in the total exchange: node renaming (XOR with
+    the source) maps the route of the class's first node onto every other member.
+    """
+    import numpy as np
+
+    if isinstance(topo, MetaCube):
+        shift = topo.class_shift
+    elif isinstance(topo, DualCube):
+        shift = topo.class_bit
+    elif isinstance(topo, Hypercube):
+        shift = topo.n
+    else:
+        raise TypeError(f"no total exchange for {topo.spec}")
+    per = 1 << shift
+    count = topo.num_nodes // per
+    return shift, [np.arange(c * per, (c + 1) * per, dtype=np.int64) for c in range(count)]
+
+
+def step_offsets(topo, groups, t, dest, route):
+    """Return, per class group, the route of step ``t`` as XOR offsets from the source.
+
+    The group's first node is routed by ``route`` (the topology's router); member ``s``
+    of the group is at ``s ^ offs[h]`` after ``h`` hops.
+    """
+    out = []
+    for members in groups:
+        rep = int(members[0])
+        path = route(rep, int(dest(rep, t)))
+        out.append([a ^ rep for a in path])
+    return out
 
 
 def build(topo, root=None, variant="corrected"):

@@ -1,6 +1,7 @@
 """One-to-all broadcast: the dual-cube's Algorithm 1, its metacube generalisation, binomial trees."""
 
-from ..topology import DualCube, Hypercube, MetaCube
+from ..topology import HDN, DualCube, Hypercube, MetaCube
+from . import hdn_tree
 from .dimorder import gray_walk_dims, greedy_tree
 from .schedule import Schedule
 from .trees import binomial_pairs, tree_schedule_rounds
@@ -22,6 +23,8 @@ def spanning_tree(topo, root, variant="corrected"):
         raise ValueError(f"variant {variant!r} exists only for the dual-cube broadcast")
     if isinstance(topo, MetaCube):
         return greedy_tree(topo, root, gray_walk_dims(topo))
+    if isinstance(topo, HDN):
+        return hdn_tree.broadcast_rounds(topo, root)
     if isinstance(topo, Hypercube):
         return _binomial_tree(topo, [root], range(1, topo.degree + 1))
     raise TypeError(f"no broadcast tree for {topo.spec}")
@@ -37,6 +40,8 @@ def paper_steps(topo):
         return 2 * topo.r
     if isinstance(topo, MetaCube):
         return topo.bits + (1 << topo.k) - 1
+    if isinstance(topo, HDN):
+        return hdn_tree.theorem3_steps(topo)
     return topo.degree
 
 
@@ -46,6 +51,8 @@ def algorithm_name(topo):
         return "dual-cube Algorithm 1"
     if isinstance(topo, MetaCube):
         return "metacube Gray-walk broadcast (dualmpi)"
+    if isinstance(topo, HDN):
+        return "hierarchical dual-net Algorithm 2"
     return "binomial tree"
 
 

@@ -8,7 +8,14 @@ dual-cube's sequence (cross-edge, r-1 cluster dimensions, cross-edge, r-1 cluste
 dimensions); for k = 0 it is the hypercube's binomial tree.
 """
 
-__all__ = ["gray_walk_dims", "allgather_dims", "greedy_tree", "exchange_rounds"]
+__all__ = [
+    "gray_walk_dims",
+    "allgather_dims",
+    "broadcast_sequence",
+    "gather_sequence",
+    "greedy_tree",
+    "exchange_rounds",
+]
 
 
 def gray_walk_dims(topo):
@@ -45,6 +52,34 @@ def allgather_dims(topo):
         flipped = (j ^ (j >> 1)) ^ ((j - 1) ^ ((j - 1) >> 1))
         dims += [m + flipped.bit_length()] + cluster
     return dims + [m + 1 + b for b in range(k)]
+
+
+def broadcast_sequence(topo):
+    """Return the dimension sequence whose greedy tree is the topology's broadcast tree.
+
+    Dual-cube: Algorithm 1 (cross-edge, cluster dimensions, cross-edge, cluster
+    dimensions); hypercube: dimensions 1..n; metacube: :func:`gray_walk_dims`.
+    """
+    from ..topology import DualCube, MetaCube
+
+    if isinstance(topo, DualCube):
+        cluster = list(range(1, topo.r))
+        return [topo.r] + cluster + [topo.r] + cluster
+    if isinstance(topo, MetaCube):
+        return gray_walk_dims(topo)
+    return list(range(1, topo.degree + 1))
+
+
+def gather_sequence(topo):
+    """Return the all-to-all broadcast dimension sequence (Algorithm 2 for the dual-cube)."""
+    from ..topology import DualCube, MetaCube
+
+    if isinstance(topo, DualCube):
+        cluster = list(range(1, topo.r))
+        return cluster + [topo.r] + cluster + [topo.r]
+    if isinstance(topo, MetaCube):
+        return allgather_dims(topo)
+    return list(range(1, topo.degree + 1))
 
 
 def greedy_tree(topo, root, dims):

@@ -1,6 +1,6 @@
 """One-to-all personalized communication (scatter) down the broadcast trees, halving messages."""
 
-from ..topology import DualCube, MetaCube
+from ..topology import HDN, DualCube, MetaCube
 from . import bcast
 from .bcast import spanning_tree
 from .schedule import Schedule
@@ -21,6 +21,8 @@ def build(topo, root=0):
         name = "dual-cube Section 4 (personalized)"
     elif isinstance(topo, MetaCube):
         name = "metacube Gray-walk scatter (dualmpi)"
+    elif isinstance(topo, HDN):
+        name = "hierarchical dual-net Algorithm 2 tree (personalized)"
     else:
         name = "binomial scatter"
     return Schedule("scatter", name, topo, root, tree_schedule_rounds(tree, root, True), len(tree))

@@ -30,6 +30,7 @@ __all__ = [
     "initial_blocks",
     "count_conflicts",
     "message_hops",
+    "base_collective",
 ]
 
 #: ``target`` of a broadcast block: the data of ``origin`` meant for every node.
@@ -41,6 +42,18 @@ REDUCED = -2
 #: The four collectives of the papers, by their CLI names.
 COLLECTIVES = ("bcast", "scatter", "allgather", "alltoall")
 
+#: Further collectives by CLI name, and the collective whose blocks they move.
+_BASE_COLLECTIVE = {"ring-allgather": "allgather", "ring-allreduce": "allreduce"}
+
+
+def base_collective(name):
+    """Return the collective whose blocks ``name`` starts from and delivers.
+
+    >>> base_collective("ring-allreduce"), base_collective("bcast")
+    ('allreduce', 'bcast')
+    """
+    return _BASE_COLLECTIVE.get(name, name)
+
 
 @dataclass(frozen=True)
 class Transfer:
@@ -49,7 +62,8 @@ class Transfer:
     src: int
     dst: int
     blocks: tuple
-    #: ``(origin, target)`` of the routed message this hop belongs to, for multi-hop routes.
+    #: ``(origin, target)`` of the routed message this hop belongs to, for multi-hop routes;
+    #: further items (a tag making the header unique) are passed on to the router.
     header: tuple = None
     #: When True the receiver adds the blocks into its own copies (a reduction step).
     reduce: bool = False
@@ -95,10 +109,13 @@ class Schedule:
     steps: int
     router: object = None
 
-    def next_hop(self, current, src, dst):
-        """Return the next hop node ``current`` chooses for the message ``src -> dst``."""
+    def next_hop(self, current, src, dst, *tag):
+        """Return the next hop node ``current`` chooses for the message ``src -> dst``.
+
+        ``tag`` holds the header's further items, if any; only a ``router`` sees them.
+        """
         if self.router is not None:
-            return self.router(current, src, dst)
+            return self.router(current, src, dst, *tag)
         return self.topo.next_hop(current, src, dst)
 
     @property
@@ -124,6 +141,7 @@ def initial_blocks(collective, topo, root, u):
     ``allreduce``: every node holds its own contribution to each of the p segments
     ``(REDUCED, j)``; transfers with ``reduce=True`` add into the receiver's copy.
     """
+    collective = base_collective(collective)
     p = topo.num_nodes
     if collective == "bcast":
         return [(root, ALL)] if u == root else []
@@ -140,6 +158,7 @@ def initial_blocks(collective, topo, root, u):
 
 def expected_blocks(collective, topo, root, u):
     """Return the blocks node ``u`` must hold when the collective ends (besides its own)."""
+    collective = base_collective(collective)
     p = topo.num_nodes
     if collective == "bcast":
         return [(root, ALL)]

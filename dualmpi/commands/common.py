@@ -4,9 +4,12 @@ import argparse
 import json
 import sys
 
+from ..errors import NodeError
 from ..topology import from_spec
 
-__all__ = ["topology_arg", "node_arg", "load_topology", "print_json", "format_table"]
+__all__ = [
+    "topology_arg", "node_arg", "resolve_node", "load_topology", "print_json", "format_table",
+]
 
 
 def topology_arg(text):
@@ -15,11 +18,22 @@ def topology_arg(text):
 
 
 def node_arg(text):
-    """Argparse type: a node id in decimal, ``0b…`` or ``0x…``."""
+    """Argparse type: a node id in decimal, ``0b…`` or ``0x…``, or a paper address ``(…)``."""
     try:
         return int(text, 0)
     except ValueError:
+        if text.strip().startswith("("):
+            return text.strip()  # resolved by resolve_node once the topology is known
         raise argparse.ArgumentTypeError(f"node id must be an integer, got {text!r}") from None
+
+
+def resolve_node(topo, node):
+    """Return the node id of ``node``: an int, or an address read by ``topo.parse_address``."""
+    if isinstance(node, str):
+        if not hasattr(topo, "parse_address"):
+            raise NodeError(f"{topo.spec} takes node ids only, not addresses like {node!r}")
+        return topo.parse_address(node)
+    return node
 
 
 def load_topology(spec):

@@ -6,10 +6,11 @@ import sys
 from datetime import datetime, timezone
 
 from .. import __version__
-from ..collectives import COLLECTIVES, build_schedule, paper_steps
+from ..collectives import COLLECTIVES, EXTRA_COLLECTIVES, build_schedule, paper_steps
+from ..collectives.schedule import base_collective
 from ..errors import DualmpiError
 from ..executors.options import make_options
-from ..simulator import simulate_schedule
+from ..simulator import simulate
 from .common import format_table, load_topology, topology_arg
 
 __all__ = ["add_parser", "main", "parse_sizes", "DEFAULT_SIZES"]
@@ -30,7 +31,7 @@ def add_parser(sub):
         "--collective all --json out.json",
     )
     p.add_argument("spec", type=topology_arg, help="topology spec; the job needs one rank per node")
-    p.add_argument("--collective", default="all", choices=(*COLLECTIVES, "all"),
+    p.add_argument("--collective", default="all", choices=(*COLLECTIVES, *EXTRA_COLLECTIVES, "all"),
                    help="which collective to run (default: all)")
     p.add_argument("--root", default="0", help="root node of bcast and scatter (default 0)")
     p.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)),
@@ -51,6 +52,9 @@ def add_parser(sub):
     p.add_argument("--model", metavar="ts=S,tw=S,th=S",
                    help="parameters of the virtual model clock whose time is reported as "
                    "t_model (default: the --shape parameters)")
+    p.add_argument("--nodes-per-rank", type=int, default=None,
+                   help="play several nodes per rank (block mapping); default: one node per rank "
+                   "when the job has one rank per node, else nodes/ranks")
     p.add_argument("--baseline", action="store_true",
                    help="also time the MPI library's native collective on the same ranks and "
                    "report the ratio emulated/native")
@@ -120,15 +124,18 @@ def main(args):
     for size in sizes:
         _iters_for(size, args.iters)
     colls = COLLECTIVES if args.collective == "all" else (args.collective,)
-    schedules = {c: build_schedule(c, topo, root) for c in colls}
     options = make_options(args.shape, args.switching, args.packets, args.model)
-    models = {c: simulate_schedule(schedules[c])["model"] for c in colls}
+    models = {c: simulate(topo, c, root)["model"] for c in colls}
 
     from mpi4py import MPI
 
     from ..executors.mpi import LinkComm, run_schedule
 
     comm = MPI.COMM_WORLD
+    multi = args.nodes_per_rank not in (None, 1) or comm.Get_size() != topo.num_nodes
+    if multi:
+        return _main_multi(args, comm, topo, colls, models, sizes, root)
+    schedules = {c: build_schedule(c, topo, root) for c in colls}
     link = LinkComm(comm, topo)
     rank0 = comm.Get_rank() == 0
     rows = []
@@ -158,11 +165,46 @@ def main(args):
     return 0 if good else 1
 
 
+def _main_multi(args, comm, topo, colls, models, sizes, root):
+    """Run with several nodes per rank: schedules locally/aggregated; alltoall vectorised."""
+    from ..executors.multi import BlockMap, run_alltoall_vector, run_schedule_multi
+
+    if args.shape or args.switching != "store-and-forward" or args.baseline:
+        raise DualmpiError("--shape, --switching and --baseline need one node per rank")
+    bmap = BlockMap(comm, topo, args.nodes_per_rank)
+    rows = []
+    for coll in colls:
+        for size in sizes:
+            iters = _iters_for(size, args.iters)
+            if coll == "alltoall":
+                row = run_alltoall_vector(bmap, size, iters, args.warmup)
+            else:
+                sched = build_schedule(coll, topo, root)
+                row = run_schedule_multi(bmap, sched, size, iters, args.warmup)
+            row.update(paper_rounds=paper_steps(coll, topo), model=models[coll], virtual={},
+                       root=root if coll in ("bcast", "scatter") else None)
+            rows.append(row)
+            if comm.Get_rank() == 0:
+                _progress(row)
+    if comm.Get_rank() == 0:
+        print()
+        print(_table(rows))
+        if args.json:
+            meta = metadata(comm, topo, args)
+            meta["nodes_per_rank"] = bmap.q
+            with open(args.json, "w") as fh:
+                json.dump({"meta": meta, "rows": rows}, fh, indent=2)
+                fh.write("\n")
+            print(f"results written to {args.json}")
+    return 0 if all(r["verified"] for r in rows) else 1
+
+
 def _add_baseline(row, comm, coll, size, root, iters, warmup):
     """Time the native collective and add its figures and the emulated/native ratio to ``row``."""
     from ..executors.native_baseline import run_native
 
-    row.update({k: v for k, v in run_native(comm, coll, size, root, iters, warmup).items()
+    native = run_native(comm, base_collective(coll), size, root, iters, warmup)
+    row.update({k: v for k, v in native.items()
                 if k.startswith("native_")})
     row["ratio"] = row["t_avg"] / row["native_t_avg"] if row["native_t_avg"] > 0 else None
 

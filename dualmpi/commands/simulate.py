@@ -1,6 +1,9 @@
 """``dualmpi simulate``: a collective's schedule run without MPI, with the papers' counts."""
 
-from ..collectives import COLLECTIVES
+import resource
+import time
+
+from ..collectives import COLLECTIVES, EXTRA_COLLECTIVES
 from ..errors import DualmpiError
 from ..simulator import simulate
 from .common import format_table, load_topology, print_json, topology_arg
@@ -22,14 +25,16 @@ def add_parser(sub):
         epilog="example: dualmpi simulate metacube:k=2,m=2 --collective alltoall --json",
     )
     p.add_argument("spec", type=topology_arg, help="topology spec, e.g. metacube:k=2,m=2")
-    p.add_argument("--collective", required=True, choices=COLLECTIVES, help="which collective")
+    p.add_argument("--collective", required=True, choices=COLLECTIVES + EXTRA_COLLECTIVES,
+                   help="which collective")
     p.add_argument("--root", default="0", help="root of bcast and scatter (default 0)")
     p.add_argument("--variant", default="corrected", choices=("corrected", "as-printed"),
                    help="as-printed follows a paper's printed text where dualmpi corrects it "
                    "(dual-cube bcast, metacube MC(2,m) alltoall); see docs/errata.md")
-    p.add_argument("--method", default="auto", choices=("auto", "schedule", "stream"),
-                   help="schedule: replay every transfer; stream: numpy total exchange for large "
-                   "networks (auto: stream above 256 nodes)")
+    p.add_argument("--method", default="auto", choices=("auto", "schedule", "stream", "vector"),
+                   help="schedule: replay every transfer; stream: numpy total exchange, a step at "
+                   "a time; vector: numpy bcast/scatter/allgather, a round at a time (auto: stream "
+                   "above 256 nodes, vector above 4096)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=main)
 
@@ -42,7 +47,10 @@ def main(args):
     except ValueError:
         raise DualmpiError(f"bad root {args.root!r}: the root is an integer node id") from None
     root = topo.check_node(root)
+    started = time.perf_counter()
     out = simulate(topo, args.collective, root, args.variant, args.method)
+    out["elapsed_s"] = round(time.perf_counter() - started, 3)
+    out["max_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     if args.json:
         print_json(out)
     else:

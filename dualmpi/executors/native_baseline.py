@@ -29,6 +29,12 @@ def _buffers(collective, comm, root, size):
         send = np.concatenate([block_pattern(me, d, size) for d in range(p)])
         want = np.concatenate([block_pattern(s, me, size) for s in range(p)])
         return send, np.zeros(p * size, np.uint8), want
+    if collective == "allreduce":  # segment j of every rank, combined by XOR (see _call)
+        send = np.concatenate([block_pattern(me, j, size) for j in range(p)])
+        want = np.zeros(p * size, np.uint8)
+        for s in range(p):
+            want ^= np.concatenate([block_pattern(s, j, size) for j in range(p)])
+        return send, np.zeros(p * size, np.uint8), want
     raise ValueError(f"unknown collective {collective!r}")
 
 
@@ -40,6 +46,10 @@ def _call(collective, comm, root, send, recv):
         comm.Scatter(None if send is None else [send, MPI.BYTE], [recv, MPI.BYTE], root=root)
     elif collective == "allgather":
         comm.Allgather([send, MPI.BYTE], [recv, MPI.BYTE])
+    elif collective == "allreduce":
+        # MPI_SUM on 8-bit types may not wrap (overflow is undefined; Open MPI's AVX kernels
+        # saturate, ompi #8045): time MPI_BXOR on bytes, the same traffic and per-byte work.
+        comm.Allreduce([send, MPI.BYTE], [recv, MPI.BYTE], op=MPI.BXOR)
     else:
         comm.Alltoall([send, MPI.BYTE], [recv, MPI.BYTE])
 

@@ -2,8 +2,11 @@
 
 from .base import Topology
 from .dualcube import DualCube
+from .hdn import HDN, RDN
 from .hypercube import Hypercube
 from .metacube import MetaCube
+from .product import ProductGraph
+from .reduced_hypercube import ReducedHypercube
 from .spec import TOPOLOGIES, from_spec, parse_spec
 
 __all__ = [
@@ -11,6 +14,10 @@ __all__ = [
     "Hypercube",
     "DualCube",
     "MetaCube",
+    "ReducedHypercube",
+    "ProductGraph",
+    "HDN",
+    "RDN",
     "TOPOLOGIES",
     "from_spec",
     "parse_spec",

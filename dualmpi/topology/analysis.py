@@ -8,6 +8,7 @@ __all__ = [
     "distances_from",
     "distance_matrix",
     "measured_properties",
+    "bfs_summary",
     "min_bisection_width",
 ]
 
@@ -84,6 +85,35 @@ def measured_properties(topo):
         "connected": bool((dist >= 0).all()),
         "distance_matrix": dist,
     }
+
+
+def bfs_summary(topo, table=None):
+    """Return diameter, average distance and connectivity by all-pairs BFS without the matrix.
+
+    The same bit-set BFS as :func:`distance_matrix`, but only the per-level counts
+    of newly reached pairs are kept, so memory is ``3 p^2 / 8`` bytes: networks of
+    some 10^4 nodes are measured exactly (12,000 nodes: about 55 MB, seconds).
+    """
+    p = topo.num_nodes
+    nbr = neighbor_table(topo) if table is None else table
+    front = np.packbits(np.eye(p, dtype=bool), axis=1)
+    reached = front.copy()
+    level = total = 0
+    pairs = p
+    while True:
+        nxt = np.zeros_like(front)
+        for j in range(nbr.shape[1]):
+            nxt |= front[nbr[:, j]]
+        nxt &= ~reached
+        found = int(np.unpackbits(nxt).sum(dtype=np.int64))
+        if not found:
+            break
+        level += 1
+        total += level * found
+        pairs += found
+        reached |= nxt
+        front = nxt
+    return {"diameter": level, "avg_distance": total / (p * p), "connected": pairs == p * p}
 
 
 def min_bisection_width(topo):

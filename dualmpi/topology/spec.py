@@ -4,8 +4,11 @@ import re
 
 from ..errors import SpecError
 from .dualcube import DualCube
+from .hdn import HDN, RDN
 from .hypercube import Hypercube
 from .metacube import MetaCube
+from .product import ProductGraph
+from .reduced_hypercube import ReducedHypercube
 
 __all__ = ["TOPOLOGIES", "parse_spec", "from_spec"]
 
@@ -14,9 +17,15 @@ TOPOLOGIES = {
     "hypercube": (Hypercube, ("n",)),
     "dualcube": (DualCube, ("r",)),
     "metacube": (MetaCube, ("k", "m")),
+    "rh": (ReducedHypercube, ("k", "n")),
+    "product": (ProductGraph, ("base",)),
+    "hdn": (HDN, ("base", "k", "s")),
+    "rdn": (RDN, ("base", "k")),
 }
 
 _PARAM = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*([+-]?\d+)\s*$")
+#: A text-valued parameter (a class lists them in ``spec_strings`` and parses them itself).
+_TEXT = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*([^\s=]+)\s*$")
 
 
 def parse_spec(spec):
@@ -32,11 +41,16 @@ def parse_spec(spec):
     if name not in TOPOLOGIES:
         raise SpecError(f"unknown topology {name!r} in spec {spec!r} ({_known()})")
     params = {}
+    strings = getattr(TOPOLOGIES[name][0], "spec_strings", ())
     for item in filter(None, (s.strip() for s in rest.split(","))) if sep else ():
-        match = _PARAM.match(item)
-        if not match:
-            raise SpecError(f"malformed parameter {item!r} in spec {spec!r}; expected key=integer")
-        key, value = match.group(1), int(match.group(2))
+        text, match = _TEXT.match(item), _PARAM.match(item)
+        if text and text.group(1) in strings:
+            key, value = text.group(1), text.group(2)
+        elif match:
+            key, value = match.group(1), int(match.group(2))
+        else:
+            also = "".join(f" or {k}=text" for k in strings)
+            raise SpecError(f"malformed parameter {item!r} in spec {spec!r}; expected key=integer{also}")
         if key in params:
             raise SpecError(f"parameter {key} given twice in spec {spec!r}")
         params[key] = value

@@ -1,0 +1,157 @@
+"""Ring collectives along an embedded Hamiltonian cycle: all-to-all broadcast and allreduce.
+
+Every ring hop is a link of the network, because the ring is a Hamiltonian cycle of
+it (dual-cube: Theorem 4.1 of Wu and Wu; hypercube: the Gray code).
+"""
+
+from ..errors import DualmpiError
+from ..topology import DualCube, Hypercube
+from ..topology.hamiltonian import gray_code, hamiltonian_cycle, is_ring
+from .schedule import ALL, REDUCED, Round, Schedule, Transfer
+
+__all__ = [
+    "default_cycle",
+    "ring_allgather",
+    "ring_allreduce",
+    "RingCollective",
+    "ALLGATHER",
+    "ALLREDUCE",
+]
+
+
+def default_cycle(topo):
+    """Return the Hamiltonian cycle the ring collectives use on ``topo``.
+
+    Dual-cube ``r >= 2``: Theorem 4.1's cycle from the binary reflected Gray code;
+    hypercube ``n >= 2``: the Gray code itself.
+
+    >>> default_cycle(Hypercube(2))
+    [0, 1, 3, 2]
+    """
+    if isinstance(topo, DualCube) and topo.r >= 2:
+        return hamiltonian_cycle(topo)
+    if isinstance(topo, Hypercube) and topo.n >= 2:
+        return gray_code(topo.n)
+    raise DualmpiError(f"the ring collectives need a Hamiltonian cycle: available on dualcube "
+                       f"(r >= 2) and hypercube (n >= 2), not on {topo.spec}")
+
+
+def _check_cycle(topo, cycle):
+    """Return ``cycle`` as a list after checking it is a Hamiltonian cycle of ``topo``."""
+    cycle = [int(u) for u in cycle]
+    if len(cycle) != topo.num_nodes or not is_ring(topo, cycle):
+        raise DualmpiError(f"not a Hamiltonian cycle of {topo.spec}: every node once, "
+                           "consecutive nodes (and the last and first) linked")
+    return cycle
+
+
+def ring_allgather(topo, cycle):
+    """Return the ring all-to-all broadcast along ``cycle``: ``p - 1`` rounds, one block per link.
+
+    In round ``t`` the node at position ``i`` passes the block of the node at position
+    ``i - t`` to position ``i + 1``.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    cycle : sequence of int
+        A Hamiltonian cycle of ``topo``.
+
+    Returns
+    -------
+    Schedule
+        Collective ``ring-allgather`` (the blocks of ``allgather``).
+
+    References
+    ----------
+    C. Wu, J. Wu, "On Self-Similarity and Hamiltonicity of Dual-Cubes", Section 4
+    (ring embedding; "ring-based multicast algorithms").
+
+    Examples
+    --------
+    >>> s = ring_allgather(DualCube(2), default_cycle(DualCube(2)))
+    >>> s.num_rounds, s.num_messages
+    (7, 56)
+    """
+    cycle = _check_cycle(topo, cycle)
+    p = len(cycle)
+    rounds = [
+        Round(t, 0, [Transfer(cycle[i], cycle[(i + 1) % p], ((cycle[(i - t) % p], ALL),))
+                     for i in range(p)])
+        for t in range(p - 1)
+    ]
+    return Schedule("ring-allgather", "ring all-to-all broadcast on a Hamiltonian cycle", topo,
+                    None, rounds, p - 1)
+
+
+def ring_allreduce(topo, cycle):
+    """Return the ring allreduce along ``cycle``: reduce-scatter then allgather, ``2(p - 1)`` rounds.
+
+    The data is cut into ``p`` segments ``(REDUCED, j)``, one per node ``j``.  In
+    round ``t < p - 1`` position ``i`` sends its partial sum of the segment of position
+    ``i - t`` to position ``i + 1``, which adds it to its own; afterwards position
+    ``i`` holds the full sum of the segment of position ``i + 1``, and ``p - 1`` ring
+    rounds more pass the finished segments around.
+
+    Parameters
+    ----------
+    topo : Topology
+        The network.
+    cycle : sequence of int
+        A Hamiltonian cycle of ``topo``.
+
+    Returns
+    -------
+    Schedule
+        Collective ``ring-allreduce`` (the blocks of ``allreduce``).
+
+    References
+    ----------
+    C. Wu, J. Wu, "On Self-Similarity and Hamiltonicity of Dual-Cubes", Section 4.
+
+    Examples
+    --------
+    >>> s = ring_allreduce(Hypercube(3), default_cycle(Hypercube(3)))
+    >>> s.num_rounds, s.num_messages, s.rounds[0].transfers[0].reduce
+    (14, 112, True)
+    """
+    cycle = _check_cycle(topo, cycle)
+    p = len(cycle)
+    rounds = []
+    for t in range(2 * (p - 1)):
+        reduce = t < p - 1
+        shift = t if reduce else t - (p - 1) - 1
+        rounds.append(Round(t, 0, [
+            Transfer(cycle[i], cycle[(i + 1) % p], ((REDUCED, cycle[(i - shift) % p]),),
+                     reduce=reduce)
+            for i in range(p)
+        ]))
+    return Schedule("ring-allreduce", "ring allreduce (reduce-scatter, allgather) on a Hamiltonian "
+                    "cycle", topo, None, rounds, 2 * (p - 1))
+
+
+class RingCollective:
+    """A ring collective as :func:`~dualmpi.collectives.build_schedule` dispatches it.
+
+    ``build(topo, root)`` uses :func:`default_cycle`; ``paper_steps`` is the ring's
+    round count, ``p - 1`` (allgather) or ``2(p - 1)`` (allreduce).
+    """
+
+    def __init__(self, base):
+        self.base = base
+        self._build = ring_allgather if base == "allgather" else ring_allreduce
+
+    def build(self, topo, root=None):
+        """Return the ring schedule on ``topo`` along its default Hamiltonian cycle."""
+        return self._build(topo, default_cycle(topo))
+
+    def paper_steps(self, topo):
+        """Return the rounds of the ring algorithm on ``topo``."""
+        p = topo.num_nodes
+        return p - 1 if self.base == "allgather" else 2 * (p - 1)
+
+
+#: ``ring-allgather`` and ``ring-allreduce``.
+ALLGATHER = RingCollective("allgather")
+ALLREDUCE = RingCollective("allreduce")

@@ -1,0 +1,172 @@
+"""``dualmpi fit`` and ``dualmpi report`` on synthetic results files written to tmp_path."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dualmpi.cli import main
+from dualmpi.model.synthetic import write_synthetic
+
+TRUTH = [(2e-4, 1e-8, 5e-5), (3e-4, 8e-9, 6e-5), (5e-4, 6e-9, 3e-4)]
+HOPS = (1, 2, 3, 4, 5)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """Synthetic bench results of the dual-cube F_3 and the hypercube Q_5 (32 nodes each)."""
+    d = tmp_path_factory.mktemp("results")
+    dual = write_synthetic(d / "dual.json", "dualcube:r=3", TRUTH, hops=HOPS, noise=0.01,
+                           outliers=5, seed=1)
+    hyper = write_synthetic(d / "hyper.json", "hypercube:n=5", TRUTH, hops=HOPS, noise=0.01,
+                            outliers=5, seed=2)
+    return {"dual": str(dual), "hyper": str(hyper), "dir": d}
+
+
+def run(capsys, *argv):
+    """Run ``dualmpi argv`` in-process; return (exit code, stdout, stderr)."""
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_fit_json_recovers_ground_truth(capsys, files):
+    """--json: every regime's t_s, t_w, t_h within 5 % of the generating values, inside the CI."""
+    code, out, err = run(capsys, "fit", files["dual"], "--json", "--resamples", "300")
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    assert doc["format"] == "dualmpi-fit/1" and doc["boundaries"] == [4096, 32768]
+    (group,) = doc["groups"]
+    fit = group["fits"]["emulated"]
+    assert fit["switching"]["better"] == "cut-through"
+    for reg, truth in zip(fit["regimes"], TRUTH):
+        ct = reg["models"]["cut-through"]
+        for name, true in zip(("ts", "tw", "th"), truth):
+            assert ct["params"][name] == pytest.approx(true, rel=0.05)
+    assert doc["mdape"]["overall"] < 0.05
+    assert {p["collective"] for p in group["predictions"]} == {"bcast", "scatter", "allgather",
+                                                               "alltoall"}
+
+
+def test_fit_text_output(capsys, files):
+    """The text report names the regimes, the switching verdict and the MdAPE line."""
+    code, out, _ = run(capsys, "fit", files["dual"], "--resamples", "100")
+    assert code == 0
+    for text in ("m <= 4096", "4096 < m <= 32768", "m > 32768", "95% CI",
+                 "switching: cut-through fits better", "predicted vs measured", "MdAPE", "overall"):
+        assert text in out
+
+
+def test_fit_regimes_option(capsys, files):
+    """--regimes none fits one regime; --regimes 1024 two."""
+    doc = json.loads(run(capsys, "fit", files["dual"], "--json", "--resamples", "0",
+                         "--regimes", "none")[1])
+    assert [r["label"] for r in doc["groups"][0]["fits"]["emulated"]["regimes"]] == ["all m"]
+    doc = json.loads(run(capsys, "fit", files["dual"], "--json", "--resamples", "0",
+                         "--regimes", "1024")[1])
+    assert len(doc["groups"][0]["fits"]["emulated"]["regimes"]) == 2
+
+
+def test_fit_several_files_and_pool(capsys, files):
+    """Two files: one group each, or one pooled group with --pool."""
+    doc = json.loads(run(capsys, "fit", files["dual"], files["hyper"], "--json", "--resamples", "0")[1])
+    assert len(doc["groups"]) == 2
+    doc = json.loads(run(capsys, "fit", files["dual"], files["hyper"], "--json", "--resamples", "0",
+                         "--pool")[1])
+    assert len(doc["groups"]) == 1 and len(doc["groups"][0]["files"]) == 2
+
+
+def _bad_files(d, dual):
+    """Write files dualmpi must reject; return {name: path}."""
+    text = Path(dual).read_text(encoding="utf-8")
+    bad = {"truncated": text[: len(text) // 2],
+           "not-dualmpi": json.dumps({"meta": {}, "rows": []}),
+           "wrong-format": json.dumps({"format": "other/1", "pingpong": []}),
+           "array": "[1, 2, 3]",
+           "row-missing-key": json.dumps({"format": "dualmpi-bench/1",
+                                          "pingpong": [{"size": 8, "t_avg": 1.0}]}),
+           "empty": ""}
+    paths = {}
+    for name, content in bad.items():
+        path = d / f"{name}.json"
+        path.write_text(content, encoding="utf-8")
+        paths[name] = str(path)
+    paths["missing"] = str(d / "does-not-exist.json")
+    return paths
+
+
+@pytest.mark.parametrize("command", ["fit", "report"])
+def test_bad_files_rejected_with_one_line(capsys, files, command):
+    """Not dualmpi's, truncated, malformed or missing: one 'dualmpi: error:' line, exit 2."""
+    for name, path in _bad_files(files["dir"], files["dual"]).items():
+        code, out, err = run(capsys, command, path)
+        assert code == 2, name
+        assert out == ""
+        lines = err.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("dualmpi: error: "), (name, err)
+        assert path in lines[0]
+
+
+def test_fit_without_pingpong_rows(capsys, files, tmp_path):
+    """A file with collectives only: fit refuses (exit 2), report shows measured times."""
+    doc = json.loads(Path(files["dual"]).read_text(encoding="utf-8"))
+    doc["pingpong"] = []
+    path = tmp_path / "nopp.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    code, _, err = run(capsys, "fit", str(path))
+    assert code == 2 and "no ping-pong rows" in err
+    code, out, _ = run(capsys, "report", str(path), "--plot", str(tmp_path / "nopp.png"))
+    assert code == 0 and "measured times only" in out
+    assert (tmp_path / "nopp.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_plot_and_table2(capsys, files, tmp_path):
+    """Dual-cube and hypercube of 32 nodes: Table 2 side by side, and a PNG figure."""
+    png = tmp_path / "report.png"
+    code, out, err = run(capsys, "report", files["dual"], files["hyper"], "--plot", str(png),
+                         "--resamples", "50")
+    assert code == 0 and err == ""
+    assert "Table 2 measured: hypercube:n=5 vs dualcube:r=3" in out
+    for row in ("T_one-to-all-b", "T_one-to-all-p", "T_all-to-all-b", "T_all-to-all-p"):
+        assert row in out
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20000
+
+
+def test_report_plot_bad_target(capsys, files, tmp_path):
+    """--plot into a missing directory: one error line, exit 2."""
+    code, out, err = run(capsys, "report", files["dual"], "--plot", str(tmp_path / "no" / "x.png"),
+                         "--resamples", "0")
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and "no such directory" in err
+
+
+def test_stat_options_are_used(capsys, files):
+    """--stat t_avg fits the ping-pongs' means (5 % above t_min in the synthetic files)."""
+    doc = json.loads(run(capsys, "fit", files["dual"], "--json", "--resamples", "0",
+                         "--stat", "t_avg", "--coll-stat", "t_avg")[1])
+    assert (doc["stat"], doc["coll_stat"]) == ("t_avg", "t_avg")
+    ts = doc["groups"][0]["fits"]["emulated"]["regimes"][0]["models"]["cut-through"]["params"]["ts"]
+    assert ts == pytest.approx(1.05 * TRUTH[0][0], rel=0.03)
+
+
+def test_missing_kind_is_an_error(capsys, files):
+    """--kind raw on a file with emulated ping-pongs only: one error line, exit 2."""
+    code, _, err = run(capsys, "fit", files["dual"], "--kind", "raw", "--resamples", "0")
+    assert code == 2 and "no raw ping-pong rows" in err and len(err.splitlines()) == 1
+
+
+def test_virtual_clock_rows_checked(capsys, files, tmp_path):
+    """Rows with the bench's ``virtual`` coefficients (floats, tw None at size 0) are compared."""
+    doc = json.loads(Path(files["dual"]).read_text(encoding="utf-8"))
+    for i, row in enumerate(doc["collectives"]):
+        virtual = {k: float(v) for k, v in row.pop("virtual_time").items()}
+        if i == 0:
+            virtual["tw"] = None
+        if i == 1:
+            virtual["th"] += 1.0
+        row["virtual"] = virtual
+    path = tmp_path / "virtual.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    n = len(doc["collectives"])
+    out = run(capsys, "fit", str(path), "--resamples", "0")[1]
+    assert f"virtual clock: {n - 1} of {n} rows measured exactly their model coefficients" in out
