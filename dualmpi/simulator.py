@@ -19,7 +19,7 @@ from .collectives import build_schedule, count_conflicts, paper_steps
 from .collectives.alltoall import class_groups, destination_order, route_function, step_offsets
 from .collectives.schedule import COLLECTIVES, expected_blocks, initial_blocks
 from .errors import DualmpiError
-from .topology import HDN, DualCube, MetaCube, ReducedHypercube
+from .topology import HDN, DualCube, Hypercube, MetaCube
 
 __all__ = [
     "simulate",
@@ -37,15 +37,29 @@ VECTOR_ABOVE = 4096
 
 
 def simulate(topo, collective, root=0, variant="corrected", method="auto"):
-    """Return the simulated figures of ``collective`` on ``topo`` as a dict (see module doc)."""
+    """Return the simulated figures of ``collective`` on ``topo`` as a dict (see module doc).
+
+    On a network with faults the schedule is replayed, and the result also lists the
+    faults, the undeliverable (source, destination) pairs and the extra rounds and
+    link transfers the detours cost against the fault-free schedule.
+    """
+    if hasattr(topo, "failed_links"):
+        return _simulate_faulty(topo, collective, root, method)
+    if collective not in COLLECTIVES and topo.num_nodes > VECTOR_ABOVE:
+        raise DualmpiError(f"{collective} on {topo.num_nodes} nodes is {topo.num_nodes - 1} rounds of "
+                           f"{topo.num_nodes} messages; simulate rings up to {VECTOR_ABOVE} nodes")
+    symmetric = type(topo) in (Hypercube, DualCube, MetaCube)
     if method == "auto":
-        if collective not in COLLECTIVES or isinstance(topo, ReducedHypercube):
+        if collective not in COLLECTIVES or not symmetric:
             method = "schedule"  # rings and the RH's emulated schedules are replayed as built
         elif collective == "alltoall":
             method = "stream" if topo.num_nodes > STREAM_ABOVE else "schedule"
         else:
             vector = topo.num_nodes > VECTOR_ABOVE and variant == "corrected" and not isinstance(topo, HDN)
             method = "vector" if vector else "schedule"
+    if method in ("stream", "vector") and not symmetric:
+        raise DualmpiError(f"the {method} method applies to hypercubes, dual-cubes and metacubes; "
+                           "use --method schedule")
     if method == "stream":
         if collective != "alltoall":
             raise DualmpiError("the stream method simulates the total exchange (alltoall) only")
@@ -64,6 +78,27 @@ def simulate(topo, collective, root=0, variant="corrected", method="auto"):
     out["lower_bound_rounds"] = math.ceil(math.log2(p)) if p > 1 else 0
     out["hypercube_rounds"] = _hypercube_rounds(collective, p)
     out["paper_rounds"] = paper_steps(collective, topo)
+    return out
+
+
+def _simulate_faulty(topo, collective, root, method):
+    """Simulate on a :class:`~dualmpi.topology.faults.FaultyTopology` (schedule replay)."""
+    from .collectives.faulttolerant import undeliverable
+
+    if method not in ("auto", "schedule"):
+        raise DualmpiError("a network with faults is simulated with the schedule method")
+    out = simulate_schedule(build_schedule(collective, topo, root))
+    base = simulate(topo.base, collective, root)
+    cut = undeliverable(collective, topo, root)
+    out.update({
+        "faults": topo.describe_faults(),
+        "undeliverable": [list(pair) for pair in cut[:1000]],
+        "undeliverable_count": len(cut),
+        "extra_rounds": out["rounds"] - base["rounds"],
+        "extra_hop_rounds": out["hop_rounds"] - base["hop_rounds"],
+        "extra_link_transfers": out["link_transfers"] - base["link_transfers"],
+        "paper_rounds": paper_steps(collective, topo),
+    })
     return out
 
 

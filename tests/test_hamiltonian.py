@@ -137,6 +137,20 @@ def test_theorem_4_2_edge_disjoint_cycles_hold(r):
         assert len(used) == 2 ** r
 
 
+def test_theorem_4_2_head_tail_alone_shares_cross_edges():
+    """The proof's "head-tail interconnection" of the cluster cycles H_i is not enough: laid out
+    like Theorem 4.1 (cluster B_j entered at node B_j), every cycle uses the cross-edges
+    0B_jB_j - 1B_jB_j, so the class-1 clusters must be shifted along H_i (dualmpi searches it)."""
+    dc = DualCube(5)
+    orders = ham.hypercube_hamiltonian_cycles(4)
+    naive = [ham._cross_edges(dc, ham._cluster_sequence(o, -1, -1, -1)) for o in orders]
+    diagonal = {ham.dc_node(dc, 0, x, x) for x in range(16)}
+    assert diagonal <= naive[0] & naive[1]
+    nodes = [ham._cluster_cycle(dc, o, ham._cluster_sequence(o, -1, -1, -1)) for o in orders]
+    assert all(ham.is_ring(dc, c) for c in nodes)
+    assert ham.ring_edges(nodes[0]) & ham.ring_edges(nodes[1])
+
+
 @pytest.mark.parametrize("r", range(2, 8))
 def test_theorem_4_2_is_no_decomposition(r):
     """The cycles use 2 floor((r-1)/2) < r links per node: they never decompose DC_r's edges."""
@@ -305,3 +319,13 @@ def test_cli_embed_cycles_array_split(capsys):
     assert code == 0 and out["string_ways"] == 9 and out["proposition_3_3"] == 3
     assert cli_main(["embed", "dualcube:r=3", "--split", "1,2"]) == 0
     assert "DC_(r-1): yes" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("module", ["dualmpi.topology.hamiltonian"])
+def test_doctests(module):
+    """The docstring examples run."""
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.failed == 0

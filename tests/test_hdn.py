@@ -100,7 +100,8 @@ def test_product_formulas_match_bfs(base):
     assert bfs["connected"] and (f["links"], f["diameter"]) == (bfs["links"], bfs["diameter"])
     assert f["avg_distance"] == pytest.approx(bfs["avg_distance"], abs=1e-12)
     dist = bfs["distance_matrix"]
-    assert all(len(topo.route(u, v)) - 1 == dist[u, v] for u in range(topo.num_nodes) for v in range(0, topo.num_nodes, 3))
+    p = topo.num_nodes
+    assert all(len(topo.route(u, v)) - 1 == dist[u, v] for u in range(p) for v in range(0, p, 3))
 
 
 @pytest.mark.parametrize("factor", [Factor(kind, a) for kind in "ck" for a in range(1, 10)])
@@ -131,7 +132,7 @@ def _torus_adjacency(sizes):
 
 
 def _dual_construction(adj):
-    """Figure 1: 2n copies of G; node i of cluster j of class 0 is joined to node j of cluster i of class 1."""
+    """Figure 1: 2n copies of G; node i of cluster j of class 0 joins node j of cluster i of class 1."""
     n = len(adj)
     out = []
     for c in range(2):
@@ -141,7 +142,9 @@ def _dual_construction(adj):
     return out
 
 
-@pytest.mark.parametrize("sizes, k", [((2,), 1), ((2,), 2), ((3,), 2), ((2, 3), 1), ((4,), 1), ((2, 2), 2), ((5,), 1)])
+@pytest.mark.parametrize("sizes, k", [
+    ((2,), 1), ((2,), 2), ((3,), 2), ((2, 3), 1), ((4,), 1), ((2, 2), 2), ((5,), 1),
+])
 def test_rdn_is_the_recursive_dual_construction(sizes, k):
     """RDN(B, k) and HDN(B, k, 1/.../1) are B dual-constructed k times, node for node."""
     adj = _torus_adjacency(sizes)
@@ -329,13 +332,14 @@ def test_paper_example_path_uses_non_links():
               "(0,0,2,2)"]
     for path, bad in ((u_side, [("(1,4,2,2)", "(1,4,2,3)")]), (v_side, [("(0,0,2,5)", "(0,0,2,0)")])):
         nodes = [level1.parse_address(a) for a in path]
-        missing = [(path[i], path[i + 1]) for i in range(len(path) - 1) if not level1.is_link(nodes[i], nodes[i + 1])]
+        missing = [(path[i], path[i + 1]) for i in range(len(path) - 1)
+                   if not level1.is_link(nodes[i], nodes[i + 1])]
         assert missing == bad
 
 
 @pytest.mark.parametrize("spec", SMALL)
 def test_routes_within_theorem2(spec):
-    """All pairs (every 8th source above 128 nodes): a path of links within Theorem 2; shortest for k = 1."""
+    """All pairs (every 8th source above 128 nodes): links only, within Theorem 2; shortest if k = 1."""
     topo = from_spec(spec)
     dist = measured_properties(topo)["distance_matrix"]
     bound = topo.formulas()["routing_bound_theorem2"]
@@ -442,7 +446,9 @@ def test_cli_address_errors(capsys):
         from_spec(EXAMPLE).parse_address("(2,0,0,0)")
 
 
-@pytest.mark.parametrize("module", ["dualmpi.topology.product", "dualmpi.topology.hdn", "dualmpi.collectives.hdn_tree"])
+@pytest.mark.parametrize("module", [
+    "dualmpi.topology.product", "dualmpi.topology.hdn", "dualmpi.collectives.hdn_tree",
+])
 def test_doctests(module):
     """The docstring examples run."""
     import doctest

@@ -237,3 +237,14 @@ def test_cli_route_and_info_example_2_1(capsys):
     assert cli_main(["info", "rh:k=2,n=2", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["bfs_verified"] and info["diameter"] == 8 and info["degree"] == 3
+
+
+@pytest.mark.parametrize("module", ["dualmpi.topology.reduced_hypercube", "dualmpi.topology.hypercube_emulation",
+                                    "dualmpi.collectives.emulate"])
+def test_doctests(module):
+    """The docstring examples run."""
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.failed == 0

@@ -114,3 +114,13 @@ def test_simulator_handles_ring_collectives(collective):
     out = simulate(DualCube(3), collective)
     assert out["delivered"] == out["expected"] and out["conflicts"] == 0
     assert out["rounds"] == out["paper_rounds"]
+
+
+@pytest.mark.parametrize("module", ["dualmpi.collectives.ring", "dualmpi.collectives.schedule"])
+def test_doctests(module):
+    """The docstring examples run."""
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.failed == 0

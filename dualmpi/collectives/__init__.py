@@ -2,8 +2,9 @@
 
 from ..errors import DualmpiError
 from ..topology import HDN, DualCube, Hypercube, MetaCube, ReducedHypercube
+from ..topology.faults import FaultyTopology
 from ..topology.hypercube_emulation import HypercubeOnRH
-from . import allgather, alltoall, bcast, emulate, ring, scatter
+from . import allgather, alltoall, bcast, emulate, faulttolerant, ring, scatter
 from .schedule import ALL, COLLECTIVES, Schedule, count_conflicts, node_program, node_programs
 
 __all__ = [
@@ -40,6 +41,11 @@ def build_schedule(collective, topo, root=0, variant="corrected"):
     (dual-cube broadcast; metacube total exchange on MC(2, m)); see docs/errata.md.
     """
     module = _module(collective)
+    if isinstance(topo, FaultyTopology):  # the same algorithm on the surviving links
+        if variant != "corrected" or collective not in COLLECTIVES:
+            raise DualmpiError(f"{collective} ({variant}) does not run on a network with faults")
+        base = build_schedule(collective, topo.base, root, variant)
+        return faulttolerant.build_faulty(collective, topo, topo.check_node(root or 0), base)
     if isinstance(topo, ReducedHypercube):  # the hypercube's schedule, each link an RH path
         guest = build_schedule(collective, Hypercube(topo.bits), root, variant)
         return emulate.emulate_on(guest, topo, HypercubeOnRH(topo))
@@ -61,6 +67,8 @@ def build_schedule(collective, topo, root=0, variant="corrected"):
 
 def paper_steps(collective, topo):
     """Return the number of steps the paper states for ``collective`` on ``topo``."""
+    if isinstance(topo, FaultyTopology):
+        topo = topo.base
     if isinstance(topo, ReducedHypercube):  # emulated: the hypercube's steps
         topo = Hypercube(topo.bits)
     return _module(collective).paper_steps(topo)

@@ -135,13 +135,36 @@ class Schedule:
                 yield t, rnd, tr
 
 
+def _alive(topo, u):
+    """Return False for a failed node of a faulty topology."""
+    alive = getattr(topo, "alive", None)
+    return True if alive is None else alive(u)
+
+
+def _reaches(topo, a, b):
+    """Return True when ``b`` can be reached from ``a`` (always, without faults)."""
+    reachable = getattr(topo, "reachable", None)
+    return True if reachable is None else _alive(topo, a) and reachable(a, b)
+
+
 def initial_blocks(collective, topo, root, u):
     """Return the blocks node ``u`` holds before the collective starts.
 
     ``allreduce``: every node holds its own contribution to each of the p segments
     ``(REDUCED, j)``; transfers with ``reduce=True`` add into the receiver's copy.
+    On a faulty topology failed nodes hold nothing and nothing is meant for them.
     """
     collective = base_collective(collective)
+    if not _alive(topo, u):
+        return []
+    held = _initial(collective, topo, root, u)
+    if hasattr(topo, "alive") and collective in ("scatter", "alltoall"):
+        held = [key for key in held if _alive(topo, key[1])]
+    return held
+
+
+def _initial(collective, topo, root, u):
+    """Return the fault-free initial blocks of node ``u``."""
     p = topo.num_nodes
     if collective == "bcast":
         return [(root, ALL)] if u == root else []
@@ -157,8 +180,22 @@ def initial_blocks(collective, topo, root, u):
 
 
 def expected_blocks(collective, topo, root, u):
-    """Return the blocks node ``u`` must hold when the collective ends (besides its own)."""
+    """Return the blocks node ``u`` must hold when the collective ends (besides its own).
+
+    On a faulty topology: nothing for a failed node, and only blocks whose origin can
+    still reach ``u`` (the others are reported as undeliverable).
+    """
     collective = base_collective(collective)
+    if not _alive(topo, u):
+        return []
+    want = _expected(collective, topo, root, u)
+    if hasattr(topo, "alive"):
+        want = [key for key in want if key[0] < 0 or key[0] == u or _reaches(topo, key[0], u)]
+    return want
+
+
+def _expected(collective, topo, root, u):
+    """Return the fault-free expected blocks of node ``u``."""
     p = topo.num_nodes
     if collective == "bcast":
         return [(root, ALL)]

@@ -9,6 +9,7 @@ from ..topology import from_spec
 
 __all__ = [
     "topology_arg", "node_arg", "resolve_node", "load_topology", "print_json", "format_table",
+    "add_fault_args", "apply_faults",
 ]
 
 
@@ -58,3 +59,23 @@ def format_table(rows, header=None):
     if header:
         lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def add_fault_args(parser):
+    """Add ``--fail-links/--fail-nodes/--fail-random/--seed`` to a subcommand."""
+    group = parser.add_argument_group("faults")
+    group.add_argument("--fail-links", default="", metavar="U-V,...",
+                       help="failed links: they carry nothing, messages detour")
+    group.add_argument("--fail-nodes", default="", metavar="U,...",
+                       help="failed nodes: they take no part; their links fail too")
+    group.add_argument("--fail-random", type=int, default=0, metavar="N",
+                       help="fail N more links chosen at random (see --seed)")
+    group.add_argument("--seed", type=int, default=0, help="seed of --fail-random (default 0)")
+
+
+def apply_faults(topo, args):
+    """Return ``topo`` with the faults the arguments name (or ``topo`` itself)."""
+    from ..topology.faults import parse_faults
+
+    return parse_faults(topo, args.fail_links, args.fail_nodes, args.fail_random, args.seed)
+

@@ -9,9 +9,10 @@ from .. import __version__
 from ..collectives import COLLECTIVES, EXTRA_COLLECTIVES, build_schedule, paper_steps
 from ..collectives.schedule import base_collective
 from ..errors import DualmpiError
+from ..topology import ReducedHypercube
 from ..executors.options import make_options
 from ..simulator import simulate
-from .common import format_table, load_topology, topology_arg
+from .common import add_fault_args, apply_faults, format_table, load_topology, topology_arg
 
 __all__ = ["add_parser", "main", "parse_sizes", "DEFAULT_SIZES"]
 
@@ -52,6 +53,11 @@ def add_parser(sub):
     p.add_argument("--model", metavar="ts=S,tw=S,th=S",
                    help="parameters of the virtual model clock whose time is reported as "
                    "t_model (default: the --shape parameters)")
+    p.add_argument("--watchdog", type=float, default=120.0, metavar="SECONDS",
+                   help="abort the job when a node waits longer than this in one round, naming "
+                   "the node, the round and the neighbour it waits for (default 120; 0: off)")
+    p.add_argument("--inject-drop", metavar="ROUND:NODE",
+                   help="testing aid: NODE skips its sends in ROUND (shows the watchdog at work)")
     p.add_argument("--nodes-per-rank", type=int, default=None,
                    help="play several nodes per rank (block mapping); default: one node per rank "
                    "when the job has one rank per node, else nodes/ranks")
@@ -59,6 +65,7 @@ def add_parser(sub):
                    help="also time the MPI library's native collective on the same ranks and "
                    "report the ratio emulated/native")
     p.add_argument("--json", metavar="FILE", help="write the results with their metadata as JSON")
+    add_fault_args(p)
     p.set_defaults(func=main)
 
 
@@ -111,12 +118,13 @@ def metadata(comm, topo, args):
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "argv": sys.argv,
         "params": {k: v for k, v in vars(args).items() if k != "func"},
+        "faults": topo.describe_faults() if hasattr(topo, "describe_faults") else None,
     }
 
 
 def main(args):
     """Run the requested collectives; return 0 when every one was verified, 1 otherwise."""
-    topo = load_topology(args.spec)
+    topo = apply_faults(load_topology(args.spec), args)
     sizes = parse_sizes(args.sizes)
     root = _parse_root(args.root, topo)
     if args.warmup < 0:
@@ -124,7 +132,8 @@ def main(args):
     for size in sizes:
         _iters_for(size, args.iters)
     colls = COLLECTIVES if args.collective == "all" else (args.collective,)
-    options = make_options(args.shape, args.switching, args.packets, args.model)
+    options = make_options(args.shape, args.switching, args.packets, args.model, args.watchdog,
+                           args.inject_drop)
     models = {c: simulate(topo, c, root)["model"] for c in colls}
 
     from mpi4py import MPI
@@ -145,6 +154,11 @@ def main(args):
                                args.warmup, options)
             row["paper_rounds"] = paper_steps(coll, topo)
             row["model"] = models[coll]
+            if hasattr(topo, "describe_faults"):
+                from ..collectives.faulttolerant import undeliverable
+
+                cut = undeliverable(coll, topo, root)
+                row["undeliverable"] = [list(pair) for pair in cut]
             if args.baseline:
                 _add_baseline(row, comm, coll, size, root, _iters_for(size, args.iters), args.warmup)
             rows.append(row)
@@ -176,7 +190,7 @@ def _main_multi(args, comm, topo, colls, models, sizes, root):
     for coll in colls:
         for size in sizes:
             iters = _iters_for(size, args.iters)
-            if coll == "alltoall":
+            if coll == "alltoall" and not isinstance(topo, ReducedHypercube):  # RH: emulated
                 row = run_alltoall_vector(bmap, size, iters, args.warmup)
             else:
                 sched = build_schedule(coll, topo, root)

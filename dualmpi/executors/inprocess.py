@@ -48,12 +48,13 @@ class RunResult:
         return not (self.missing or self.corrupt or self.errors) and self.delivered == self.expected
 
 
-def initial_store(collective, topo, root, u, size):
+def initial_store(collective, topo, root, u, size, salt=0):
     """Return node ``u``'s starting blocks, filled with their patterns."""
-    return {key: initial_value(key, u, size) for key in initial_blocks(collective, topo, root, u)}
+    return {key: initial_value(key, u, size, salt)
+            for key in initial_blocks(collective, topo, root, u)}
 
 
-def verify_store(collective, topo, root, u, store, size):
+def verify_store(collective, topo, root, u, store, size, salt=0):
     """Return ``(delivered, missing, corrupt)`` for node ``u``'s final blocks."""
     delivered, missing, corrupt = 0, [], []
     for key in expected_blocks(collective, topo, root, u):
@@ -63,7 +64,7 @@ def verify_store(collective, topo, root, u, store, size):
         if got is None:
             missing.append((u, key))
         elif got.shape != (size,) or not np.array_equal(
-                got, expected_value(key, topo.num_nodes, size)):
+                got, expected_value(key, topo.num_nodes, size, salt)):
             corrupt.append((u, key))
         else:
             delivered += 1

@@ -5,6 +5,7 @@ passed in; nothing reads ``COMM_WORLD`` at import time.
 """
 
 import time
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -17,6 +18,7 @@ from .clock import UNIT_CLOCKS, ClockSet
 from .inprocess import hop_position, initial_store, route_problem, verify_store, virtual_summary
 from .options import RunOptions
 from .payload import pack_blocks, unpack_blocks
+from .watchdog import Watchdog
 
 __all__ = [
     "check_rank_count",
@@ -121,6 +123,34 @@ class LinkComm:
             raise LinkError(self.node, src, self.topo.spec)
         return self.comm.Irecv(buf, src, tag)
 
+    def send_array(self, arr, dst, tag=0):
+        """Send any numpy array to neighbour ``dst`` with a header (dtype, shape) the receiver checks."""
+        arr = np.ascontiguousarray(arr)
+        head = np.frombuffer(f"{arr.dtype.str}|{','.join(map(str, arr.shape))}".encode().ljust(64),
+                             dtype=np.uint8)
+        self.send(head.copy(), dst, tag)
+        self.send(arr.view(np.uint8).reshape(-1), dst, tag)
+
+    def recv_array(self, arr, src, tag=0):
+        """Receive into ``arr`` from neighbour ``src``; a dtype or size mismatch is a clear error.
+
+        The data is always taken off the wire (into a scratch buffer on mismatch), so the
+        sender never blocks on an unmatched message.
+        """
+        head = np.empty(64, dtype=np.uint8)
+        self.recv(head, src, tag)
+        dtype, _, shape = head.tobytes().decode().strip().partition("|")
+        shape = tuple(int(x) for x in shape.split(",") if x)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        if dtype == arr.dtype.str and nbytes == arr.nbytes and arr.flags.c_contiguous:
+            self.recv(arr.reshape(-1).view(np.uint8), src, tag)
+            return arr
+        self.recv(np.empty(nbytes, dtype=np.uint8), src, tag)
+        what = "receive buffer too small" if nbytes > arr.nbytes else "mismatched buffers"
+        raise DualmpiError(
+            f"node {self.node}: {what}: node {src} sent {dtype} {shape} ({nbytes} bytes), "
+            f"the receive buffer is {arr.dtype.str} {arr.shape} ({arr.nbytes} bytes)")
+
     def reset_counters(self):
         """Forget the per-link counts (between warm-up and measured iterations)."""
         for v in self.neighbors:
@@ -138,6 +168,8 @@ class MPIRunStats:
 
     times: list = field(default_factory=list)
     active_rounds: object = None
+    checksum_failures: int = 0
+    duplicates: int = 0
 
 
 def _hold(seconds):
@@ -156,7 +188,10 @@ class NodeEngine:
         self.hops = message_hops(schedule)
         model = self.options.model_clock
         self.params = UNIT_CLOCKS + ((model,) if model is not None else ())
-        self.width = 8 * 2 * len(self.params)  # trailer bytes: (start, head) per clock
+        # trailer: (start, head) per clock, then the payload's CRC-32
+        self.width = 8 * (2 * len(self.params) + 1)
+        comm = link.comm
+        self.watchdog = Watchdog(link.node, self.options.watchdog, comm.Abort)
         tag_ub = link.comm.Get_attr(MPI.TAG_UB) or _TAG_MOD
         self.tag_ub = max(int(tag_ub), _TAG_MOD)
 
@@ -198,6 +233,7 @@ class NodeEngine:
         n = len(tr.blocks) * self.size
         buf = np.empty(self.width + n, dtype=np.uint8)
         pack_blocks(self.store, tr.blocks, self.size, out=buf[self.width:])
+        buf[self.width - 8:self.width].view(np.float64)[0] = zlib.crc32(buf[self.width:])
         self._depart(tr, buf, n, None if hop_position(tr, True) else self.pending.pop(tr.header))
         return buf
 
@@ -208,7 +244,7 @@ class NodeEngine:
             raise DualmpiError(problem)
         hops = self.hops.get(tr.header, 1)
         out = self.clocks.depart(tr.dst, n, tr.blocks, hops, trailer_in)
-        buf[:self.width].view(np.float64)[:] = out
+        buf[:self.width - 8].view(np.float64)[:] = out
         shape = self.options.shape
         if shape is not None:
             first = trailer_in is None
@@ -218,10 +254,16 @@ class NodeEngine:
                 _hold((shape.ts + n * shape.tw + shape.th) if first else shape.th)
 
     def _arrived(self, tr, buf):
-        """Unpack a received buffer into the store and record it on the clocks."""
+        """Check the payload's CRC, unpack it into the store and record it on the clocks."""
         n = buf.nbytes - self.width
-        trailer = buf[:self.width].view(np.float64).copy()
+        trailer = buf[:self.width - 8].view(np.float64).copy()
         last = hop_position(tr, False)
+        crc = buf[self.width - 8:self.width].view(np.float64)[0]
+        if crc != zlib.crc32(buf[self.width:]):
+            self.stats.checksum_failures += 1
+        if last and not tr.reduce:
+            self.stats.duplicates += sum(1 for key in tr.blocks if key[0] >= 0
+                                         and key in self.store and key[1] == self.link.node)
         unpack_blocks(self.store, tr.blocks, self.size, buf[self.width:], tr.reduce)
         if not last:
             self.pending[tr.header] = trailer
@@ -235,13 +277,25 @@ class NodeEngine:
         rbufs = [np.empty(self.width + len(tr.blocks) * self.size, dtype=np.uint8)
                  for tr in nr.recvs]
         reqs = [link.irecv(buf, tr.src, tag) for buf, tr in zip(rbufs, nr.recvs)]
+        drop = self.options.drop
         for tr in nr.sends:
+            if drop is not None and drop == (nr.index, link.node):
+                continue  # the injected fault: this send never happens
             buf = self._outgoing(tr)
             reqs.append(link.isend(buf, tr.dst, tag, buf.nbytes - self.width))
             self.stats.active_rounds[nr.index] = 1
-        MPI.Request.Waitall(reqs)
+        self._wait(reqs, [tr.src for tr in nr.recvs], nr.index)
         for buf, tr in zip(rbufs, nr.recvs):
             self._arrived(tr, buf)
+
+    def _wait(self, reqs, sources, round_index):
+        """Wait for ``reqs`` (the first ``len(sources)`` are receives) under the watchdog."""
+        if MPI.Request.Testall(reqs):
+            return
+        pending = [src for req, src in zip(reqs, sources) if req and not req.Test()]
+        self.watchdog.arm(round_index, pending)
+        MPI.Request.Waitall(reqs)
+        self.watchdog.disarm()
 
     # -- cut-through: a routed step with packets forwarded as they arrive ----------------------
     def _slices(self, total):
@@ -289,8 +343,10 @@ class NodeEngine:
                         waits.append(link.isend(buf[a:b], tr.dst, self._tag(nr.hop, ordinal, k),
                                                 b - max(a, self.width), k == 0))
                     self.stats.active_rounds[nr.index] = 1
+        self.watchdog.arm(group[0].index, sorted({tr.src for nr in group for tr in nr.recvs}))
         waits += self._relay(relay, forward)
         MPI.Request.Waitall(waits)
+        self.watchdog.disarm()
         for tr, buf in finals:
             self._arrived(tr, buf)
 
@@ -306,7 +362,7 @@ class NodeEngine:
             out, hop, ordinal, index = forward[tr_in.header]
             a, b = bounds[k]
             if k == 0:
-                trailer = buf[:self.width].view(np.float64).copy()
+                trailer = buf[:self.width - 8].view(np.float64).copy()
                 self.clocks.arrive(tr_in.blocks, buf.nbytes - self.width, trailer, False)
                 self._depart(out, buf, buf.nbytes - self.width, trailer)
                 self.stats.active_rounds[index] = 1
@@ -315,7 +371,7 @@ class NodeEngine:
         return sent
 
 
-def run_schedule(link, schedule, size, iters=1, warmup=0, options=None):
+def run_schedule(link, schedule, size, iters=1, warmup=0, options=None, salt=0):
     """Run ``schedule`` ``warmup + iters`` times on this rank's node; return reduced results.
 
     Every iteration starts from fresh initial data; a barrier precedes each timed
@@ -333,16 +389,23 @@ def run_schedule(link, schedule, size, iters=1, warmup=0, options=None):
         if it == warmup:
             link.reset_counters()
             stats.active_rounds[:] = 0
-        store = initial_store(coll, topo, root, u, size)
+        store = initial_store(coll, topo, root, u, size, salt)
+        stats.checksum_failures = stats.duplicates = 0
         comm.Barrier()
         t0 = MPI.Wtime()
         clocks = engine.run(store, stats)
         t1 = MPI.Wtime()
         if it >= warmup:
             stats.times.append(t1 - t0)
-    delivered, missing, corrupt = verify_store(coll, topo, root, u, store, size)
+    engine.watchdog.close()
+    delivered, missing, corrupt = verify_store(coll, topo, root, u, store, size, salt)
     expected = sum(1 for key in expected_blocks(coll, topo, root, u) if key[0] != u)
     out = _reduce(link, schedule, size, iters, stats, delivered, expected, missing, corrupt)
+    integrity = np.array([stats.checksum_failures, stats.duplicates], dtype=np.int64)
+    summed = np.zeros_like(integrity)
+    comm.Allreduce(integrity, summed, op=MPI.SUM)
+    out["checksum_failures"], out["duplicates"] = int(summed[0]), int(summed[1])
+    out["verified"] = out["verified"] and not summed.any()
     out["virtual"] = _reduce_clocks(comm, clocks, size)
     opts = engine.options
     out["switching"] = opts.switching

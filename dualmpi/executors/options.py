@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 from ..errors import DualmpiError
 from .clock import SWITCHING, ClockParams, parse_shape
+from .watchdog import DEFAULT_DEADLINE
 
 __all__ = ["RunOptions", "make_options"]
 
@@ -26,12 +27,19 @@ class RunOptions:
     model : ClockParams or None
         Parameters of an extra virtual clock whose finishing time is the model's
         predicted time of the run (defaults to ``shape``).
+    watchdog : float
+        Seconds a node may wait in one round before the job is aborted (0: never).
+    drop : tuple or None
+        ``(round, node)``: that node skips its sends of that round — a fault injected
+        to exercise the watchdog.
     """
 
     shape: ClockParams = None
     switching: str = "store-and-forward"
     packets: int = 8
     model: ClockParams = None
+    watchdog: float = DEFAULT_DEADLINE
+    drop: tuple = None
 
     @property
     def model_clock(self):
@@ -39,7 +47,8 @@ class RunOptions:
         return self.model or self.shape
 
 
-def make_options(shape=None, switching="store-and-forward", packets=8, model=None):
+def make_options(shape=None, switching="store-and-forward", packets=8, model=None,
+                 watchdog=DEFAULT_DEADLINE, drop=None):
     """Build :class:`RunOptions` from CLI strings, raising :class:`DualmpiError` on bad input."""
     if switching not in SWITCHING:
         raise DualmpiError(f"bad switching {switching!r} (choose from {', '.join(SWITCHING)})")
@@ -50,7 +59,19 @@ def make_options(shape=None, switching="store-and-forward", packets=8, model=Non
         modeled = _params(model, switching)
     except ValueError as exc:
         raise DualmpiError(str(exc)) from None
-    return RunOptions(shaped, switching, packets, modeled)
+    if watchdog is None or watchdog < 0:
+        raise DualmpiError(f"bad watchdog deadline {watchdog!r}: seconds >= 0 (0 disables it)")
+    return RunOptions(shaped, switching, packets, modeled, float(watchdog), _drop(drop))
+
+
+def _drop(text):
+    """Parse ``ROUND:NODE`` (the injected missing send) or return None."""
+    if text is None:
+        return None
+    a, sep, b = str(text).partition(":")
+    if not (sep and a.strip().isdigit() and b.strip().isdigit()):
+        raise DualmpiError(f"bad --inject-drop {text!r}: expected ROUND:NODE")
+    return (int(a), int(b))
 
 
 def _params(text, switching):

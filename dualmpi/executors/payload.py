@@ -10,11 +10,11 @@ _REDUCED = -2
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
-def block_pattern(origin, target, size):
+def block_pattern(origin, target, size, salt=0):
     """Return the ``size`` bytes of block ``(origin, target)`` as a uint8 array.
 
-    The bytes depend on origin, target and position, so a misrouted, swapped or
-    truncated block fails verification.
+    The bytes depend on origin, target, position and ``salt`` (a per-iteration
+    pattern), so a misrouted, swapped, stale or truncated block fails verification.
 
     >>> block_pattern(3, -1, 4).tolist() == block_pattern(3, -1, 4).tolist()
     True
@@ -22,6 +22,7 @@ def block_pattern(origin, target, size):
     True
     """
     seed = ((origin & 0xFFFFFFFF) << 32 ^ (target + 1) & 0xFFFFFFFF) * int(_MIX) % (1 << 64)
+    seed = (seed + salt * 0xD1B54A32D192ED03) % (1 << 64)
     x = np.arange(size, dtype=np.uint64) + np.uint64(seed)
     x ^= x >> np.uint64(29)
     x *= _MIX
@@ -29,25 +30,25 @@ def block_pattern(origin, target, size):
     return (x & np.uint64(0xFF)).astype(np.uint8)
 
 
-def initial_value(key, u, size):
+def initial_value(key, u, size, salt=0):
     """Return the bytes node ``u`` starts with for block ``key``.
 
     A reduction segment ``(REDUCED, j)`` starts as node ``u``'s own contribution
     ``block_pattern(u, j)``; every other block is its pattern.
     """
     if key[0] == _REDUCED:
-        return block_pattern(u, key[1], size)
-    return block_pattern(*key, size)
+        return block_pattern(u, key[1], size, salt)
+    return block_pattern(*key, size, salt)
 
 
-def expected_value(key, num_nodes, size):
+def expected_value(key, num_nodes, size, salt=0):
     """Return the bytes block ``key`` must hold at the end (a reduction: the sum mod 256)."""
     if key[0] == _REDUCED:
         total = np.zeros(size, dtype=np.uint8)
         for u in range(num_nodes):
-            total += block_pattern(u, key[1], size)
+            total += block_pattern(u, key[1], size, salt)
         return total
-    return block_pattern(*key, size)
+    return block_pattern(*key, size, salt)
 
 
 def pack_blocks(store, blocks, size, out=None):

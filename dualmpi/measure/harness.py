@@ -8,7 +8,7 @@ schedule's model coefficients), written as JSON and CSV.
 import csv
 import json
 
-from ..collectives import COLLECTIVES, build_schedule
+from ..collectives import build_schedule
 from ..executors.mpi import LinkComm, run_schedule
 from ..executors.native_baseline import run_native
 from ..simulator import simulate_schedule

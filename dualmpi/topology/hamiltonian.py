@@ -130,7 +130,7 @@ def cube_path(a, b, m, dims):
     replaced by a detour through the other half.
 
     >>> cube_path(0, 1, 8, range(3))
-    [0, 4, 6, 5, 2, 3, 7, 1]
+    [0, 4, 5, 7, 6, 2, 3, 1]
     """
     dims = list(dims)
     x = a ^ b

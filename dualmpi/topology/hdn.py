@@ -121,10 +121,13 @@ class HDN(Topology):
         for digit in reversed(order):
             self.weight[digit] = w
             w *= self._radix(digit)
-        self.cross_digits = {}
+        # per level: the super-node id's digits, least significant first, and for each its
+        # (place in the node id, range, place in the super-node id)
+        self.group_digits, self.cross_digits = {}, {}
         for i in range(1, k + 1):
-            group, gw, rows = self._group(i), 1, []
-            for digit in reversed(group):
+            self.group_digits[i] = tuple(reversed(self._group(i)))
+            gw, rows = 1, []
+            for digit in self.group_digits[i]:
                 rows.append((self.weight[digit], self._radix(digit), gw))
                 gw *= self._radix(digit)
             self.cross_digits[i] = tuple(rows)
@@ -144,12 +147,7 @@ class HDN(Topology):
 
     def _group_value(self, flat, i):
         """Return the super-node id of level i of a flat address."""
-        return sum(flat[d] * gw for (d, (_, _, gw)) in zip(self._group_digits(i), self.cross_digits[i]))
-
-    @lru_cache(maxsize=None)
-    def _group_digits(self, i):
-        """Return the digits of :meth:`_group` in the order of :attr:`cross_digits` (least first)."""
-        return tuple(reversed(self._group(i)))
+        return sum(flat[d] * gw for (d, (_, _, gw)) in zip(self.group_digits[i], self.cross_digits[i]))
 
     def _node_value(self, flat, i):
         """Return the node id of level i (the coordinates in SN^i) of a flat address."""
@@ -216,7 +214,7 @@ class HDN(Topology):
     def _with_supernode(self, flat, i, q):
         """Return ``flat`` moved to super-node ``q`` of level i of its cluster, node id kept."""
         out = dict(flat)
-        for d, (_, b, gw) in zip(self._group_digits(i), self.cross_digits[i]):
+        for d, (_, b, gw) in zip(self.group_digits[i], self.cross_digits[i]):
             out[d] = (q // gw) % b
         return out
 
@@ -234,7 +232,7 @@ class HDN(Topology):
         return path
 
     def _route_to(self, i, u, t, free=()):
-        """Return a path in HDN(B, i, S) from ``u`` to ``t``, the coordinates of ``free`` factors left as they come.
+        """Return a path in HDN(B, i, S) from ``u`` to ``t``, ignoring the coordinates of ``free`` factors.
 
         Case 2 routes ``u`` to *some* node of the super-node facing the destination
         cluster (its node id free), crosses, and routes on inside that cluster.
@@ -280,7 +278,7 @@ class HDN(Topology):
         and routes on to ``v``; case 3 (same class) crosses first.  As printed,
         ``u'`` keeps ``u``'s node id, and when SN^k is not inside SN^(k-1) the
         lower levels' cross-edges must carry the node id around and back, which
-        breaks Theorem 2's bound (docs/errata.md, H5; :meth:`route_as_printed`).
+        breaks Theorem 2's bound (docs/errata.md, H7; :meth:`route_as_printed`).
         """
         u, v = self.check_node(u), self.check_node(v)
         return [self.node(f) for f in self._route_to(self.k, self.flat(u), self.flat(v))]
@@ -325,10 +323,11 @@ class HDN(Topology):
         return 2**k * whole - sum(2**j * part(k - j) for j in range(k)) + 2 ** (k + 1) - 2
 
     def diameter_bound(self):
-        """Return Theorem 1's diameter, minus 1 when a level has one super-node per cluster.
+        """Return the diameter by Theorem 1's recurrence D_i = 2 D_(i-1) - D(SN^i) + 2.
 
         With ``n_1 = 1`` (s_1 = N_0) there is one cluster per class, so the
-        recurrence's same-class case never occurs: D_1 = D(B) + 1, not D(B) + 2.
+        recurrence's same-class case never occurs: D_1 = D(B) + 1, not D(B) + 2,
+        and D_k is 2^(k-1) below Theorem 1's closed form (docs/errata.md, H4).
         """
         bdiam = self.base.formulas()["diameter"]
         d = bdiam
@@ -360,9 +359,9 @@ class HDN(Topology):
             "diameter_theorem1": self.theorem_form(bprops["diameter"], self.sn_diameter),
             "routing_bound_theorem2": self.theorem_form(bprops["diameter"], self.sn_diameter),
             "bcast_steps_theorem3": self.theorem_form(bprops["bcast_steps"], self.sn_bcast_steps),
-            "cr_w": _round(cost_ratio(p, self.degree, diameter)),
+            "cr_w": round(cost_ratio(p, self.degree, diameter), 4),
             "degree_paper": degree_paper,
-            "cr_w_paper": _round(cost_ratio(p, degree_paper, diameter)),
+            "cr_w_paper": round(cost_ratio(p, degree_paper, diameter), 4),
         }
 
 
@@ -400,9 +399,3 @@ class RDN(HDN):
         k = check_int_param("k", self.name, k, 1)
         super().__init__(base, k, "/".join(["1"] * k))
         self._params = {"base": self._params["base"], "k": k}
-
-
-def _round(x):
-    """Return ``x`` rounded to 4 decimals (None stays None)."""
-    return None if x is None else round(x, 4)
-

@@ -16,6 +16,7 @@ __all__ = [
     "parse_subproduct",
     "format_subproduct",
     "cost_ratio",
+    "paper_degree",
 ]
 
 _FACTOR = re.compile(r"^([ckq]?)(\d+)$")
