@@ -159,7 +159,7 @@ USER_SCRIPTS = {
         if link.node == 0:
             link.send_array(np.zeros(4, dtype=np.float64), 1)
         else:
-            link.recv_array(np.empty(4, dtype=np.int32), 0)
+            link.recv_array(np.empty(4, dtype=np.int64), 0)
         MPI.COMM_WORLD.Barrier()
         """, r"DualmpiError: node 1: mismatched buffers: node 0 sent <f8 \(4,\)"),
     # on Q_2 nodes 0 and 3 are not neighbours; node 3 waits for a message from node 1 that

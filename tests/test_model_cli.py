@@ -8,8 +8,10 @@
 * README's table of the headline sizes is recomputed from ``dualmpi model --json``.
 """
 
+import contextlib
 import doctest
 import functools
+import io
 import json
 import math
 import re
@@ -62,9 +64,6 @@ def simulated(spec, collective):
 @functools.lru_cache(maxsize=None)
 def model_json(*argv):
     """``dualmpi model ARGV --json`` run in-process, parsed (cached)."""
-    import contextlib
-    import io
-
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         assert main(["model", *argv, "--json"]) == 0
@@ -149,8 +148,9 @@ def test_scatter_closed_form_reduces_to_table2(m):
 def test_alltoall_hops_are_the_papers_where_they_exist(m):
     """avg_distance * p is T_M's hop term (k = 2), Table 2's (k = 1) and T_C's (k = 0)."""
     assert metacube_alltoall_hops(MetaCube(2, m)) == metacube_alltoall(m).th
-    assert metacube_alltoall_hops(MetaCube(1, m)) == cut_through_formula(DualCube(m + 1), "alltoall").th
-    assert metacube_alltoall_hops(MetaCube(0, m)) == cut_through_formula(Hypercube(m), "alltoall").th
+    dual, cube = DualCube(m + 1), Hypercube(m)
+    assert metacube_alltoall_hops(MetaCube(1, m)) == cut_through_formula(dual, "alltoall").th
+    assert metacube_alltoall_hops(MetaCube(0, m)) == cut_through_formula(cube, "alltoall").th
 
 
 def test_alltoall_hops_not_derived_for_k4(capsys):
@@ -161,7 +161,8 @@ def test_alltoall_hops_not_derived_for_k4(capsys):
     assert r["time"] is None and r["ratio"] is None and "not derived" in r["source"]
     assert main(["model", "metacube:k=4,m=1"]) == 0
     out = capsys.readouterr().out
-    assert "n/a (not derived)" in next(line for line in out.splitlines() if line.startswith("alltoall"))
+    alltoall = next(line for line in out.splitlines() if line.startswith("alltoall"))
+    assert "n/a (not derived)" in alltoall
 
 
 # -- the headline sizes --------------------------------------------------------------------------
@@ -196,7 +197,7 @@ def test_mc33_numbers():
         "ts": p - 1, "tw": p - 1, "th": round(MetaCube(3, 3).formulas()["avg_distance"] * p)}
 
 
-def test_parameters_and_time(capsys):
+def test_parameters_and_time():
     """The predicted time is a*t_s + b*m*t_w + c*t_h with the given parameters."""
     report = model_json("dualcube:r=3", "--ts", "2e-3", "--tw", "1e-8", "--th", "1e-3",
                         "--size", "65536")

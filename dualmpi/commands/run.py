@@ -31,7 +31,8 @@ def add_parser(sub):
         epilog="example: mpiexec -n 32 python -m mpi4py -m dualmpi run dualcube:r=3 "
         "--collective all --json out.json",
     )
-    p.add_argument("spec", type=topology_arg, help="topology spec; the job needs one rank per node")
+    p.add_argument("spec", type=topology_arg,
+                   help="topology spec; one rank per node, or a divisor of the node count")
     p.add_argument("--collective", default="all", choices=(*COLLECTIVES, *EXTRA_COLLECTIVES, "all"),
                    help="which collective to run (default: all)")
     p.add_argument("--root", default="0", help="root node of bcast and scatter (default 0)")
