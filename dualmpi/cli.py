@@ -5,7 +5,7 @@ import sys
 
 from . import __version__
 from .commands import bench, embed, export, fit, info, model, report, route, run, simulate, soak
-from .errors import DualmpiError, RankCountError
+from .errors import DualmpiError, InputError
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
@@ -36,7 +36,7 @@ def main(argv=None):
         return args.func(args)
     except DualmpiError as exc:
         print(f"dualmpi: error: {exc}{_rank_suffix()}", file=sys.stderr, flush=True)
-        if isinstance(exc, RankCountError):
+        if isinstance(exc, InputError):
             _all_ranks_reported()
         return 2
     except BrokenPipeError:
@@ -44,14 +44,17 @@ def main(argv=None):
 
 
 def _all_ranks_reported():
-    """Wait until every rank has printed an error that every rank raises alike.
+    """Wait until every rank has printed an input error (every rank raises it alike).
 
     ``python -m mpi4py`` turns a non-zero exit into MPI_Abort; without this barrier the
     first rank to exit could kill the others before they print their line.
     """
-    mpi = sys.modules.get("mpi4py.MPI")
-    if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
-        mpi.COMM_WORLD.Barrier()
+    if "mpi4py" not in sys.modules:  # not an MPI job (plain `dualmpi ...`): nothing to wait for
+        return
+    from mpi4py import MPI
+
+    if not MPI.Is_finalized():
+        MPI.COMM_WORLD.Barrier()
 
 
 def _rank_suffix():

@@ -2,6 +2,7 @@
 
 __all__ = [
     "DualmpiError",
+    "InputError",
     "SpecError",
     "NodeError",
     "LinkError",
@@ -14,25 +15,29 @@ class DualmpiError(Exception):
     """Base class of every error dualmpi reports to the user."""
 
 
-class SpecError(DualmpiError, ValueError):
+class InputError(DualmpiError):
+    """Bad input every rank detects alike, before any communication (spec, root, sizes, ranks)."""
+
+
+class SpecError(InputError, ValueError):
     """A topology spec string is malformed, unknown or out of range."""
 
 
-class NodeError(DualmpiError, ValueError):
+class NodeError(InputError, ValueError):
     """A node id is not an integer in ``range(num_nodes)``."""
 
 
 class LinkError(DualmpiError):
     """A send was attempted between two nodes that are not joined by a link."""
 
-    def __init__(self, src, dst, spec=""):
+    def __init__(self, src, dst, spec="", what="send"):
         where = f" in {spec}" if spec else ""
-        super().__init__(f"node {src} and node {dst} are not neighbours{where}: send refused")
+        super().__init__(f"node {src} and node {dst} are not neighbours{where}: {what} refused")
         self.src = src
         self.dst = dst
 
 
-class RankCountError(DualmpiError):
+class RankCountError(InputError):
     """The MPI job has the wrong number of ranks for the topology."""
 
 

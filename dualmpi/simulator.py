@@ -28,12 +28,33 @@ __all__ = [
     "simulate_vector",
     "STREAM_ABOVE",
     "VECTOR_ABOVE",
+    "LIMITS",
 ]
 
 #: ``method="auto"`` streams the total exchange above this many nodes.
 STREAM_ABOVE = 256
 #: ``method="auto"`` simulates bcast, scatter and allgather with numpy above this many nodes.
 VECTOR_ABOVE = 4096
+
+#: The largest network each method takes, per collective ("schedule" replays every transfer,
+#: "stream" keeps a p x p delivery table, "vector" a p x p bit set for allgather).
+LIMITS = {
+    ("schedule", "alltoall"): 1 << 11,
+    ("schedule", None): 1 << 13,
+    ("stream", "alltoall"): 1 << 15,
+    ("vector", "allgather"): 1 << 15,
+    ("vector", None): 1 << 22,
+}
+
+
+def _check_size(topo, collective, method):
+    """Raise :class:`DualmpiError` when ``topo`` is too large for ``method``."""
+    limit = LIMITS.get((method, collective), LIMITS.get((method, None)))
+    if limit is not None and topo.num_nodes > limit:
+        raise DualmpiError(
+            f"{topo.spec} has {topo.num_nodes:,} nodes: too large for the {method} simulation of "
+            f"{collective} (at most {limit:,}); `dualmpi model {topo.spec}` predicts it from "
+            "closed forms")
 
 
 def simulate(topo, collective, root=0, variant="corrected", method="auto"):
@@ -57,6 +78,7 @@ def simulate(topo, collective, root=0, variant="corrected", method="auto"):
         else:
             vector = topo.num_nodes > VECTOR_ABOVE and variant == "corrected" and not isinstance(topo, HDN)
             method = "vector" if vector else "schedule"
+    _check_size(topo, collective, method)
     if method in ("stream", "vector") and not symmetric:
         raise DualmpiError(f"the {method} method applies to hypercubes, dual-cubes and metacubes; "
                            "use --method schedule")
@@ -87,6 +109,7 @@ def _simulate_faulty(topo, collective, root, method):
 
     if method not in ("auto", "schedule"):
         raise DualmpiError("a network with faults is simulated with the schedule method")
+    _check_size(topo, collective, "schedule")
     out = simulate_schedule(build_schedule(collective, topo, root))
     base = simulate(topo.base, collective, root)
     cut = undeliverable(collective, topo, root)

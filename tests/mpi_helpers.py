@@ -75,7 +75,7 @@ def mpi_cmd(np, *args):
 
 
 def dualmpi_cmd(np, *args):
-    """Return the command of ``dualmpi args...``: under mpiexec with ``np`` ranks, or plain (None)."""
+    """Return ``dualmpi args...`` under mpiexec with ``np`` ranks, or plain when ``np`` is None."""
     if np is None:
         return [PYTHON, "-m", "dualmpi", *args]
     return mpi_cmd(np, "-m", "dualmpi", *args)
@@ -101,7 +101,7 @@ def assert_no_traceback(job):
 
 
 def assert_every_rank_reports(job, ranks, pattern, limit):
-    """``job`` failed within ``limit`` s, without a traceback, with one identical error line per rank.
+    """``job`` failed within ``limit`` s, no traceback, one identical error line per rank.
 
     ``ranks`` is the job's rank count (1 for a plain process).  Lines printed before MPI is
     initialised carry no ``[rank i/N]`` suffix; either every line has one (and they name the

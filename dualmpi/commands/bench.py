@@ -3,10 +3,10 @@
 from dataclasses import dataclass
 
 from ..collectives import COLLECTIVES
-from ..errors import DualmpiError
+from ..errors import InputError
 from ..executors.options import make_options
 from .common import load_topology, topology_arg
-from .run import metadata, parse_sizes
+from .run import check_runnable, metadata, parse_sizes
 
 __all__ = ["add_parser", "main"]
 
@@ -63,13 +63,14 @@ def add_parser(sub):
 def main(args):
     """Run the benchmark grid and write the results (rank 0)."""
     topo = load_topology(args.spec)
+    check_runnable(topo)
     from ..measure.harness import DEFAULT_SIZES, run_bench, write_results
 
     pp = parse_sizes(args.sizes) if args.sizes else list(DEFAULT_SIZES)
     coll = parse_sizes(args.coll_sizes) if args.coll_sizes else []
     hops = parse_sizes(args.hops) if args.hops else []
     if args.scale <= 0:
-        raise DualmpiError("--scale must be positive")
+        raise InputError("--scale must be positive")
     colls = {"all": COLLECTIVES, "none": ()}.get(args.collective, (args.collective,))
     root = topo.check_node(args.root)
     options = make_options(args.shape, args.switching, args.packets)

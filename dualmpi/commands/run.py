@@ -8,15 +8,27 @@ from datetime import datetime, timezone
 from .. import __version__
 from ..collectives import COLLECTIVES, EXTRA_COLLECTIVES, build_schedule, paper_steps
 from ..collectives.schedule import base_collective
-from ..errors import DualmpiError
+from ..errors import InputError
 from ..topology import ReducedHypercube
 from ..executors.options import make_options
 from ..simulator import simulate
 from .common import add_fault_args, apply_faults, format_table, load_topology, topology_arg
 
-__all__ = ["add_parser", "main", "parse_sizes", "DEFAULT_SIZES"]
+__all__ = ["add_parser", "main", "parse_sizes", "check_runnable", "DEFAULT_SIZES",
+           "MAX_RUN_NODES"]
 
 DEFAULT_SIZES = (8, 1024, 65536)
+
+#: Largest network `run`, `bench` and `soak` emulate (larger ones: `simulate` or `model`).
+MAX_RUN_NODES = 1 << 16
+
+
+def check_runnable(topo):
+    """Raise :class:`InputError` for a network too large to emulate as message passing."""
+    if topo.num_nodes > MAX_RUN_NODES:
+        raise InputError(
+            f"{topo.spec} has {topo.num_nodes:,} nodes: too large to emulate (at most "
+            f"{MAX_RUN_NODES:,}); use `dualmpi simulate` or `dualmpi model` for it")
 
 
 def add_parser(sub):
@@ -76,7 +88,7 @@ def parse_sizes(text):
     for item in str(text).split(","):
         item = item.strip()
         if not item.isdigit():
-            raise DualmpiError(f"bad message size {item!r}: sizes are non-negative integers (bytes)")
+            raise InputError(f"bad message size {item!r}: sizes are non-negative integers (bytes)")
         sizes.append(int(item))
     return sizes
 
@@ -86,7 +98,7 @@ def _parse_root(text, topo):
     try:
         root = int(text, 0)
     except ValueError:
-        raise DualmpiError(f"bad root {text!r}: the root is an integer node id") from None
+        raise InputError(f"bad root {text!r}: the root is an integer node id") from None
     return topo.check_node(root)
 
 
@@ -94,7 +106,7 @@ def _iters_for(size, iters):
     """Return the number of timed iterations for one size."""
     if iters is not None:
         if iters < 1:
-            raise DualmpiError("--iters must be at least 1")
+            raise InputError("--iters must be at least 1")
         return iters
     return 20 if size <= 65536 else 5
 
@@ -126,23 +138,34 @@ def metadata(comm, topo, args):
 def main(args):
     """Run the requested collectives; return 0 when every one was verified, 1 otherwise."""
     topo = apply_faults(load_topology(args.spec), args)
+    check_runnable(topo)
     sizes = parse_sizes(args.sizes)
     root = _parse_root(args.root, topo)
     if args.warmup < 0:
-        raise DualmpiError("--warmup must be non-negative")
+        raise InputError("--warmup must be non-negative")
     for size in sizes:
         _iters_for(size, args.iters)
     colls = COLLECTIVES if args.collective == "all" else (args.collective,)
     options = make_options(args.shape, args.switching, args.packets, args.model, args.watchdog,
                            args.inject_drop)
-    models = {c: simulate(topo, c, root)["model"] for c in colls}
+    if args.nodes_per_rank is not None and args.nodes_per_rank < 1:
+        raise InputError(f"--nodes-per-rank must be at least 1, got {args.nodes_per_rank}")
 
     from mpi4py import MPI
 
-    from ..executors.mpi import LinkComm, run_schedule
+    from ..executors.mpi import LinkComm, check_rank_count, run_schedule
 
     comm = MPI.COMM_WORLD
     multi = args.nodes_per_rank not in (None, 1) or comm.Get_size() != topo.num_nodes
+    if multi:
+        from ..executors.multi import BlockMap
+
+        BlockMap(comm, topo, args.nodes_per_rank)  # a wrong rank count fails here, on every rank
+    else:
+        check_rank_count(comm, topo)
+    # the schedules' coefficients for the JSON rows (replayed up to 4096 nodes)
+    models = {c: simulate(topo, c, root)["model"] if topo.num_nodes <= 4096 else None
+              for c in colls}
     if multi:
         return _main_multi(args, comm, topo, colls, models, sizes, root)
     schedules = {c: build_schedule(c, topo, root) for c in colls}
@@ -185,7 +208,7 @@ def _main_multi(args, comm, topo, colls, models, sizes, root):
     from ..executors.multi import BlockMap, run_alltoall_vector, run_schedule_multi
 
     if args.shape or args.switching != "store-and-forward" or args.baseline:
-        raise DualmpiError("--shape, --switching and --baseline need one node per rank")
+        raise InputError("--shape, --switching and --baseline need one node per rank")
     bmap = BlockMap(comm, topo, args.nodes_per_rank)
     rows = []
     for coll in colls:

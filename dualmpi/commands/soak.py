@@ -3,9 +3,9 @@
 import json
 
 from ..collectives import COLLECTIVES, build_schedule
-from ..errors import DualmpiError
+from ..errors import InputError
 from .common import load_topology, topology_arg
-from .run import metadata
+from .run import check_runnable, metadata
 
 __all__ = ["add_parser", "main", "soak"]
 
@@ -61,8 +61,9 @@ def soak(link, topo, iterations, size, progress=None):
 def main(args):
     """Run the soak; exit 0 when nothing was corrupted, lost, duplicated or misrouted."""
     topo = load_topology(args.spec)
+    check_runnable(topo)
     if args.iterations < 1 or args.size < 0:
-        raise DualmpiError("--iterations must be >= 1 and --size >= 0")
+        raise InputError("--iterations must be >= 1 and --size >= 0")
     from mpi4py import MPI
 
     from ..executors.mpi import LinkComm

@@ -114,21 +114,29 @@ class LinkComm:
     def recv(self, buf, src, tag):
         """Receive into the uint8 array ``buf`` from neighbour ``src`` (blocking)."""
         if src not in self.neighbors:
-            raise LinkError(self.node, src, self.topo.spec)
+            raise LinkError(self.node, src, self.topo.spec, "receive")
         self.comm.Recv(buf, src, tag)
 
     def irecv(self, buf, src, tag):
         """Start receiving into the uint8 array ``buf`` from neighbour ``src``."""
         if src not in self.neighbors:
-            raise LinkError(self.node, src, self.topo.spec)
+            raise LinkError(self.node, src, self.topo.spec, "receive")
         return self.comm.Irecv(buf, src, tag)
 
+    _MAGIC = b"DMPI1|"
+    _HEADER = 128
+
     def send_array(self, arr, dst, tag=0):
-        """Send any numpy array to neighbour ``dst`` with a header (dtype, shape) the receiver checks."""
+        """Send a numpy array to neighbour ``dst`` with a header (dtype, shape) the receiver checks."""
         arr = np.ascontiguousarray(arr)
-        head = np.frombuffer(f"{arr.dtype.str}|{','.join(map(str, arr.shape))}".encode().ljust(64),
-                             dtype=np.uint8)
-        self.send(head.copy(), dst, tag)
+        if arr.dtype.fields is not None or arr.dtype.hasobject:
+            raise DualmpiError(f"send_array takes plain numeric arrays, not dtype {arr.dtype}")
+        text = self._MAGIC + f"{arr.dtype.str}|{','.join(map(str, arr.shape))}".encode()
+        if len(text) > self._HEADER:
+            raise DualmpiError(f"send_array: shape {arr.shape} is too long to describe "
+                               f"in a {self._HEADER}-byte header")
+        head = np.frombuffer(text.ljust(self._HEADER), dtype=np.uint8).copy()
+        self.send(head, dst, tag)
         self.send(arr.view(np.uint8).reshape(-1), dst, tag)
 
     def recv_array(self, arr, src, tag=0):
@@ -137,16 +145,30 @@ class LinkComm:
         The data is always taken off the wire (into a scratch buffer on mismatch), so the
         sender never blocks on an unmatched message.
         """
-        head = np.empty(64, dtype=np.uint8)
+        if src not in self.neighbors:
+            raise LinkError(self.node, src, self.topo.spec, "receive")
+        status = MPI.Status()
+        self.comm.Probe(src, tag, status)
+        count = status.Get_count(MPI.BYTE)
+        head = np.empty(max(count, 0), dtype=np.uint8)
         self.recv(head, src, tag)
-        dtype, _, shape = head.tobytes().decode().strip().partition("|")
+        raw = head.tobytes()
+        if count != self._HEADER or not raw.startswith(self._MAGIC):
+            raise DualmpiError(f"node {self.node}: node {src} sent {count} bytes that are not a "
+                               "send_array header (did it use send_array?)")
+        dtype, _, shape = raw[len(self._MAGIC):].decode().strip().partition("|")
         shape = tuple(int(x) for x in shape.split(",") if x)
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
         if dtype == arr.dtype.str and nbytes == arr.nbytes and arr.flags.c_contiguous:
             self.recv(arr.reshape(-1).view(np.uint8), src, tag)
             return arr
         self.recv(np.empty(nbytes, dtype=np.uint8), src, tag)
-        what = "receive buffer too small" if nbytes > arr.nbytes else "mismatched buffers"
+        if not arr.flags.c_contiguous:
+            what = "the receive buffer is not contiguous"
+        elif nbytes > arr.nbytes:
+            what = "receive buffer too small"
+        else:
+            what = "mismatched buffers"
         raise DualmpiError(
             f"node {self.node}: {what}: node {src} sent {dtype} {shape} ({nbytes} bytes), "
             f"the receive buffer is {arr.dtype.str} {arr.shape} ({arr.nbytes} bytes)")

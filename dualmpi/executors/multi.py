@@ -30,12 +30,17 @@ class BlockMap:
             raise RankCountError(
                 f"{topo.spec} has {p} nodes but the job has {size} ranks; run it with "
                 f"mpiexec -n {p} (one node per rank) or a divisor of {p}")
+        if nodes_per_rank is not None and nodes_per_rank < 1:
+            raise RankCountError(f"--nodes-per-rank must be at least 1, got {nodes_per_rank}")
+        if nodes_per_rank and nodes_per_rank * size != p:
+            raise RankCountError(
+                f"{topo.spec} has {p} nodes, but {size} ranks with {nodes_per_rank} nodes each "
+                f"play {nodes_per_rank * size}; run {p // nodes_per_rank if p % nodes_per_rank == 0 else 'a divisor of ' + str(p)} ranks")
         q = nodes_per_rank or (p // size if size and p % size == 0 else 0)
         if q <= 0 or q * size != p:
             raise RankCountError(
-                f"{topo.spec} has {p} nodes, which cannot be spread evenly over {size} ranks"
-                + (f" with {nodes_per_rank} nodes per rank" if nodes_per_rank else "")
-                + f"; use a rank count that divides {p}")
+                f"{topo.spec} has {p} nodes, which cannot be spread evenly over {size} ranks; "
+                f"use a rank count that divides {p}")
         self.comm, self.topo, self.q = comm, topo, q
         self.rank = comm.Get_rank()
         self.first = self.rank * q

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from ..errors import DualmpiError
+from ..errors import InputError
 from .clock import SWITCHING, ClockParams, parse_shape
 from .watchdog import DEFAULT_DEADLINE
 
@@ -51,16 +51,16 @@ def make_options(shape=None, switching="store-and-forward", packets=8, model=Non
                  watchdog=DEFAULT_DEADLINE, drop=None):
     """Build :class:`RunOptions` from CLI strings, raising :class:`DualmpiError` on bad input."""
     if switching not in SWITCHING:
-        raise DualmpiError(f"bad switching {switching!r} (choose from {', '.join(SWITCHING)})")
+        raise InputError(f"bad switching {switching!r} (choose from {', '.join(SWITCHING)})")
     if not isinstance(packets, int) or not 1 <= packets <= 1024:
-        raise DualmpiError(f"bad packet count {packets!r}: 1..1024")
+        raise InputError(f"bad packet count {packets!r}: 1..1024")
     try:
         shaped = _params(shape, switching)
         modeled = _params(model, switching)
     except ValueError as exc:
-        raise DualmpiError(str(exc)) from None
+        raise InputError(str(exc)) from None
     if watchdog is None or watchdog < 0:
-        raise DualmpiError(f"bad watchdog deadline {watchdog!r}: seconds >= 0 (0 disables it)")
+        raise InputError(f"bad watchdog deadline {watchdog!r}: seconds >= 0 (0 disables it)")
     return RunOptions(shaped, switching, packets, modeled, float(watchdog), _drop(drop))
 
 
@@ -70,7 +70,7 @@ def _drop(text):
         return None
     a, sep, b = str(text).partition(":")
     if not (sep and a.strip().isdigit() and b.strip().isdigit()):
-        raise DualmpiError(f"bad --inject-drop {text!r}: expected ROUND:NODE")
+        raise InputError(f"bad --inject-drop {text!r}: expected ROUND:NODE")
     return (int(a), int(b))
 
 

@@ -67,6 +67,8 @@ def load_results(path):
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{name}: not valid JSON (truncated?): {exc.msg} at line {exc.lineno} "
                            f"column {exc.colno}") from None
+    except (RecursionError, ValueError) as exc:
+        raise ResultsError(f"{name}: not a dualmpi bench results file ({type(exc).__name__})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ResultsError(f'{name}: not a dualmpi bench results file (no "format": "{FORMAT}")')
     meta = doc.get("meta") or {}
@@ -74,9 +76,17 @@ def load_results(path):
         raise ResultsError(f'{name}: "meta" must be an object')
     pingpong = _rows(name, doc, "pingpong", _PINGPONG_KEYS)
     collectives = _rows(name, doc, "collectives", _COLLECTIVE_KEYS)
-    for row in pingpong:
+    for i, row in enumerate(pingpong):
         row.setdefault("kind", "emulated")
+        if row["kind"] not in ("emulated", "raw"):
+            raise ResultsError(f'{name}: pingpong row {i}: "kind" must be "emulated" or "raw"')
+        if row["size"] != int(row["size"]) or row["hops"] != int(row["hops"]):
+            raise ResultsError(f"{name}: pingpong row {i}: size and hops must be whole numbers")
+        if any(_is_number(row.get(k)) and row[k] < 0 for k in ("t_min", "t_avg", "t_max")):
+            raise ResultsError(f"{name}: pingpong row {i}: negative time")
     for i, row in enumerate(collectives):
+        if not isinstance(row["collective"], str):
+            raise ResultsError(f'{name}: collectives row {i}: "collective" must be a name')
         model = row["model"]
         if not isinstance(model, dict) or not all(_is_number(model.get(k)) for k in ("ts", "tw", "th")):
             raise ResultsError(f'{name}: collectives row {i}: "model" must be {{"ts", "tw", "th"}} numbers')

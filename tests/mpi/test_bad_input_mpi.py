@@ -1,4 +1,4 @@
-"""Bad input from user code on :class:`~dualmpi.executors.mpi.LinkComm` (issue 9), one node per rank.
+"""Bad input from user code on :class:`~dualmpi.executors.mpi.LinkComm` (issue 9).
 
 Run with ``mpiexec -n N python -m mpi4py -m pytest --with-mpi`` for N a power of two >= 2;
 the network is the hypercube Q_n with 2**n = N.  Every test lets all ranks finish their
@@ -34,8 +34,11 @@ def _link():
 
 
 def _refused_peers(link):
-    """Peers a node must not talk to: a non-neighbour (from 4 ranks), itself, one past the last
-    node, and MPI's wildcards ANY_SOURCE and PROC_NULL (with which MPI itself would not complain)."""
+    """Return peers a node must not talk to.
+
+    A non-neighbour (from 4 ranks on), itself, one past the last node, and MPI's wildcards
+    ANY_SOURCE and PROC_NULL (which MPI itself would accept).
+    """
     me, topo = link.node, link.topo
     strangers = [v for v in range(topo.num_nodes) if v != me and not topo.is_link(me, v)]
     return strangers[:1] + [me, topo.num_nodes, MPI.ANY_SOURCE, MPI.PROC_NULL]
