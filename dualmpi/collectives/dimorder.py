@@ -85,7 +85,9 @@ def gather_sequence(topo):
 def greedy_tree(topo, root, dims):
     """Return tree rounds: along each dim in turn, every holder sends to a neighbour lacking the data.
 
-    Rounds that would send nothing are dropped.  Each node receives at most once.
+    Rounds that would send nothing are dropped.  Each node receives at most once.  Only
+    working links are used (:meth:`Topology.is_link`), so the same code grows the tree on
+    a network with failed links.
     """
     held = {root}
     rounds = []
@@ -93,7 +95,7 @@ def greedy_tree(topo, root, dims):
         pairs = []
         for u in sorted(held):
             v = int(topo.neighbor(u, dim))
-            if v not in held:
+            if v not in held and topo.is_link(u, v):  # a failed link (faults) carries nothing
                 pairs.append((u, v))
         held.update(v for _, v in pairs)
         if pairs:

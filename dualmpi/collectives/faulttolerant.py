@@ -11,7 +11,7 @@
 Failed nodes take no part; pairs the faults cut off are listed as ``undeliverable``.
 """
 
-from .dimorder import broadcast_sequence, gather_sequence
+from .dimorder import broadcast_sequence, gather_sequence, greedy_tree
 from .schedule import ALL, Round, Schedule, Transfer
 from .trees import tree_schedule_rounds
 
@@ -45,17 +45,8 @@ def _tree(topo, root, dims):
     """Return tree rounds over working links: the dimension sequence, then completion rounds."""
     if not topo.alive(root):
         return []
-    held = {root}
-    rounds = []
-    for dim in dims:
-        pairs = []
-        for u in sorted(held):
-            v = int(topo.neighbor(u, dim))
-            if v not in held and topo.is_link(u, v):
-                pairs.append((u, v))
-        held.update(v for _, v in pairs)
-        if pairs:
-            rounds.append(pairs)
+    rounds = greedy_tree(topo, root, dims)
+    held = {root} | {v for pairs in rounds for _, v in pairs}
     while True:
         taken, pairs = set(), []
         for u in sorted(held):
