@@ -209,6 +209,8 @@ def _main_multi(args, comm, topo, colls, models, sizes, root):
 
     if args.shape or args.switching != "store-and-forward" or args.baseline:
         raise InputError("--shape, --switching and --baseline need one node per rank")
+    if hasattr(topo, "failed_links"):
+        raise InputError("--fail-links/--fail-nodes/--fail-random need one node per rank")
     bmap = BlockMap(comm, topo, args.nodes_per_rank)
     rows = []
     for coll in colls:
