@@ -8,7 +8,7 @@ from ..model.fit import DEFAULT_BOUNDARIES, parse_boundaries
 from ..model.results import STATS, ResultsError, load_results
 from .common import format_table, print_json
 
-__all__ = ["add_parser", "main", "load_all", "fit_tables", "prediction_table", "format_mdape",
+__all__ = ["add_parser", "add_fit_options", "main", "load_all", "fit_tables", "prediction_table", "format_mdape",
            "fmt_us", "fmt_pct"]
 
 _UNITS = {"ts": ("t_s us", 1e6), "tw": ("t_w ns/B", 1e9), "th": ("t_h us", 1e6)}
@@ -28,6 +28,19 @@ def add_parser(sub):
         epilog="example: dualmpi fit benchmarks/results/bench_dualcube_r3.json --regimes 4096,32768",
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="dualmpi bench results JSON file(s)")
+    add_fit_options(p, resamples=1000)
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (dualmpi-fit/1)")
+    p.set_defaults(func=main)
+
+
+def load_all(paths):
+    """Return the loaded results of every path (raises ResultsError on the first bad one)."""
+    return [load_results(path) for path in paths]
+
+
+def add_fit_options(p, resamples):
+    """Add the fitting options ``fit`` and ``report`` share (regimes, statistics, kind, pool)."""
     p.add_argument("--regimes", default=",".join(map(str, DEFAULT_BOUNDARIES)),
                    help="regime boundaries in bytes (default 4096,32768: m <= 4096, "
                    "4096 < m <= 32768, m > 32768; 'none' for one regime)")
@@ -39,20 +52,13 @@ def add_parser(sub):
                    "collective is complete when its last node is)")
     p.add_argument("--kind", choices=KINDS, default=None,
                    help="ping-pong kind whose fit predicts the collectives (default: emulated "
-                   "when present, else raw); every kind present is fitted and shown")
+                   "when present, else raw)")
     p.add_argument("--pool", action="store_true",
                    help="fit the ping-pongs of all FILEs together (same machine and settings) "
                    "instead of each file on its own")
-    p.add_argument("--resamples", type=int, default=1000,
-                   help="bootstrap resamples for the confidence intervals (default 1000, 0: none)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--json", action="store_true", help="print one JSON object (dualmpi-fit/1)")
-    p.set_defaults(func=main)
-
-
-def load_all(paths):
-    """Return the loaded results of every path (raises ResultsError on the first bad one)."""
-    return [load_results(path) for path in paths]
+    p.add_argument("--resamples", type=int, default=resamples,
+                   help=f"bootstrap resamples for the confidence intervals (default {resamples}, "
+                   "0: none)")
 
 
 def main(args):

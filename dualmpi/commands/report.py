@@ -3,13 +3,12 @@
 import os
 
 from ..errors import DualmpiError
-from ..model.analysis import KINDS, analyze, table2_pairs
-from ..model.fit import DEFAULT_BOUNDARIES, parse_boundaries, regime_params
+from ..model.analysis import analyze, table2_pairs
+from ..model.fit import parse_boundaries, regime_params
 from ..model.formulas import PATTERNS, TABLE2_ROWS, paper_formula, predict
-from ..model.results import STATS
 from ..topology import from_spec
 from .common import format_table
-from .fit import fit_tables, fmt_us, format_mdape, group_header, load_all, prediction_table
+from .fit import add_fit_options, fit_tables, fmt_us, format_mdape, group_header, load_all, prediction_table
 
 __all__ = ["add_parser", "main", "table2_table"]
 
@@ -31,21 +30,7 @@ def add_parser(sub):
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="dualmpi bench results JSON file(s)")
     p.add_argument("--plot", metavar="OUT", help="write the figure to OUT (PNG recommended)")
-    p.add_argument("--regimes", default=",".join(map(str, DEFAULT_BOUNDARIES)),
-                   help="regime boundaries in bytes (default 4096,32768; 'none' for one regime)")
-    p.add_argument("--stat", default="t_min", choices=STATS,
-                   help="time statistic of the ping-pong rows (default t_min: the uncontended "
-                   "one-way time, free of scheduling hiccups)")
-    p.add_argument("--coll-stat", default="t_max", choices=STATS,
-                   help="time statistic of the collective rows (default t_max over ranks: the "
-                   "collective is complete when its last node is)")
-    p.add_argument("--kind", choices=KINDS, default=None,
-                   help="ping-pong kind whose fit gives the model lines (default: emulated when "
-                   "present, else raw)")
-    p.add_argument("--pool", action="store_true",
-                   help="fit the ping-pongs of all FILEs together instead of each on its own")
-    p.add_argument("--resamples", type=int, default=200,
-                   help="bootstrap resamples for the confidence intervals (default 200)")
+    add_fit_options(p, resamples=200)
     p.add_argument("--title", help="figure title")
     p.set_defaults(func=main)
 
