@@ -170,3 +170,14 @@ def test_virtual_clock_rows_checked(capsys, files, tmp_path):
     n = len(doc["collectives"])
     out = run(capsys, "fit", str(path), "--resamples", "0")[1]
     assert f"virtual clock: {n - 1} of {n} rows measured exactly their model coefficients" in out
+
+
+@pytest.mark.parametrize("command", ["fit", "report"])
+def test_fit_and_report_survive_the_crash_file(capsys, command, tmp_path):
+    """bench sizes 0,64,1024,8192,65536,262144 crashed both with LinAlgError (issue 15)."""
+    path = Path(__file__).parent / "data" / "bench_d2_fitcrash.json"
+    extra = ["--plot", str(tmp_path / "r.png")] if command == "report" else []
+    code, out, err = run(capsys, command, str(path), *extra)
+    assert code == 0, err
+    assert "warning: poor fit" in out
+    assert command == "report" or "resamples dropped" in out

@@ -4,7 +4,7 @@ import os
 
 from ..errors import DualmpiError
 from ..model.analysis import KINDS, analyze
-from ..model.fit import DEFAULT_BOUNDARIES, parse_boundaries
+from ..model.fit import DEFAULT_BOUNDARIES, parse_boundaries, quality_warnings
 from ..model.results import STATS, ResultsError, load_results
 from .common import format_table, print_json
 
@@ -160,13 +160,17 @@ def fit_tables(fit, kind, out):
     header = ("regime", "rows", "points", "hops", "t_s us [95% CI]", "t_w ns/B [95% CI]",
               "t_h us [95% CI]", "R^2", "rms rel")
     lines.append(format_table(rows, header))
-    negative = [f"{name} ({reg['label']})" for reg in fit["regimes"]
-                if reg["models"]["cut-through"] is not None
-                for name, v in reg["models"]["cut-through"]["params"].items()
-                if v is not None and v < 0]
-    if negative:
-        lines.append(f"note: negative {', '.join(negative)}: not physical, the model does not "
-                     "describe these points (see R^2; try --stat t_min or more iterations)")
+    dropped = sum(reg["models"][m]["resamples_dropped"] for reg in fit["regimes"]
+                  for m in reg["models"] if reg["models"][m] is not None)
+    if dropped:
+        lines.append(f"bootstrap: {dropped} resamples dropped over all regimes and models (too few "
+                     "distinct points, or singular after the Huber reweighting)")
+    for reg in fit["regimes"]:
+        ct = reg["models"]["cut-through"]
+        if ct is not None and quality_warnings(ct):
+            lines.append(f"warning: poor fit in {reg['label']}: {'; '.join(quality_warnings(ct))} "
+                         "(the model does not describe these points; parameters are constrained "
+                         "to >= 0)")
     lines.append(switching_text(fit))
     return "\n".join(lines)
 

@@ -48,7 +48,12 @@ __all__ = [
     "regime_params",
     "predict_rows",
     "mdape",
+    "POOR_R2",
+    "quality_warnings",
 ]
+
+#: Below this R^2 a fit is flagged as poor (on figures and in the text output).
+POOR_R2 = 0.9
 
 #: Open MPI's shared-memory protocol switches at 4 KiB (eager limit) and 32 KiB.
 DEFAULT_BOUNDARIES = (4096, 32768)
@@ -139,7 +144,70 @@ def _design(model, size, hops, columns):
     return np.stack([full[c] for c in columns], axis=-1)
 
 
-def huber_fit(X, y, k=HUBER_K, iterations=_IRLS_ITERATIONS):
+def _subsets(q):
+    """Return every non-empty subset of ``range(q)`` as a boolean mask, shape (2**q - 1, q)."""
+    return np.array([[bool(mask >> j & 1) for j in range(q)] for mask in range(1, 1 << q)])
+
+
+def _safe_solve(M, v):
+    """Return ``solve(M, v)`` per problem (shapes (..., q, q) and (..., q)); NaN where singular.
+
+    >>> _safe_solve(np.array([[[2., 0.], [0., 1.]], [[1., 1.], [1., 1.]]]), np.ones((2, 2)))
+    array([[0.5, 1. ],
+           [nan, nan]])
+    """
+    try:
+        return np.linalg.solve(M, v[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        pass
+    flat_m = M.reshape(-1, *M.shape[-2:])
+    flat_v = v.reshape(-1, v.shape[-1])
+    out = np.full(flat_v.shape, np.nan)
+    for i in range(flat_m.shape[0]):
+        try:
+            out[i] = np.linalg.solve(flat_m[i], flat_v[i])
+        except np.linalg.LinAlgError:
+            continue
+    return out.reshape(v.shape)
+
+
+def _weighted_solve(A, b, nonneg):
+    """Return least-squares coefficients of ``A x ~ b`` per problem; NaN where unsolvable.
+
+    ``A`` has shape (..., n, q), ``b`` (..., n).  A problem whose ``A`` has numerical rank
+    below q has no unique solution and gives NaN (the caller drops it).  With ``nonneg``
+    the coefficients are constrained to x >= 0: with q <= 3 every subset of free
+    coefficients is solved and the feasible one with the least residual is the solution
+    (the non-negative least-squares optimum is the unconstrained optimum on its support).
+    """
+    q = A.shape[-1]
+    ata = np.swapaxes(A, -1, -2) @ A
+    atb = (np.swapaxes(A, -1, -2) @ b[..., None])[..., 0]
+    bad = np.linalg.matrix_rank(A) < q
+    ata = np.where(bad[..., None, None], np.eye(q), ata)
+    atb = np.where(bad[..., None], 0.0, atb)
+    if not nonneg:
+        x = _safe_solve(ata, atb)
+    else:
+        btb = np.sum(b * b, axis=-1)
+        best = np.zeros(atb.shape)                      # the empty support: x = 0
+        best_rss = btb.copy()
+        for mask in _subsets(q):
+            eye = np.diag((~mask).astype(float))       # pins the coefficients outside the support
+            m_ata = ata * np.outer(mask, mask) + eye
+            m_atb = atb * mask
+            x = _safe_solve(m_ata, m_atb)
+            bad |= np.isnan(x).any(axis=-1)
+            rss = btb - 2 * np.sum(x * atb, axis=-1) + np.einsum("...i,...ij,...j->...", x, ata, x)
+            ok = np.all(x >= 0, axis=-1) & (rss < best_rss)
+            best = np.where(ok[..., None], x, best)
+            best_rss = np.where(ok, rss, best_rss)
+        x = best
+    x = np.where(bad[..., None] | ~np.isfinite(x), np.nan, x)
+    return x
+
+
+def huber_fit(X, y, k=HUBER_K, iterations=_IRLS_ITERATIONS, nonneg=False):
     """Return Huber-IRLS coefficients minimising relative residuals ``(y - X b) / y``.
 
     Parameters
@@ -152,16 +220,22 @@ def huber_fit(X, y, k=HUBER_K, iterations=_IRLS_ITERATIONS):
         Huber's constant, in units of the robust scale ``1.4826 * MAD``.
     iterations : int
         IRLS iterations (each one weighted least-squares solve).
+    nonneg : bool
+        Constrain every coefficient to be >= 0 (times cannot be negative).
 
     Returns
     -------
     ndarray, shape (..., q)
-        Coefficients.
+        Coefficients; a problem that cannot be fitted — its weighted design is singular
+        at some iteration, e.g. a bootstrap resample whose distinct points the Huber
+        weights reduce below q — gives a row of NaN instead of an error.
 
     References
     ----------
     P. J. Huber, "Robust Estimation of a Location Parameter", 1964; IRLS as in
-    Holland and Welsch, 1977.
+    Holland and Welsch, 1977; non-negative least squares as in Lawson and Hanson,
+    "Solving Least Squares Problems", 1974, Ch. 23 (the solution is the unconstrained
+    one on its support).
 
     Examples
     --------
@@ -171,6 +245,10 @@ def huber_fit(X, y, k=HUBER_K, iterations=_IRLS_ITERATIONS):
     >>> y[2] = 100.0                                   # one outlier
     >>> np.round(huber_fit(X, y), 6)
     array([2., 3.])
+    >>> huber_fit(np.ones((2, 2)), np.ones(2))        # singular: no error, NaN
+    array([nan, nan])
+    >>> np.round(huber_fit(X, 5 - 0.1 * m, nonneg=True), 6)   # decreasing times: slope pinned at 0
+    array([4.791664, 0.      ])
     """
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -179,12 +257,12 @@ def huber_fit(X, y, k=HUBER_K, iterations=_IRLS_ITERATIONS):
     Xr = X / scale / y[..., None]                     # relative: residual = 1 - Xr b
     w = np.ones(y.shape)
     beta = None
+    failed = np.zeros(y.shape[:-1], dtype=bool)
     for _ in range(iterations):
         sw = np.sqrt(w)
-        A = Xr * sw[..., None]
-        ata = np.swapaxes(A, -1, -2) @ A
-        atb = np.swapaxes(A, -1, -2) @ sw[..., None]
-        new = np.linalg.solve(ata, atb)[..., 0]
+        new = _weighted_solve(Xr * sw[..., None], sw, nonneg)
+        failed |= np.isnan(new).any(axis=-1)
+        new = np.where(failed[..., None], 0.0, new)
         if beta is not None and np.allclose(new, beta, rtol=1e-12, atol=0):
             beta = new
             break
@@ -193,7 +271,9 @@ def huber_fit(X, y, k=HUBER_K, iterations=_IRLS_ITERATIONS):
         mad = np.median(np.abs(r - np.median(r, axis=-1, keepdims=True)), axis=-1, keepdims=True)
         s = np.maximum(1.4826 * mad, 1e-12)
         w = np.minimum(1.0, k * s / np.maximum(np.abs(r), 1e-300))
-    return beta / scale[..., 0, :]
+        w = np.where(failed[..., None], 1.0, w)
+    out = beta / scale[..., 0, :]
+    return np.where(failed[..., None], np.nan, out)
 
 
 def _identifiable(model, size, hops):
@@ -215,8 +295,12 @@ def _goodness(y, fitted):
     return rss_rel, r2, math.sqrt(rss_rel / y.size)
 
 
-def _bootstrap(model, columns, size, hops, time, resamples, seed):
-    """Return the bootstrap coefficient samples (valid resamples only), shape (B, q)."""
+def _bootstrap(model, columns, size, hops, time, resamples, seed, nonneg=True):
+    """Return the bootstrap coefficient samples of the resamples that could be fitted, shape (B, q).
+
+    A resample is dropped when its design is rank-deficient (too few distinct points)
+    or when the Huber reweighting makes it singular; the caller counts the drops.
+    """
     rng = np.random.default_rng(seed)
     n = size.size
     idx = rng.integers(0, n, size=(resamples, n))
@@ -227,7 +311,8 @@ def _bootstrap(model, columns, size, hops, time, resamples, seed):
     valid = np.linalg.matrix_rank(X / scale) == len(columns)
     if not valid.any():
         return np.empty((0, len(columns)))
-    return huber_fit(X[valid], y[valid])
+    samples = huber_fit(X[valid], y[valid], nonneg=nonneg)
+    return samples[np.isfinite(samples).all(axis=-1)]
 
 
 def _percentile_ci(samples, beta, n):
@@ -242,7 +327,7 @@ def _percentile_ci(samples, beta, n):
     return beta + widen * (lo - beta), beta + widen * (hi - beta)
 
 
-def fit_model(model, size, hops, time, resamples=1000, seed=0):
+def fit_model(model, size, hops, time, resamples=1000, seed=0, nonneg=True):
     """Fit one switching model to points; return a dict of parameters, CIs and goodness of fit.
 
     Parameters
@@ -255,13 +340,20 @@ def fit_model(model, size, hops, time, resamples=1000, seed=0):
         Bootstrap resamples for the 95 % CIs (0: no CIs).
     seed : int
         Seed of the bootstrap's generator (results are reproducible).
+    nonneg : bool
+        Constrain t_s, t_w, t_h to be >= 0 (default): a time cannot be negative, and a
+        negative fitted slope draws curves that fall with the message size.
 
     Returns
     -------
     dict or None
         ``params`` (ts, tw, th; None where not identifiable), ``ci`` (name -> [lo, hi]),
-        ``points``, ``rss_rel``, ``r2``, ``rms_rel``, ``resamples`` (valid ones used);
-        None when the points cannot determine the model (fewer than two sizes).
+        ``unconstrained`` (the same fit without the constraint), ``at_bound`` (parameters
+        the constraint pinned at 0 because the unconstrained fit made them negative),
+        ``points``, ``rss_rel``, ``r2``, ``rms_rel``, ``resamples`` (resamples fitted and
+        used), ``resamples_dropped`` (resamples that could not be fitted: too few distinct
+        points, or singular after the Huber reweighting); None when the points cannot
+        determine the model (fewer than two sizes, or a singular fit).
 
     References
     ----------
@@ -280,21 +372,32 @@ def fit_model(model, size, hops, time, resamples=1000, seed=0):
     columns = _identifiable(model, size, hops)
     if columns is None:
         return None
-    beta = huber_fit(_design(model, size, hops, columns), time)
-    fitted = _design(model, size, hops, columns) @ beta
+    X = _design(model, size, hops, columns)
+    beta = huber_fit(X, time, nonneg=nonneg)
+    if not np.isfinite(beta).all():
+        return None
+    raw = huber_fit(X, time) if nonneg else beta
+    fitted = X @ beta
     rss_rel, r2, rms_rel = _goodness(time, fitted)
     params = {name: None for name in MODELS[model]}
     params.update({c: float(b) for c, b in zip(columns, beta)})
+    unconstrained = {name: None for name in MODELS[model]}
+    unconstrained.update({c: (float(b) if math.isfinite(b) else None) for c, b in zip(columns, raw)})
+    at_bound = [c for c in columns if params[c] == 0 and (unconstrained[c] or 0) < 0]
     ci = {name: None for name in MODELS[model]}
-    used = 0
+    used = dropped = 0
     if resamples > 0 and size.size > len(columns):
-        samples = _bootstrap(model, columns, size, hops, time, resamples, seed)
+        samples = _bootstrap(model, columns, size, hops, time, resamples, seed, nonneg)
         used = int(samples.shape[0])
+        dropped = resamples - used
         if used:
             lo, hi = _percentile_ci(samples, beta, size.size)
+            if nonneg:
+                lo, hi = np.maximum(lo, 0.0), np.maximum(hi, 0.0)
             ci.update({c: [float(a), float(b)] for c, a, b in zip(columns, lo, hi)})
-    return {"params": params, "ci": ci, "points": int(size.size), "rss_rel": rss_rel,
-            "r2": r2, "rms_rel": rms_rel, "resamples": used}
+    return {"params": params, "ci": ci, "unconstrained": unconstrained, "at_bound": at_bound,
+            "points": int(size.size), "rss_rel": rss_rel, "r2": r2, "rms_rel": rms_rel,
+            "resamples": used, "resamples_dropped": dropped}
 
 
 def fit_regimes(rows, boundaries=DEFAULT_BOUNDARIES, stat="t_min", resamples=1000, seed=0):
@@ -430,4 +533,35 @@ def mdape(predictions):
     out = {c: (float(np.median(v)) if v else None) for c, v in errors.items()}
     every = [e for v in errors.values() for e in v]
     out["overall"] = float(np.median(every)) if every else None
+    return out
+
+
+_NAMES = {"ts": "t_s", "tw": "t_w", "th": "t_h"}
+
+
+def quality_warnings(fit):
+    """Return why a :func:`fit_model` result should not be trusted (empty list: no reason).
+
+    A fit is flagged when R^2 < :data:`POOR_R2`, when a parameter is negative or was
+    pinned at 0 by the non-negativity constraint (the unconstrained fit made it
+    negative), or when a parameter's 95 % CI reaches zero (the data do not show it
+    differs from 0).
+
+    >>> quality_warnings({"r2": 0.5, "params": {"ts": 1.0, "tw": 0.0, "th": None},
+    ...                   "ci": {"ts": [0.5, 2.0], "tw": [0.0, 1.0], "th": None},
+    ...                   "at_bound": ["tw"]})
+    ['R^2 0.50 < 0.9', 't_w < 0 unconstrained (pinned at 0)', 't_w CI reaches 0']
+    """
+    if fit is None:
+        return ["not fitted"]
+    out = []
+    if fit.get("r2") is None or fit["r2"] < POOR_R2:
+        out.append("R^2 n/a" if fit.get("r2") is None else f"R^2 {fit['r2']:.2f} < {POOR_R2}")
+    for name, value in fit["params"].items():
+        if value is not None and value < 0:
+            out.append(f"{_NAMES[name]} < 0")
+    out.extend(f"{_NAMES[name]} < 0 unconstrained (pinned at 0)" for name in fit.get("at_bound", ()))
+    for name, ci in fit["ci"].items():
+        if ci is not None and ci[0] <= 0 <= ci[1]:
+            out.append(f"{_NAMES[name]} CI reaches 0")
     return out
