@@ -114,12 +114,13 @@ def test_example_2_1_rh_3_1():
 
 @pytest.mark.parametrize("spec, message", [
     ("rh:k=1,n=2", "must be >= n"),
-    ("rh:k=5,n=4", "out of range"),
+    ("rh:k=5,n=5", "out of range"),
+    ("rh:k=50,n=4", "too large"),
     ("rh:k=-1,n=0", "out of range"),
     ("rh:k=3", "missing parameter n"),
 ])
 def test_bad_specs(spec, message):
-    """Parameters outside k >= n, 0 <= n <= 3 are one-line spec errors."""
+    """Parameters outside k >= n, 0 <= n <= 4 are one-line spec errors."""
     with pytest.raises(SpecError, match=message):
         from_spec(spec)
 
@@ -248,3 +249,65 @@ def test_doctests(module):
 
     result = doctest.testmod(importlib.import_module(module))
     assert result.failed == 0
+
+
+# -- n = 4 and exact BFS by translation orbits -------------------------------------------------------
+@pytest.mark.parametrize("kn", [(2, 1), (3, 2), (4, 2), (3, 3)])
+def test_orbit_bfs_equals_all_pairs_bfs(kn):
+    """One BFS per subfield orbit gives the all-pairs diameter and average distance exactly."""
+    from dualmpi.topology.analysis import orbit_bfs
+
+    rh = ReducedHypercube(*kn)
+    exact = measured_properties(rh)
+    orbits = orbit_bfs(rh, *rh.translation_orbits())
+    assert orbits["sources"] == 2 ** rh.n and orbits["connected"]
+    assert orbits["automorphisms_checked"] == rh.bits - rh.n
+    assert orbits["diameter"] == exact["diameter"]
+    assert orbits["avg_distance"] == pytest.approx(exact["avg_distance"], abs=1e-12)
+
+
+def test_subfield_xor_is_no_automorphism():
+    """The orbit check can fail: XOR with a subfield bit moves set-2 links off the links."""
+    from dualmpi.topology.analysis import is_automorphism, orbit_bfs
+
+    rh = ReducedHypercube(3, 2)
+    nodes = np.arange(rh.num_nodes)
+    assert not is_automorphism(rh, nodes ^ (1 << rh.low))
+    assert is_automorphism(rh, nodes ^ (1 << rh.k))
+    with pytest.raises(ValueError, match="not an automorphism"):
+        orbit_bfs(rh, [0], [rh.num_nodes], [nodes ^ (1 << rh.low)])
+
+
+def test_rh_n_4_exact_by_orbits():
+    """RH(4, 4), 2^20 nodes (the thesis' Figure 2.6 covers n <= 4): links, diameter
+    k - n + 2^(n+1) = 32 and the average distance from the walk table, exact by 16 BFS
+    (one per subfield value; the 16 XOR generators checked to be automorphisms), and the
+    closed-form distance and the routes against those BFS."""
+    from dualmpi.topology.analysis import eccentricities, neighbor_table, orbit_bfs
+
+    rh = from_spec("rh:k=4,n=4")
+    assert rh.num_nodes == 1 << 20 and rh.degree == 5
+    table = neighbor_table(rh)
+    orbits = orbit_bfs(rh, *rh.translation_orbits(), table=table)
+    f = rh.formulas()
+    assert orbits["connected"] and orbits["automorphisms_checked"] == 16
+    assert orbits["diameter"] == f["diameter"] == 32
+    assert orbits["avg_distance"] == pytest.approx(f["avg_distance"], abs=1e-9)
+    assert int((table != np.arange(rh.num_nodes)[:, None]).sum()) // 2 == f["links"]
+    rng = np.random.default_rng(4)
+    for src in (0, 3 << rh.low, 15 << rh.low):  # BFS from three sources against distance/route
+        dist = np.full(rh.num_nodes, -1)
+        dist[src] = 0
+        frontier = np.array([src])
+        level = 0
+        while frontier.size:
+            level += 1
+            cand = table[frontier].ravel()
+            cand = np.unique(cand[dist[cand] < 0])
+            dist[cand] = level
+            frontier = cand
+        for v in rng.integers(0, rh.num_nodes, 300).tolist() + [rh.num_nodes - 1]:
+            path = rh.route(src, v)
+            assert rh.distance(src, v) == dist[v] == len(path) - 1
+            assert all(rh.is_link(a, b) for a, b in zip(path, path[1:]))
+        assert eccentricities(rh, [src], table)[0][0] == dist.max()
