@@ -1,7 +1,7 @@
 """The papers' collectives as schedules of link transfers, one module per collective."""
 
 from ..errors import DualmpiError
-from ..topology import HDN, DualCube, Hypercube, MetaCube, ReducedHypercube
+from ..topology import HDN, CubeConnectedCycles, DualCube, Hypercube, MetaCube, ReducedHypercube
 from ..topology.faults import FaultyTopology
 from ..topology.hypercube_emulation import HypercubeOnRH
 from . import allgather, alltoall, bcast, emulate, faulttolerant, ring, scatter
@@ -22,7 +22,7 @@ __all__ = [
 ]
 
 #: Topologies whose collectives are implemented.
-SUPPORTED = (Hypercube, DualCube, MetaCube, ReducedHypercube)
+SUPPORTED = (Hypercube, DualCube, MetaCube, ReducedHypercube, CubeConnectedCycles)
 
 #: Topologies on which only some collectives are implemented: collective -> extra classes.
 SUPPORTED_FOR = {"bcast": (HDN,), "scatter": (HDN,)}

@@ -1,14 +1,22 @@
 """All-to-all broadcast: the dual-cube's Algorithm 2, its metacube generalisation, recursive doubling."""
 
-from ..topology import DualCube, Hypercube, MetaCube
+from ..topology import CubeConnectedCycles, DualCube, Hypercube, MetaCube
 from .dimorder import allgather_dims, exchange_rounds
+from .greedy import cycling_exchange_rounds
 from .schedule import ALL, Round, Schedule, Transfer
 
 __all__ = ["build", "paper_steps"]
 
 
+#: CCC(n) exchange: cube link, next on the ring, previous on the ring, repeated.
+CCC_DIMS = (1, 2, 3)
+
+
 def paper_steps(topo):
-    """Return the stated step count: 2r (dual-cube, Algorithm 2), log p, log p + 2^k - 1 (metacube)."""
+    """Return the stated step count: 2r (dual-cube, Algorithm 2), log p, log p + 2^k - 1 (metacube);
+    on CCC(n), which has no paper algorithm, the rounds of the cycling exchange."""
+    if isinstance(topo, CubeConnectedCycles):
+        return len(cycling_exchange_rounds(topo, CCC_DIMS))
     if isinstance(topo, DualCube):
         return 2 * topo.r
     if isinstance(topo, MetaCube):
@@ -27,6 +35,12 @@ def build(topo, root=None):
             for pairs in exchange_rounds(topo, allgather_dims(topo))
         ]
         name = "metacube reversed Gray-walk exchange (dualmpi)"
+    elif isinstance(topo, CubeConnectedCycles):
+        rounds = [
+            Round(0, 0, [Transfer(u, v, _blocks(origins)) for u, v, origins in pairs])
+            for pairs in cycling_exchange_rounds(topo, CCC_DIMS)
+        ]
+        name = "dimension-cycling exchange: cube, ring +1, ring -1 (dualmpi)"
     elif isinstance(topo, Hypercube):
         held = {u: {u} for u in range(topo.num_nodes)}
         rounds = [_exchange(topo, held, held, dim) for dim in range(1, topo.degree + 1)]

@@ -7,8 +7,9 @@ cut-through routing.
 
 from functools import lru_cache
 
-from ..topology import DualCube, Hypercube, MetaCube
+from ..topology import CubeConnectedCycles, DualCube, Hypercube, MetaCube
 from ..topology.metacube import CLASS_PATH_TABLE_PRINTED
+from .greedy import shift_destination
 from .schedule import Round, Schedule, Transfer
 
 __all__ = [
@@ -38,6 +39,8 @@ def destination_order(topo):
         return _metacube_order(topo)
     if isinstance(topo, Hypercube):
         return lambda s, t: s ^ (t + 1)
+    if isinstance(topo, CubeConnectedCycles):
+        return shift_destination(topo)
     raise TypeError(f"no total exchange for {topo.spec}")
 
 
@@ -106,6 +109,8 @@ def build(topo, root=None, variant="corrected"):
     elif isinstance(topo, MetaCube):
         name = "metacube Algorithms 1-4" + (" (classPath table as printed)" if variant != "corrected"
                                             else "")
+    elif isinstance(topo, CubeConnectedCycles):
+        name = "shift-order total exchange on shortest routes (dualmpi)"
     else:
         name = "e-cube total exchange"
     router = None

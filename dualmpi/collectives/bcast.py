@@ -1,7 +1,8 @@
 """One-to-all broadcast: the dual-cube's Algorithm 1, its metacube generalisation, binomial trees."""
 
-from ..topology import HDN, DualCube, Hypercube, MetaCube
+from ..topology import HDN, CubeConnectedCycles, DualCube, Hypercube, MetaCube
 from . import hdn_tree
+from .greedy import greedy_broadcast_tree
 from .dimorder import gray_walk_dims, greedy_tree
 from .schedule import Schedule
 from .trees import binomial_pairs, tree_schedule_rounds
@@ -25,6 +26,8 @@ def spanning_tree(topo, root, variant="corrected"):
         return greedy_tree(topo, root, gray_walk_dims(topo))
     if isinstance(topo, HDN):
         return hdn_tree.broadcast_rounds(topo, root)
+    if isinstance(topo, CubeConnectedCycles):
+        return greedy_broadcast_tree(topo, root)
     if isinstance(topo, Hypercube):
         return _binomial_tree(topo, [root], range(1, topo.degree + 1))
     raise TypeError(f"no broadcast tree for {topo.spec}")
@@ -42,6 +45,8 @@ def paper_steps(topo):
         return topo.bits + (1 << topo.k) - 1
     if isinstance(topo, HDN):
         return hdn_tree.theorem3_steps(topo)
+    if isinstance(topo, CubeConnectedCycles):  # no paper algorithm: the greedy tree's rounds
+        return len(greedy_broadcast_tree(topo, 0))
     return topo.degree
 
 
@@ -53,6 +58,8 @@ def algorithm_name(topo):
         return "metacube Gray-walk broadcast (dualmpi)"
     if isinstance(topo, HDN):
         return "hierarchical dual-net Algorithm 2"
+    if isinstance(topo, CubeConnectedCycles):
+        return "greedy one-port broadcast tree (dualmpi)"
     return "binomial tree"
 
 

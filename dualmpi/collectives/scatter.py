@@ -1,6 +1,6 @@
 """One-to-all personalized communication (scatter) down the broadcast trees, halving messages."""
 
-from ..topology import HDN, DualCube, MetaCube
+from ..topology import HDN, CubeConnectedCycles, DualCube, MetaCube
 from . import bcast
 from .bcast import spanning_tree
 from .schedule import Schedule
@@ -23,6 +23,8 @@ def build(topo, root=0):
         name = "metacube Gray-walk scatter (dualmpi)"
     elif isinstance(topo, HDN):
         name = "hierarchical dual-net Algorithm 2 tree (personalized)"
+    elif isinstance(topo, CubeConnectedCycles):
+        name = "greedy one-port broadcast tree, personalized (dualmpi)"
     else:
         name = "binomial scatter"
     return Schedule("scatter", name, topo, root, tree_schedule_rounds(tree, root, True), len(tree))

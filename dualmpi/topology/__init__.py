@@ -1,6 +1,7 @@
 """Topologies as pure functions of their parameters, and the ``name:key=value,...`` spec syntax."""
 
 from .base import Topology
+from .ccc import CubeConnectedCycles
 from .dualcube import DualCube
 from .hdn import HDN, RDN
 from .hypercube import Hypercube
@@ -15,6 +16,7 @@ __all__ = [
     "DualCube",
     "MetaCube",
     "ReducedHypercube",
+    "CubeConnectedCycles",
     "ProductGraph",
     "HDN",
     "RDN",

@@ -3,6 +3,7 @@
 import re
 
 from ..errors import SpecError
+from .ccc import CubeConnectedCycles
 from .dualcube import DualCube
 from .hdn import HDN, RDN
 from .hypercube import Hypercube
@@ -18,6 +19,7 @@ TOPOLOGIES = {
     "dualcube": (DualCube, ("r",)),
     "metacube": (MetaCube, ("k", "m")),
     "rh": (ReducedHypercube, ("k", "n")),
+    "ccc": (CubeConnectedCycles, ("n",)),
     "product": (ProductGraph, ("base",)),
     "hdn": (HDN, ("base", "k", "s")),
     "rdn": (RDN, ("base", "k")),
