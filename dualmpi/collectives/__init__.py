@@ -27,7 +27,7 @@ SUPPORTED = (Hypercube, DualCube, MetaCube, ReducedHypercube, CubeConnectedCycle
 #: Topologies on which only some collectives are implemented: collective -> extra classes.
 SUPPORTED_FOR = {"bcast": (HDN,), "scatter": (HDN,)}
 
-#: Collectives beyond the papers' four: rings along a Hamiltonian cycle (dual-cube, hypercube).
+#: Collectives beyond the papers' four: rings along a Hamiltonian cycle (dual-cube, hypercube, RH).
 EXTRA_COLLECTIVES = ("ring-allgather", "ring-allreduce")
 
 _MODULES = {"bcast": bcast, "scatter": scatter, "allgather": allgather, "alltoall": alltoall,
@@ -46,7 +46,8 @@ def build_schedule(collective, topo, root=0, variant="corrected"):
             raise DualmpiError(f"{collective} ({variant}) does not run on a network with faults")
         base = build_schedule(collective, topo.base, root, variant)
         return faulttolerant.build_faulty(collective, topo, topo.check_node(root or 0), base)
-    if isinstance(topo, ReducedHypercube):  # the hypercube's schedule, each link an RH path
+    if isinstance(topo, ReducedHypercube) and collective in COLLECTIVES:
+        # the hypercube's schedule, each link an RH path (the rings use RH's own ring)
         guest = build_schedule(collective, Hypercube(topo.bits), root, variant)
         return emulate.emulate_on(guest, topo, HypercubeOnRH(topo))
     supported = SUPPORTED + SUPPORTED_FOR.get(collective, ())
@@ -69,7 +70,7 @@ def paper_steps(collective, topo):
     """Return the number of steps the paper states for ``collective`` on ``topo``."""
     if isinstance(topo, FaultyTopology):
         topo = topo.base
-    if isinstance(topo, ReducedHypercube):  # emulated: the hypercube's steps
+    if isinstance(topo, ReducedHypercube) and collective in COLLECTIVES:  # emulated: Q's steps
         topo = Hypercube(topo.bits)
     return _module(collective).paper_steps(topo)
 

@@ -1,12 +1,15 @@
 """Ring collectives along an embedded Hamiltonian cycle: all-to-all broadcast and allreduce.
 
 Every ring hop is a link of the network, because the ring is a Hamiltonian cycle of
-it (dual-cube: Theorem 4.1 of Wu and Wu; hypercube: the Gray code).
+it (dual-cube: Theorem 4.1 of Wu and Wu; hypercube: the Gray code; reduced hypercube:
+:func:`~dualmpi.topology.rh_embeddings.rh_ring`, dilation 1, instead of the emulated
+hypercube's Gray code).
 """
 
 from ..errors import DualmpiError
-from ..topology import DualCube, Hypercube
+from ..topology import DualCube, Hypercube, ReducedHypercube
 from ..topology.hamiltonian import gray_code, hamiltonian_cycle, is_ring
+from ..topology.rh_embeddings import rh_ring
 from .schedule import ALL, REDUCED, Round, Schedule, Transfer
 
 __all__ = [
@@ -23,7 +26,8 @@ def default_cycle(topo):
     """Return the Hamiltonian cycle the ring collectives use on ``topo``.
 
     Dual-cube ``r >= 2``: Theorem 4.1's cycle from the binary reflected Gray code;
-    hypercube ``n >= 2``: the Gray code itself.
+    hypercube ``n >= 2``: the Gray code itself; reduced hypercube with at least 4 nodes: its
+    own Hamiltonian ring (every hop one link).
 
     >>> default_cycle(Hypercube(2))
     [0, 1, 3, 2]
@@ -32,8 +36,10 @@ def default_cycle(topo):
         return hamiltonian_cycle(topo)
     if isinstance(topo, Hypercube) and topo.n >= 2:
         return gray_code(topo.n)
+    if isinstance(topo, ReducedHypercube) and topo.num_nodes >= 4:
+        return rh_ring(topo)
     raise DualmpiError(f"the ring collectives need a Hamiltonian cycle: available on dualcube "
-                       f"(r >= 2) and hypercube (n >= 2), not on {topo.spec}")
+                       f"(r >= 2), hypercube (n >= 2) and rh (4 nodes or more), not on {topo.spec}")
 
 
 def _check_cycle(topo, cycle):

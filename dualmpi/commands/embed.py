@@ -12,6 +12,7 @@ from ..topology.hypercube_emulation import (
     max_dilation,
     theorem_dilations,
 )
+from . import embed_rh
 from .common import format_table, load_topology, node_arg, print_json, topology_arg
 
 __all__ = ["add_parser", "main", "embed_ring", "embed_array", "embed_cycles", "embed_split",
@@ -27,13 +28,16 @@ def add_parser(sub):
         "Dual-cube and hypercube: --ring K (Theorems 4.1, 4.3 of Wu and Wu), --array K "
         "(Theorem 4.4), --cycles (Theorem 4.2, edge-disjoint Hamiltonian cycles), --split "
         "(Propositions 3.1-3.3, four DC_(r-1)). Reduced hypercube: --hypercube (Theorem 2.1 "
-        "and Corollaries 2.1-2.2 of Sideras' thesis, the dilations of the hypercube's emulation). "
+        "and Corollaries 2.1-2.2 of Sideras' thesis, the dilations of the hypercube's emulation), "
+        "--ring (Hamiltonian, dilation 1), --torus AxB, --tree, --ccc (the 2^(k-n) CCC(2^n)): "
+        "dilation, congestion and expansion next to the emulated hypercube's route. "
         "Exit code 1 when a check fails.",
         epilog="example: dualmpi embed dualcube:r=3 --ring 32 --gray 00,01,11,10",
     )
     p.add_argument("spec", type=topology_arg, help="topology spec, e.g. dualcube:r=3 or rh:k=5,n=2")
     what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--ring", type=int, metavar="K", help="a ring of K nodes (K even)")
+    what.add_argument("--ring", type=int, metavar="K", nargs="?", const=0,
+                      help="a ring of K nodes (K even); on rh the Hamiltonian ring (K optional)")
     what.add_argument("--array", type=int, metavar="K", help="a linear array of K nodes")
     what.add_argument("--cycles", action="store_true",
                       help="floor((r-1)/2) edge-disjoint Hamiltonian cycles (dual-cube)")
@@ -42,6 +46,7 @@ def add_parser(sub):
                       "(J defaults to I; 'all' checks every choice)")
     what.add_argument("--hypercube", action="store_true",
                       help="the (k+2^n)-cube emulated on rh:k=K,n=N: dilations per edge")
+    embed_rh.add_arguments(what)
     p.add_argument("--gray", metavar="CODES",
                    help="Gray code for the Hamiltonian cycle (Theorem 4.1), e.g. 00,10,11,01")
     p.add_argument("--node", type=node_arg, default=0,
@@ -261,7 +266,12 @@ def main(args):
     if args.gray is not None and args.ring is None and args.array is None:
         raise DualmpiError("--gray goes with --ring or --array")
     gray = _gray(topo, args.gray)
-    if args.ring is not None:
+    if args.ring == 0 and not isinstance(topo, ReducedHypercube):
+        raise DualmpiError("--ring K: give the ring's length K (optional on rh only)")
+    rh = embed_rh.dispatch(topo, args) if args.gray is None else None
+    if rh is not None:
+        out, show = rh
+    elif args.ring is not None:
         out, show = embed_ring(topo, args.ring, gray), _print_nodes
     elif args.array is not None:
         out, show = embed_array(topo, args.array, gray), _print_nodes
