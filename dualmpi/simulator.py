@@ -8,7 +8,16 @@ Two methods give the same figures:
   without materialising the p(p-1) messages; for networks too large for a schedule.
 
 Both count conflicts as the papers define them: two messages on the same directed
-link in the same step at the same hop index.
+link in the same step at the same hop index.  Both also report *link sharing*: how
+many messages of one step use one directed link at any hop index (``link_sharing``).
+A conflict-free step can still send two or more messages over one link at different
+hop positions; under cut-through their bodies overlap in time when ``m*t_w`` exceeds
+the hop distance times ``t_h``, and then share the link's bandwidth (docs/model.md,
+"Link sharing"; docs/errata.md, D8).
+
+With link parameters (``clock``) the result also has ``virtual``: the paper's
+formula time, the step bound with link sharing, and the virtual clock's time of the
+replayed schedule (:func:`dualmpi.executors.clock.schedule_time`).
 """
 
 import math
@@ -19,6 +28,7 @@ from .collectives import build_schedule, count_conflicts, paper_steps
 from .collectives.alltoall import class_groups, destination_order, route_function, step_offsets
 from .collectives.schedule import COLLECTIVES, expected_blocks, initial_blocks
 from .errors import DualmpiError
+from .executors.clock import ClockParams, schedule_time
 from .topology import HDN, DualCube, Hypercube, MetaCube
 
 __all__ = [
@@ -26,6 +36,9 @@ __all__ = [
     "simulate_schedule",
     "simulate_alltoall_stream",
     "simulate_vector",
+    "link_sharing",
+    "virtual_times",
+    "SHARING_LIMIT",
     "STREAM_ABOVE",
     "VECTOR_ABOVE",
     "LIMITS",
@@ -35,6 +48,9 @@ __all__ = [
 STREAM_ABOVE = 256
 #: ``method="auto"`` simulates bcast, scatter and allgather with numpy above this many nodes.
 VECTOR_ABOVE = 4096
+
+#: The stream method counts link sharing up to this many nodes (it costs a pass over every hop).
+SHARING_LIMIT = 1 << 12
 
 #: The largest network each method takes, per collective ("schedule" replays every transfer,
 #: "stream" keeps a p x p delivery table, "vector" a p x p bit set for allgather).
@@ -57,15 +73,20 @@ def _check_size(topo, collective, method):
             "closed forms")
 
 
-def simulate(topo, collective, root=0, variant="corrected", method="auto"):
+def simulate(topo, collective, root=0, variant="corrected", method="auto", clock=None, size=1024):
     """Return the simulated figures of ``collective`` on ``topo`` as a dict (see module doc).
 
     On a network with faults the schedule is replayed, and the result also lists the
     faults, the undeliverable (source, destination) pairs and the extra rounds and
-    link transfers the detours cost against the fault-free schedule.
+    link transfers the detours cost against the fault-free schedule.  With ``clock``
+    (a :class:`~dualmpi.executors.clock.ClockParams`) and ``size`` (bytes per block)
+    the result has ``virtual`` (:func:`virtual_times`).
     """
     if hasattr(topo, "failed_links"):
-        return _simulate_faulty(topo, collective, root, method)
+        out = _simulate_faulty(topo, collective, root, method)
+        if clock is not None:
+            out["virtual"] = virtual_times(out, clock, size, build_schedule(collective, topo, root))
+        return out
     if collective not in COLLECTIVES and topo.num_nodes > VECTOR_ABOVE:
         raise DualmpiError(f"{collective} on {topo.num_nodes} nodes is {topo.num_nodes - 1} rounds of "
                            f"{topo.num_nodes} messages; simulate rings up to {VECTOR_ABOVE} nodes")
@@ -93,14 +114,105 @@ def simulate(topo, collective, root=0, variant="corrected", method="auto"):
             raise DualmpiError(f"the vector method does not apply to {topo.spec}; use --method schedule")
         out = simulate_vector(topo, collective, root)
     elif method == "schedule":
-        out = simulate_schedule(build_schedule(collective, topo, root, variant), variant)
+        schedule = build_schedule(collective, topo, root, variant)
+        out = simulate_schedule(schedule, variant)
     else:
         raise DualmpiError(f"unknown simulation method {method!r} (auto, schedule, stream, vector)")
     p = topo.num_nodes
     out["lower_bound_rounds"] = math.ceil(math.log2(p)) if p > 1 else 0
     out["hypercube_rounds"] = _hypercube_rounds(collective, p)
     out["paper_rounds"] = paper_steps(collective, topo)
+    if clock is not None:
+        out["virtual"] = virtual_times(out, clock, size, schedule if method == "schedule" else None)
     return out
+
+
+def virtual_times(out, clock, size, schedule=None):
+    """Return the times of one simulated collective under link parameters ``clock``.
+
+    ``paper_time`` is the schedule's formula ``ts*t_s + tw*m*t_w + th*t_h`` (every
+    step costs its largest message once, as if no two messages of a step shared a
+    link); ``sharing_bound`` replaces each step's largest message by the largest
+    load of one directed link in the step (``link_sharing["model"]``: the bytes that
+    link must carry; the time if the step's messages overlap on it fully, as in a
+    flow model where a message holds its whole route); ``clock_time`` is the virtual
+    clock's time of the replayed schedule (pipelined cut-through: bodies overlap on a
+    link only while both stream through it; None without a schedule, e.g. the stream
+    method).  Store-and-forward gives only ``clock_time``.
+
+    >>> from dualmpi.topology import from_spec
+    >>> v = simulate(from_spec("dualcube:r=3"), "alltoall", clock=ClockParams(2e-6, 1e-9, 5e-8),
+    ...              size=65536)["virtual"]
+    >>> v["clock_time"] > v["paper_time"], round(v["clock_over_paper"], 3)
+    (True, 1.513)
+    """
+    params = {"ts": clock.ts, "tw": clock.tw, "th": clock.th}
+    res = {"size": size, "params": params, "switching": clock.switching,
+           "contention": clock.contention}
+
+    def formula(m):
+        return m["ts"] * clock.ts + m["tw"] * size * clock.tw + m["th"] * clock.th
+
+    cut = clock.switching == "cut-through"
+    res["paper_time"] = formula(out["model"]) if cut else None
+    sharing = out.get("link_sharing")
+    res["sharing_bound"] = formula(sharing["model"]) if cut and sharing else None
+    res["clock_time"] = res["contention_delay"] = res["delayed_hops"] = None
+    if schedule is not None:
+        ct = schedule_time(schedule, size, clock)
+        res.update(clock_time=ct["time"], contention_delay=ct["contention_delay"],
+                   delayed_hops=ct["delayed_hops"])
+    for key in ("sharing_bound", "clock_time"):
+        ok = res[key] is not None and res["paper_time"]
+        res[key.split("_")[0] + "_over_paper"] = res[key] / res["paper_time"] if ok else None
+    return res
+
+
+def link_sharing(step_loads, steps, th):
+    """Return the link-sharing figures from per-step link loads.
+
+    Parameters
+    ----------
+    step_loads : list of (ndarray, ndarray)
+        Per step, in order: for every directed link the step uses, the number of
+        messages and the number of blocks it carries in that step (any hop index).
+    steps : int
+        ``ts`` of the model (steps without messages count 0).
+    th : int
+        ``th`` of the model, kept in ``model``.
+
+    Returns
+    -------
+    dict
+        ``per_step`` (max messages on one directed link, per step), ``max``,
+        ``steps_shared`` (steps where that is 2 or more), ``shared_messages`` (messages
+        that share their link with another message of their step, counted per link),
+        ``sum_per_step`` and ``model``: the coefficients with ``tw`` = the sum over
+        steps of the largest per-link load in blocks.
+
+    Examples
+    --------
+    >>> link_sharing([(np.array([1, 2]), np.array([1, 2])), (np.array([1]), np.array([3]))], 2, 4)
+    {'per_step': [2, 1], 'max': 2, 'steps_shared': 1, 'shared_messages': 2, 'sum_per_step': 3, 'model': {'ts': 2, 'tw': 5, 'th': 4}}
+    """
+    per_step = [int(c.max()) if c.size else 0 for c, _ in step_loads]
+    return {"per_step": per_step, "max": max(per_step, default=0),
+            "steps_shared": sum(1 for k in per_step if k > 1),
+            "shared_messages": int(sum(int(c[c > 1].sum()) for c, _ in step_loads)),
+            "sum_per_step": sum(per_step),
+            "model": {"ts": steps, "tw": int(sum(int(b.max()) if b.size else 0 for _, b in step_loads)),
+                      "th": th}}
+
+
+def _loads(links, blocks=None):
+    """Return (messages, blocks) per distinct link id of one step."""
+    links = np.asarray(links, dtype=np.int64)
+    if blocks is None:
+        _, counts = np.unique(links, return_counts=True)
+        return counts, counts
+    uniq, inv = np.unique(links, return_inverse=True)
+    return (np.bincount(inv, minlength=uniq.size),
+            np.bincount(inv, weights=np.asarray(blocks, dtype=np.int64), minlength=uniq.size).astype(np.int64))
 
 
 def _simulate_faulty(topo, collective, root, method):
@@ -162,6 +274,14 @@ def simulate_schedule(schedule, variant="corrected"):
         want = [key for key in expected_blocks(coll, topo, root, u) if key[0] != u]
         expected += len(want)
         delivered += sum(1 for key in want if key in held[u])
+    by_step = {}
+    for rnd in schedule.rounds:
+        links, blocks = by_step.setdefault(rnd.step, ([], []))
+        for tr in rnd.transfers:
+            links.append(tr.src * p + tr.dst)
+            blocks.append(len(tr.blocks))
+    th = sum(step_hops.values())
+    sharing = link_sharing([_loads(*by_step[k]) for k in sorted(by_step)], len(step_blocks), th)
     routed = coll == "alltoall"
     out = _base(topo, coll, variant, "schedule")
     out.update({
@@ -178,7 +298,8 @@ def simulate_schedule(schedule, variant="corrected"):
         "hops_from_source": (sum(1 for _, _, tr in schedule.transfers() if tr.header[0] == 0)
                              if routed else None),
         "model": {"ts": len(step_blocks), "tw": sum(step_blocks.values()),
-                  "th": sum(step_hops.values())},
+                  "th": th},
+        "link_sharing": sharing,
     })
     return out
 
@@ -203,6 +324,7 @@ def simulate_alltoall_stream(topo, variant="corrected", samples=2, seed=0):
     src = np.arange(p, dtype=np.int64)
     seen = np.zeros((p, p), dtype=bool)
     delivered = conflicts = violations = hops0 = th = transfers = asymmetric = 0
+    loads = [] if p <= SHARING_LIMIT else None
     for t in range(p - 1):
         d = np.asarray(dest(src, t), dtype=np.int64)
         offsets = step_offsets(topo, groups, t, dest, route)
@@ -218,6 +340,11 @@ def simulate_alltoall_stream(topo, variant="corrected", samples=2, seed=0):
                 if route(s_, int(d[s_])) != [s_ ^ o for o in offs]:
                     asymmetric += 1
         seen[src, d] = True
+        if loads is not None:
+            loads.append(_loads(np.concatenate(
+                [(members ^ offs[h]) * p + (members ^ offs[h + 1])
+                 for members, offs in zip(groups, offsets) for h in range(len(offs) - 1)]
+                or [np.empty(0, dtype=np.int64)])))
         conflicts += _step_conflicts(groups, offsets, shift)
         hops0 += len(offsets[0]) - 1
         th += max(len(o) for o in offsets) - 1
@@ -235,6 +362,7 @@ def simulate_alltoall_stream(topo, variant="corrected", samples=2, seed=0):
         "sends_without_data": 0,
         "hops_from_source": hops0,
         "model": {"ts": p - 1, "tw": p - 1, "th": th},
+        "link_sharing": (link_sharing(loads, p - 1, th) if loads is not None else None),
         "symmetry_mismatches": asymmetric,
     })
     return out
@@ -293,6 +421,8 @@ def simulate_vector(topo, collective, root=0):
         name = ("scatter" if collective == "scatter" else "broadcast") + " tree"
     violations = sum(int(np.count_nonzero(~_vector_links_ok(topo, a, b))) for a, b in rounds)
     conflicts = sum(a.size - np.unique(a * p + b).size for a, b in rounds)
+    sharing = link_sharing([_loads(a * p + b, z) for (a, b), z in zip(rounds, sizes)], len(rounds),
+                           len(rounds))
     out = _base(topo, collective, "corrected", "vector")
     out.update({
         "algorithm": name,
@@ -308,6 +438,7 @@ def simulate_vector(topo, collective, root=0):
         "hops_from_source": None,
         "model": {"ts": len(rounds), "tw": int(sum(int(z.max()) for z in sizes)),
                   "th": len(rounds)},
+        "link_sharing": sharing,
     })
     return out
 

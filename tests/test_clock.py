@@ -4,7 +4,7 @@ import pytest
 
 from dualmpi.collectives import COLLECTIVES, build_schedule
 from dualmpi.errors import DualmpiError
-from dualmpi.executors import run_inprocess
+from dualmpi.engine import run_inprocess
 from dualmpi.executors.clock import ClockParams, parse_shape
 from dualmpi.executors.options import make_options
 from dualmpi.simulator import simulate
@@ -79,3 +79,58 @@ def test_parse_shape_and_options():
         make_options(None, "wormhole")
     with pytest.raises(DualmpiError):
         make_options(None, "cut-through", 0)
+
+
+# --- shared link bandwidth (issue 15, item 2) ------------------------------------------------
+
+def test_shared_link_bodies_take_turns():
+    """Two bodies on one link at once take 2 n t_w together; a later body fills the gaps."""
+    from dualmpi.executors.clock import NodeClock
+
+    node = NodeClock(ClockParams(0.0, 1.0, 0.5))
+    first = node.depart(9, 4, (), 3, (0.0, 10.0))      # forwarded: trailer (tail, head)
+    second = node.depart(9, 4, (), 3, (0.0, 10.0))
+    assert first == (14.0, 10.5) and second == (18.0, 10.5)   # heads pass, bodies queue
+    assert node.contention == 4.0 and node.delayed_hops == 1
+    node.link_busy[7] = [(0.0, 1.0), (2.0, 3.0)]
+    assert node._stream(7, 0.5, 1.5) == 3.5                    # [1, 2] and [3, 3.5]
+    assert sorted(node.link_busy[7])[-1] == (3.0, 3.5)
+
+
+@pytest.mark.parametrize("contention", ["shared", "physical", "slot"])
+@pytest.mark.parametrize("spec", ["dualcube:r=3", "metacube:k=2,m=1"])
+def test_schedule_time_equals_the_executor_clock(spec, contention):
+    """Replaying the schedule on clocks alone gives the executor's virtual time exactly."""
+    from dualmpi.executors.clock import schedule_time
+
+    params = ClockParams(2e-6, 1e-9, 5e-8, contention=contention)
+    sched = build_schedule("alltoall", from_spec(spec))
+    res = run_inprocess(sched, 4096, params)
+    ct = schedule_time(sched, 4096, params)
+    assert ct["time"] == res.virtual["time"]
+    assert ct["delayed_hops"] == res.virtual["delayed_hops"][3]
+
+
+def test_shared_clock_between_formula_and_step_bound():
+    """Shared links: never below the paper's T, never above every step fully overlapping."""
+    for spec in ("dualcube:r=3", "metacube:k=2,m=1"):
+        for size in (64, 1024, 65536):
+            v = simulate(from_spec(spec), "alltoall", clock=ClockParams(2e-6, 1e-9, 5e-8),
+                         size=size)["virtual"]
+            assert v["paper_time"] * (1 - 1e-12) <= v["clock_time"] <= v["sharing_bound"] * (1 + 1e-12)
+
+
+def test_bad_clock_params():
+    with pytest.raises(ValueError):
+        ClockParams(contention="wormhole")
+    with pytest.raises(ValueError):
+        ClockParams(switching="wormhole")
+
+
+@pytest.mark.parametrize("module", ["dualmpi.executors.clock", "dualmpi.simulator"])
+def test_doctests(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0 and result.failed == 0

@@ -286,3 +286,15 @@ def test_readme_model_table_is_the_commands_output():
         assert cells[2:] == [format_coeffs(r["coeffs"]), format_seconds(r["time"]),
                              format_coeffs(r["hypercube_coeffs"]),
                              format_seconds(r["hypercube_time"]), format_ratio(r["ratio"])]
+
+
+def test_model_reports_link_sharing(capsys):
+    """Issue 15: the total exchange's link sharing as its own figure, from the simulated schedule."""
+    assert main(["model", "metacube:k=2,m=1", "--size", "65536", "--json"]) == 0
+    rows = {r["collective"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    sharing = rows["alltoall"]["link_sharing"]
+    assert (sharing["steps_shared"], sharing["steps"], sharing["max"]) == (51, 63, 4)
+    assert sharing["time"] > rows["alltoall"]["time"]
+    assert rows["bcast"]["link_sharing"]["max"] == 1
+    assert main(["model", "metacube:k=3,m=3"]) == 0
+    assert "n/a (not simulated)" in capsys.readouterr().out

@@ -8,7 +8,7 @@ import pytest
 
 from dualmpi.cli import main
 from dualmpi.collectives import COLLECTIVES, build_schedule, count_conflicts
-from dualmpi.executors import run_inprocess
+from dualmpi.engine import run_inprocess
 from dualmpi.simulator import simulate
 from dualmpi.topology import MetaCube, from_spec
 from dualmpi.topology.metacube import class_walk
@@ -157,7 +157,7 @@ def test_vector_method_matches_schedule(spec, collective):
     a = simulate(topo, collective, 3, method="schedule")
     b = simulate(topo, collective, 3, method="vector")
     for key in ("rounds", "hop_rounds", "messages", "link_transfers", "delivered", "expected",
-                "conflicts", "link_violations", "sends_without_data", "model"):
+                "conflicts", "link_violations", "sends_without_data", "model", "link_sharing"):
         assert a[key] == b[key], key
 
 
@@ -169,3 +169,74 @@ def test_dualcube_r7_vectorised():
         assert out["method"] == "vector"
         assert out["delivered"] == out["expected"] and out["rounds"] == 14
     assert out["model"]["tw"] == topo.num_nodes - 1
+
+
+# --- link sharing inside a step (issue 15, item 2) -------------------------------------------
+
+def _sharing_by_routes(spec):
+    """Per step, the most messages on one directed link, from every message's own route."""
+    from collections import Counter
+
+    from dualmpi.collectives.alltoall import destination_order, route_function
+
+    topo = from_spec(spec)
+    dest, route = destination_order(topo), route_function(topo)
+    out = []
+    for t in range(topo.num_nodes - 1):
+        links = Counter()
+        for s in range(topo.num_nodes):
+            path = route(s, int(dest(s, t)))
+            links.update(zip(path, path[1:]))
+        out.append(max(links.values()))
+    return out
+
+
+@pytest.mark.parametrize("spec,steps_shared,most", [
+    ("hypercube:n=5", 0, 1), ("dualcube:r=3", 19, 2), ("metacube:k=2,m=1", 51, 4)])
+def test_total_exchange_link_sharing(spec, steps_shared, most):
+    """Conflict-free (0 conflicts), yet links carry 2+ messages of one step at different hops."""
+    out = simulate(from_spec(spec), "alltoall", method="schedule")
+    sharing = out["link_sharing"]
+    assert out["conflicts"] == 0
+    assert sharing["per_step"] == _sharing_by_routes(spec)
+    assert (sharing["steps_shared"], sharing["max"]) == (steps_shared, most)
+    assert sharing["model"]["tw"] == sharing["sum_per_step"]        # one block per message
+    assert (sharing["model"]["tw"] > out["model"]["tw"]) == (steps_shared > 0)
+
+
+@pytest.mark.parametrize("spec", ["hypercube:n=4", "dualcube:r=3", "metacube:k=1,m=2"])
+@pytest.mark.parametrize("collective", ["bcast", "scatter", "allgather"])
+def test_tree_collectives_share_no_link(spec, collective):
+    """Single-hop steps with one message per link: sharing is the papers' conflict count (none)."""
+    sharing = simulate(from_spec(spec), collective, 0, method="schedule")["link_sharing"]
+    assert sharing["max"] == 1 and sharing["steps_shared"] == 0
+
+
+def test_cli_simulate_link_sharing_and_virtual_time_done_when(capsys):
+    """Issue 15: D_3 total exchange, 64 KiB: link sharing reported, virtual time above T."""
+    assert main(["simulate", "dualcube:r=3", "--collective", "alltoall", "--size", "65536",
+                 "--model", "ts=2e-6,tw=1e-9,th=5e-8", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    v = out["virtual"]
+    assert out["link_sharing"]["steps_shared"] == 19
+    assert v["paper_time"] == pytest.approx(31 * 2e-6 + 31 * 65536e-9 + 104 * 5e-8)
+    assert v["clock_time"] > 1.4 * v["paper_time"]
+    assert v["sharing_bound"] == pytest.approx(31 * 2e-6 + 50 * 65536e-9 + 104 * 5e-8)
+
+
+def test_slow_links_bodies_do_not_overlap():
+    """t_h = 1 ms > m t_w = 655 us: the pipelined clock gives the paper's T, the step bound
+    (messages of a step overlapping fully, a flow model) +6.7 % (D_3) and +10.8 % (MC(2,1))."""
+    from dualmpi.executors.clock import ClockParams
+
+    clock = ClockParams(2e-3, 1e-8, 1e-3)
+    for spec, extra in (("dualcube:r=3", 0.067), ("metacube:k=2,m=1", 0.108)):
+        v = simulate(from_spec(spec), "alltoall", clock=clock, size=65536)["virtual"]
+        assert v["clock_time"] == pytest.approx(v["paper_time"], rel=1e-12)
+        assert v["sharing_over_paper"] - 1 == pytest.approx(extra, abs=5e-4)
+
+
+def test_simulate_bad_virtual_options(capsys):
+    for argv in (["--size", "-4"], ["--model", "ts=x"], ["--model", "tq=1"]):
+        assert main(["simulate", "dualcube:r=2", "--collective", "alltoall", *argv]) == 2
+        assert capsys.readouterr().err.startswith("dualmpi: error:")

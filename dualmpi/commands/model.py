@@ -8,7 +8,10 @@ from ..model.formulas import PATTERNS, predict
 from .common import format_table, load_topology, print_json, topology_arg
 
 __all__ = ["add_parser", "main", "model_report", "format_seconds", "format_coeffs", "format_ratio",
-           "DEFAULTS"]
+           "format_sharing", "DEFAULTS", "SHARING_NODES"]
+
+#: Link sharing is counted by simulating the schedules up to this many nodes.
+SHARING_NODES = 512
 
 #: Default link parameters: t_s (s), t_w (s per byte), t_h (s per hop), block size m (bytes).
 DEFAULTS = {"ts": 2e-6, "tw": 1e-9, "th": 5e-8, "size": 1024}
@@ -28,7 +31,11 @@ def add_parser(sub):
         "step) for hypercubes and dual-cubes, T_M for the MC(2,m) total exchange, dualmpi's own "
         "derivations for the other metacube collectives (docs/model.md). Nothing is enumerated, "
         "so MC(3,3) with 134,217,728 nodes takes under a second. A coefficient without a "
-        "verified closed form is shown as 'n/a (not derived)' (null in JSON).",
+        "verified closed form is shown as 'n/a (not derived)' (null in JSON). 'link sharing' "
+        f"(up to {SHARING_NODES} nodes, from the simulated schedule) gives the steps in which one "
+        "directed link carries 2+ messages of the step at different hop positions, the most "
+        "messages on one link, and the time if they overlap for the whole step (docs/model.md, "
+        "'Link sharing').",
         epilog="example: dualmpi model metacube:k=3,m=3 --size 1024",
     )
     p.add_argument("spec", type=topology_arg,
@@ -82,8 +89,25 @@ def _time(coeffs, params):
     return float(predict(coeffs, params["ts"], params["tw"], params["th"], params["size"]))
 
 
+def _sharing(topo, coll, params):
+    """Return the link-sharing figures of ``coll`` on ``topo`` (simulated) or None if too large."""
+    if topo.num_nodes > SHARING_NODES:
+        return None
+    from ..simulator import simulate
+
+    sharing = simulate(topo, coll)["link_sharing"]
+    return {"steps_shared": sharing["steps_shared"], "steps": len(sharing["per_step"]),
+            "max": sharing["max"], "coeffs": sharing["model"],
+            "time": _time(tuple(sharing["model"][k] for k in ("ts", "tw", "th")), params)}
+
+
 def model_report(topo, ts, tw, th, size):
-    """Return the model of every collective on ``topo`` and its hypercube twin, as a dict."""
+    """Return the model of every collective on ``topo`` and its hypercube twin, as a dict.
+
+    Each row has ``link_sharing`` (None above :data:`SHARING_NODES` nodes): steps with 2+
+    messages on one directed link, the most on one link, and the coefficients and time
+    when those messages overlap for the whole step.
+    """
     params = {"ts": ts, "tw": tw, "th": th, "size": size}
     ours = [network_formula(topo, coll) for coll in PATTERNS]  # unsupported families fail here
     cube = twin_hypercube(topo)
@@ -100,6 +124,7 @@ def model_report(topo, ts, tw, th, size):
             "hypercube_time": t_cube,
             "hypercube_source": cube_source,
             "ratio": t / t_cube if t is not None and t_cube else None,
+            "link_sharing": _sharing(topo, coll, params),
         })
     return {"spec": topo.spec, "parameters": params, "network": _network(topo),
             "hypercube": _network(cube), "rows": rows}
@@ -133,6 +158,22 @@ def format_ratio(ratio):
     return "n/a" if ratio is None else f"{ratio:.2f}"
 
 
+def format_sharing(sharing):
+    """Return the link-sharing figure as text.
+
+    >>> format_sharing({"steps_shared": 19, "steps": 31, "max": 2, "time": 3.344e-3})
+    '19/31 steps, max 2 (3.344 ms)'
+    >>> format_sharing(None)
+    'n/a (not simulated)'
+    """
+    if sharing is None:
+        return "n/a (not simulated)"
+    if not sharing["steps_shared"]:
+        return f"none ({sharing['steps']} steps)"
+    return (f"{sharing['steps_shared']}/{sharing['steps']} steps, max {sharing['max']} "
+            f"({format_seconds(sharing['time'])})")
+
+
 def _text(report):
     """Return the report as header lines and two tables."""
     net, cube, par = report["network"], report["hypercube"], report["parameters"]
@@ -147,9 +188,10 @@ def _text(report):
     ]
     rows = [(r["collective"], format_coeffs(r["coeffs"]), format_seconds(r["time"]),
              format_coeffs(r["hypercube_coeffs"]), format_seconds(r["hypercube_time"]),
-             format_ratio(r["ratio"]), r["source"]) for r in report["rows"]]
+             format_ratio(r["ratio"]), format_sharing(r["link_sharing"]), r["source"])
+            for r in report["rows"]]
     header = ("collective", f"{net['spec']} (ts, tw, th)", "time",
-              f"{cube['spec']} (ts, tw, th)", "time", "ratio", "source")
+              f"{cube['spec']} (ts, tw, th)", "time", "ratio", "link sharing", "source")
     lines.append(format_table(rows, header=header))
     return "\n".join(lines)
 
