@@ -4,6 +4,7 @@ the hypercube's emulation on the reduced hypercube, each checked link by link.""
 from collections import Counter
 
 from ..errors import DualmpiError
+from ..resources import require_memory, require_time
 from ..topology import DualCube, Hypercube, ReducedHypercube
 from ..topology import hamiltonian as ham
 from ..topology.hypercube_emulation import (
@@ -16,7 +17,19 @@ from . import embed_rh
 from .common import format_table, load_topology, node_arg, print_json, topology_arg
 
 __all__ = ["add_parser", "main", "embed_ring", "embed_array", "embed_cycles", "embed_split",
-           "embed_hypercube"]
+           "embed_hypercube", "check_resources"]
+
+#: Peak bytes per node listed in the output (id, label, table row or JSON text), plus 4 bytes per
+#: address bit: ``embed dualcube:r=10 --array 524288`` peaked at 311 MB (38 MB of it the interpreter).
+NODE_BYTES = 600
+#: Seconds per node listed: the same run took 2.7 s (measured on 2 busy cores).
+NODE_SECONDS = 6e-6
+#: Seconds per node and check of ``--split``: ``--split all`` on dualcube:r=7 took 3.25 s for
+#: 6*6 choices x 2 kinds x 8192 nodes.
+SPLIT_SECONDS = 6e-6
+#: Seconds to decompose Q_k (k even) into k/2 Hamiltonian cycles by local search (measured:
+#: Q_4 and Q_6 under a second, Q_8 57 s; larger k extrapolated at x100 per two dimensions).
+DECOMPOSE_SECONDS = {4: 0.5, 6: 0.5, 8: 60.0}
 
 
 def add_parser(sub):
@@ -260,9 +273,58 @@ def _print_hypercube(out):
                        header=("dim", "dilation", f"path from node {out['node']}")))
 
 
+def _decompose_seconds(k):
+    """Return the estimated seconds of :func:`~dualmpi.topology.hamiltonian.hypercube_hamiltonian_cycles`."""
+    k -= k % 2  # odd k doubles the cycles of Q_(k-1)
+    if k < 4:
+        return 0.0
+    if k in DECOMPOSE_SECONDS:
+        return DECOMPOSE_SECONDS[k]
+    return DECOMPOSE_SECONDS[8] * 100.0 ** ((k - 8) / 2)
+
+
+def check_resources(topo, args):
+    """Estimate the memory and time of the requested embedding; raise ResourceError if too much.
+
+    Only the output is large: a ring or array of K nodes costs K rows, ``--cycles``
+    ``floor((r-1)/2)`` rows per node (after a Hamiltonian decomposition of the cluster
+    cube), ``--split`` every node once per choice, ``--hypercube`` every node's paths.
+    """
+    bits = max(topo.num_nodes - 1, 1).bit_length()
+    per_node = NODE_BYTES + 4 * bits
+    p = topo.num_nodes
+    what = f"embed {topo.spec}"
+    if args.ring is not None or args.array is not None:
+        k = args.ring if args.ring is not None else args.array
+        if not 0 < k <= p:
+            return  # the construction refuses it with its own message
+        flag = "--ring" if args.ring is not None else "--array"
+        what = f"{what} {flag} {k}"
+        require_memory(k * per_node, what)
+        require_time(k * NODE_SECONDS, what, hint="ask for fewer nodes")
+    elif args.cycles and isinstance(topo, DualCube):
+        count = (topo.r - 1) // 2
+        what = f"{what} --cycles ({count} cycles of {p:,} nodes)"
+        require_memory(count * p * per_node, what)
+        require_time(_decompose_seconds(topo.half) + count * p * NODE_SECONDS, what,
+                     hint=f"the Hamiltonian decomposition of Q_{topo.half} and the cycles take "
+                     "that long; try r <= 10")
+    elif args.split is not None and isinstance(topo, DualCube) and topo.r >= 2:
+        choices = 2 * topo.half ** 2 if args.split.strip() == "all" else 1
+        what = f"{what} --split {args.split.strip()}"
+        require_memory(p * (per_node + 100 * topo.degree), what)
+        require_time(choices * p * (SPLIT_SECONDS + NODE_SECONDS), what, hint="try a smaller r")
+    elif args.hypercube and isinstance(topo, ReducedHypercube):
+        dims = topo.k + (1 << topo.n)
+        what = f"{what} --hypercube"
+        require_memory(p * per_node, what)
+        require_time(p * dims * NODE_SECONDS * 4, what, hint="try a smaller network")
+
+
 def main(args):
     """Build and print the requested embedding; return 0 when every check passed."""
     topo = load_topology(args.spec)
+    check_resources(topo, args)
     if args.gray is not None and args.ring is None and args.array is None:
         raise DualmpiError("--gray goes with --ring or --array")
     gray = _gray(topo, args.gray)

@@ -44,6 +44,8 @@ def main(args):
         raise DualmpiError(f"--plot {args.plot}: is a directory, give a file name such as report.png")
     if args.plot and not os.path.isdir(os.path.dirname(args.plot) or "."):
         raise DualmpiError(f"--plot {args.plot}: no such directory")
+    if args.plot:
+        _check_plot_format(args.plot)
     results = load_all(args.files)
     out = analyze(results, boundaries, args.stat, args.coll_stat, args.kind, args.pool,
                   args.resamples)
@@ -79,6 +81,17 @@ def main(args):
             raise DualmpiError(f"--plot {args.plot}: cannot write: {exc.strerror or exc}") from None
         print(f"\nfigure: {args.plot}")
     return 0
+
+
+def _check_plot_format(path):
+    """Raise unless matplotlib can write ``path``'s format (its extension, e.g. ``.png``)."""
+    from matplotlib.figure import Figure
+
+    formats = sorted(Figure().canvas.get_supported_filetypes())
+    ext = os.path.splitext(path)[1].lstrip(".").lower()
+    if ext not in formats:
+        raise DualmpiError(f"--plot {path}: unknown figure format {ext or '(no extension)'!r}; "
+                           f"use one of {', '.join('.' + f for f in formats)}")
 
 
 def _ratio(a, b):

@@ -6,8 +6,13 @@ import os
 from collections import namedtuple
 
 from ..errors import DualmpiError
+from ..resources import MiB, ResourceError, read_limited
 
-__all__ = ["FORMAT", "STATS", "Results", "ResultsError", "load_results", "row_time"]
+__all__ = ["FORMAT", "STATS", "MAX_BYTES", "Results", "ResultsError", "load_results", "row_time"]
+
+#: The largest results file fit and report read (a bench sweep writes a few hundred KiB);
+#: larger files, /dev/zero or a FIFO are refused after reading this much.
+MAX_BYTES = 64 * MiB
 
 #: The value of the ``"format"`` key of a bench results file.
 FORMAT = "dualmpi-bench/1"
@@ -56,8 +61,9 @@ def load_results(path):
     """
     name = os.fspath(path)
     try:
-        with open(name, encoding="utf-8") as f:
-            text = f.read()
+        text = read_limited(name, MAX_BYTES, "results file")
+    except ResourceError as exc:
+        raise ResultsError(f"{exc}; not a dualmpi bench results file") from None
     except OSError as exc:
         raise ResultsError(f"{name}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:

@@ -14,6 +14,7 @@ C. Wu, J. Wu, "On Self-Similarity and Hamiltonicity of Dual-Cubes", Section 2
 
 import random
 from functools import lru_cache
+from itertools import islice
 
 from .dualcube import DualCube
 from .hypercube import Hypercube
@@ -29,6 +30,7 @@ __all__ = [
     "cube_path",
     "cube_ring",
     "hamiltonian_cycle",
+    "iter_hamiltonian_cycle",
     "hypercube_hamiltonian_cycles",
     "edge_disjoint_cycles",
     "ring",
@@ -228,13 +230,63 @@ def hamiltonian_cycle(dc, gray=None):
     >>> [paper_string(DualCube(3), u) for u in hamiltonian_cycle(DualCube(3))][:6]
     ['00000', '00001', '00011', '00010', '10010', '10110']
     """
+    return list(iter_hamiltonian_cycle(dc, gray))
+
+
+def _gray_rank(g):
+    """Return the position of ``g`` in the binary reflected Gray code (the inverse of ``i ^ (i >> 1)``).
+
+    >>> [_gray_rank(g) for g in gray_code(3)]
+    [0, 1, 2, 3, 4, 5, 6, 7]
+    """
+    i = 0
+    while g:
+        i ^= g
+        g >>= 1
+    return i
+
+
+def iter_hamiltonian_cycle(dc, gray=None):
+    """Yield the nodes of :func:`hamiltonian_cycle` one at a time, in O(r) memory.
+
+    With the default (binary reflected) Gray code nothing of size ``2^(r-1)`` or more is
+    built: the Gray code and its inverse are computed per node, so a prefix of the cycle
+    of ``DC_31`` (``2^61`` nodes) costs only its own length (``itertools.islice``).
+
+    References
+    ----------
+    Wu and Wu, Theorem 4.1.
+
+    Examples
+    --------
+    >>> from itertools import islice
+    >>> list(islice(iter_hamiltonian_cycle(DualCube(31)), 3))
+    [0, 1, 3]
+    >>> list(iter_hamiltonian_cycle(DualCube(3))) == hamiltonian_cycle(DualCube(3))
+    True
+    """
     _check_dualcube(dc)
-    codes = gray_code(dc.half) if gray is None else list(gray)
-    _check_gray(codes, dc.half)
-    K = len(codes)
-    pos = {c: i for i, c in enumerate(codes)}
-    backwards = [codes[-s % K] for s in range(K)]
-    return _sections(dc, _staircase(backwards), lambda t, a, b: _along(codes, pos, a, b))
+    h = dc.half
+    K = 1 << h
+    if gray is None:
+        code, rank = (lambda i: i ^ (i >> 1)), _gray_rank
+    else:
+        codes = list(gray)
+        _check_gray(codes, h)
+        pos = {c: i for i, c in enumerate(codes)}
+        code, rank = codes.__getitem__, pos.__getitem__
+
+    def cluster(t):
+        # _staircase over the backwards code: section t visits backwards[(t//2 + t%2) % K]
+        return code(-((t // 2 + t % 2) % K) % K)
+
+    T = 2 * K
+    for t in range(T):
+        entry, exit_ = cluster((t - 1) % T), cluster((t + 1) % T)
+        j = rank(entry)
+        step = -1 if code((j + 1) % K) == exit_ else 1
+        for s in range(K):
+            yield dc_node(dc, t % 2, cluster(t), code((j + step * s) % K))
 
 
 # -- Theorem 4.2: edge-disjoint Hamiltonian cycles ----------------------------------------------------
@@ -510,11 +562,11 @@ def linear_array(topo, length):
     if not 1 <= length <= p:
         raise ValueError(f"no linear array of {length} nodes in {topo.spec} (1 to {p} nodes)")
     if isinstance(topo, Hypercube):
-        return gray_code(topo.n)[:length]
+        return [i ^ (i >> 1) for i in range(length)]
     _check_dualcube(topo, 1)
     if topo.r == 1:
         return [0, 1][:length]
-    return hamiltonian_cycle(topo)[:length]
+    return list(islice(iter_hamiltonian_cycle(topo), length))
 
 
 def has_cycle_of_length(topo, length):
