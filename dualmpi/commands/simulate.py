@@ -8,7 +8,6 @@ from ..errors import DualmpiError
 from ..executors.clock import CONTENTION, SWITCHING, ClockParams, parse_shape
 from ..simulator import simulate
 from ..simulate_cost import check_simulation
-from ..simulate_cost import check_simulation
 from .common import (add_fault_args, apply_faults, format_table, load_topology, print_json,
                      topology_arg)
 
@@ -73,7 +72,6 @@ def main(args):
     except ValueError:
         raise DualmpiError(f"bad root {args.root!r}: the root is an integer node id") from None
     root = topo.check_node(root)
-    check_simulation(topo, args.collective, args.variant, args.method)
     check_simulation(topo, args.collective, args.variant, args.method)
     clock, size = clock_from_args(args)
     started = time.perf_counter()
