@@ -5,7 +5,7 @@ import os
 from ..errors import DualmpiError
 from ..model.analysis import KINDS, analyze
 from ..model.fit import DEFAULT_BOUNDARIES, parse_boundaries, quality_warnings
-from ..model.results import STATS, ResultsError, load_results
+from ..model.results import STATS, ResultsError, load_any
 from .common import format_table, print_json
 
 __all__ = ["add_parser", "add_fit_options", "main", "load_all", "fit_tables", "prediction_table", "format_mdape",
@@ -27,7 +27,9 @@ def add_parser(sub):
         "error (MdAPE) per collective. See docs/model.md.",
         epilog="example: dualmpi fit benchmarks/results/bench_dualcube_r3.json --regimes 4096,32768",
     )
-    p.add_argument("files", nargs="+", metavar="FILE", help="dualmpi bench results JSON file(s)")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="results: dualmpi bench or run JSON files, or launch/sweep folders "
+                   "(docs/results.md); only bench files have ping-pongs to fit")
     add_fit_options(p, resamples=1000)
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object (dualmpi-fit/1)")
@@ -35,8 +37,9 @@ def add_parser(sub):
 
 
 def load_all(paths):
-    """Return the loaded results of every path (raises ResultsError on the first bad one)."""
-    return [load_results(path) for path in paths]
+    """Return the loaded results of every path, a file or a sweep folder (raises ResultsError
+    on the first bad one)."""
+    return [res for path in paths for res in load_any(path)]
 
 
 def add_fit_options(p, resamples):
@@ -69,7 +72,8 @@ def main(args):
     results = load_all(args.files)
     if not any(r.pingpong for r in results):
         raise ResultsError(f"{', '.join(args.files)}: no ping-pong rows, nothing to fit "
-                           "(dualmpi bench writes them under \"pingpong\")")
+                           "(dualmpi bench writes them under \"pingpong\"; run and sweep files "
+                           "have collectives only: add a bench file, or use dualmpi report)")
     out = analyze(results, boundaries, args.stat, args.coll_stat, args.kind, args.pool,
                   args.resamples, args.seed)
     if args.json:

@@ -28,7 +28,10 @@ def add_parser(sub):
         epilog="example: dualmpi report bench_hypercube_n5.json bench_dualcube_r3.json "
         "--plot report.png",
     )
-    p.add_argument("files", nargs="+", metavar="FILE", help="dualmpi bench results JSON file(s)")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="results: dualmpi bench or run JSON files, or launch/sweep folders "
+                   "(docs/results.md); the collectives of run and sweep files are predicted with "
+                   "the fit of the bench files given with them (--pool)")
     p.add_argument("--plot", metavar="OUT", help="write the figure to OUT (PNG recommended)")
     add_fit_options(p, resamples=200)
     p.add_argument("--title", help="figure title")
