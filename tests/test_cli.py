@@ -64,9 +64,15 @@ def test_info_table(capsys):
         "links": "12",
         "diameter": "3",
         "avg_distance": "1.5",
+        "avg_distance_over_p": "1.5",
+        "avg_distance_over_p_minus_1": "1.71429",
         "bisection_width": "4",
         "hypercube_links": "12",
         "bfs_verified": "yes",
+        "bfs_method": "all pairs",
+        "links_source": "bfs",
+        "diameter_source": "bfs",
+        "avg_distance_source": "bfs",
     }
 
 

@@ -308,6 +308,62 @@ class HDN(Topology):
 
         return neighbor_table(self)
 
+    def translate(self, u, shift):
+        """Return the image of nodes ``u`` (numpy array) under the translation ``shift`` of B.
+
+        Every base coordinate ``x_j`` becomes ``x_j + shift[j]`` (mod b_j), in every copy of
+        B, and every cluster id ``U^i`` (a super-node id of level i: lower classes and
+        cluster ids and the coordinates outside SN^i) is translated the same way,
+        recursively; classes stay.  A cross-edge swaps ``U^i`` and the super-node id, which
+        are translated alike, so this is an automorphism (:meth:`translation_orbits`
+        checks it anyway).
+        """
+        import numpy as np
+
+        u = np.asarray(u, dtype=np.int64)
+
+        def group(val, i):
+            out = np.zeros_like(val)
+            for d, (_, radix, gw) in zip(self.group_digits[i], self.cross_digits[i]):
+                out += digit(d, (val // gw) % radix) * gw
+            return out
+
+        def digit(d, val):
+            kind, j = d
+            if kind == "x":
+                return (val + shift[j]) % self.base.sizes[j]
+            if kind == "U":
+                return group(val, j)
+            return val
+
+        out = np.zeros_like(u)
+        for d, w in self.weight.items():
+            out += digit(d, (u // w) % self._radix(d)) * w
+        return out
+
+    def translation_orbits(self):
+        """Return ``(sources, weights, generators)`` for :func:`~dualmpi.topology.analysis.orbit_bfs`.
+
+        The translations of the base torus (:meth:`translate`) act freely on the nodes, so
+        each orbit has ``N_0`` nodes and holds exactly one node whose base coordinates are
+        all 0: those are the ``p / N_0`` sources.  The generators are the unit translations
+        of each factor, yielded lazily.
+        """
+        import numpy as np
+
+        nodes = np.arange(self.num_nodes, dtype=np.int64)
+        zero = np.ones(self.num_nodes, dtype=bool)
+        for j in range(len(self.base.sizes)):
+            zero &= self._digit(nodes, ("x", j)) == 0
+        sources = np.flatnonzero(zero).tolist()
+        count = len(self.base.sizes)
+
+        def generators():
+            for j in range(count):
+                yield self.translate(nodes, [int(i == j) for i in range(count)])
+
+        return sources, [self.base.num_nodes] * len(sources), generators()
+
     # -- properties -----------------------------------------------------------------------------
     def sn_diameter(self, i):
         """Return D(SN^i), the diameter of the super-node of level i."""
