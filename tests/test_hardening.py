@@ -188,3 +188,11 @@ def test_license_declared():
     text = (root / "LICENSE").read_text()
     assert text.startswith("BSD 3-Clause License\n\nCopyright (c) 2026, the dualmpi developers\n")
     assert "Neither the name of the copyright holder" in text
+
+
+# -- Unicode digits: refused in specs ------------------------------------------------------------------
+@pytest.mark.parametrize("spec", ["dualcube:r=\u0663", "dualcube:r=\uff13", "hypercube:n=\u00b2",
+                                  "metacube:k=2,m=\u0968"])
+def test_non_ascii_digits_in_specs_are_refused(capsys, spec):
+    line = one_error(capsys, ["info", spec])
+    assert "has the non-ASCII digit" in line and "write numbers with the digits 0-9" in line

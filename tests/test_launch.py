@@ -9,6 +9,7 @@ the same command under the venv's ``mpiexec``.
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -71,9 +72,9 @@ def test_mpi_scripts_source_the_one_env_file(script):
     """Scripts that start MPI jobs source launch/ompi-env.sh and take the launcher from the env."""
     text = "\n".join(code_lines(script))
     assert re.search(r'^\s*\. "\$ROOT/launch/ompi-env\.sh"$', text, flags=re.M)
-    if "$MPIEXEC " in text:
+    if re.search(r'"?\$MPIEXEC"? ', text):
         assert "MPIEXEC=${MPIEXEC:-" in text
-    if re.search(r"\$MPIEXEC |^\s*srun ", text, flags=re.M):
+    if re.search(r'"?\$MPIEXEC"? |^\s*srun ', text, flags=re.M):
         assert "${MPIEXEC_ARGS:-}" in text
         assert re.search(r"\b(NP|np|NPS)=\$\{(NP|NPS):-", text)  # launch/test: NPS
 
@@ -214,3 +215,53 @@ def test_run_with_the_localhost_hostfile(tmp_path):
                 "--iters", "1", "--json", tmp_path / "out.json"], env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads((tmp_path / "out.json").read_text())["rows"][0]["verified"] is True
+
+
+# -- paths with spaces (issue 14) ----------------------------------------------------------------
+@needs_mpiexec
+def test_run_with_spaces_in_the_launcher_path(tmp_path):
+    """``MPIEXEC`` in a folder whose name has a space (as in a checkout "my checkout"): a 2-rank run."""
+    spaced = tmp_path / "my checkout" / "bin"
+    spaced.mkdir(parents=True)
+    (spaced / "mpiexec").symlink_to(MPIEXEC)
+    out = tmp_path / "my results" / "out.json"
+    out.parent.mkdir()
+    env = dict(os.environ, MPIEXEC=str(spaced / "mpiexec"), MPIEXEC_TIMEOUT="120")
+    proc = run(["bash", LAUNCH / "run", "hypercube:n=1", "--collective", "bcast", "--sizes", "8",
+                "--iters", "1", "--json", out], env=env, cwd=tmp_path / "my checkout")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(out.read_text())["rows"][0]["verified"] is True
+
+
+def spaced_checkout(tmp_path):
+    """Copy the working tree's tracked files into ``tmp_path/"my checkout"`` (what a clone holds)."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True)
+    dest = tmp_path / "my checkout"
+    for name in files.stdout.decode().split("\0"):
+        if name and (REPO / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, dest / name)
+    return dest
+
+
+def test_nodes_in_a_checkout_with_spaces(tmp_path):
+    """``bash launch/nodes`` from a checkout whose path has a space (the venv's python runs it)."""
+    dest = spaced_checkout(tmp_path)
+    (dest / ".venv").symlink_to(REPO / ".venv")  # launch/nodes reads .venv only, never installs
+    proc = run(["bash", dest / "launch" / "nodes", "dualcube:r=3"], cwd=dest, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == "32\n", proc.stderr
+    proc = run(["bash", dest / "launch" / "nodes", "nosuch:x=1"], cwd=dest, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.startswith("launch/nodes: error: unknown topology")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_demo_in_a_checkout_with_spaces(tmp_path):
+    """The README's first step in a folder "my checkout": launch/setup builds its own .venv there
+    (from PyPI or pip's cache), then the demo runs the 8-node networks under that venv's mpiexec."""
+    dest = spaced_checkout(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("MPIEXEC", "NP", "VIRTUAL_ENV")}
+    env.update(MPIEXEC_TIMEOUT="300")
+    proc = run(["bash", "launch/demo"], env=env, cwd=dest, timeout=1700)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stdout.count("verified") >= 2 or "yes" in proc.stdout

@@ -11,7 +11,7 @@ from .metacube import MetaCube
 from .product import ProductGraph
 from .reduced_hypercube import ReducedHypercube
 
-__all__ = ["TOPOLOGIES", "parse_spec", "from_spec"]
+__all__ = ["TOPOLOGIES", "parse_spec", "from_spec", "check_ascii_digits"]
 
 #: Registered topologies: spec name -> (class, required parameter names in order).
 TOPOLOGIES = {
@@ -25,7 +25,7 @@ TOPOLOGIES = {
     "rdn": (RDN, ("base", "k")),
 }
 
-_PARAM = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*([+-]?\d+)\s*$")
+_PARAM = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*([+-]?[0-9]+)\s*$")
 #: A text-valued parameter (a class lists them in ``spec_strings`` and parses them itself).
 _TEXT = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*([^\s=]+)\s*$")
 
@@ -38,6 +38,7 @@ def parse_spec(spec):
     """
     if not isinstance(spec, str) or not spec.strip():
         raise SpecError(f"empty topology spec; expected e.g. dualcube:r=3 ({_known()})")
+    check_ascii_digits(spec, "spec", SpecError)
     name, sep, rest = spec.strip().partition(":")
     name = name.strip().lower()
     if name not in TOPOLOGIES:
@@ -75,6 +76,28 @@ def from_spec(spec):
     name, params = parse_spec(spec)
     cls, wanted = TOPOLOGIES[name]
     return cls(**{k: params[k] for k in wanted})
+
+
+def check_ascii_digits(text, what="input", error=SpecError):
+    """Raise ``error`` when ``text`` holds a digit other than ASCII ``0-9``; return ``text``.
+
+    Python's ``int`` and ``str.isdigit`` accept any Unicode digit (``"\u0663"`` is 3,
+    ``"\uff18"`` is 8) and ``isdigit`` even superscripts that ``int`` rejects; dualmpi
+    reads numbers in specs, sizes and node ids as ASCII only, so that a number means
+    the same on every rank, in every file and to every tool.
+
+    >>> check_ascii_digits("dualcube:r=3")
+    'dualcube:r=3'
+    >>> check_ascii_digits("dualcube:r=\u0663")
+    Traceback (most recent call last):
+    ...
+    dualmpi.errors.SpecError: input 'dualcube:r=\u0663' has the non-ASCII digit '\u0663' (U+0663); write numbers with the digits 0-9
+    """
+    for ch in str(text):
+        if not ch.isascii() and (ch.isdigit() or ch.isdecimal() or ch.isnumeric()):
+            raise error(f"{what} {text!r} has the non-ASCII digit {ch!r} (U+{ord(ch):04X}); "
+                        "write numbers with the digits 0-9")
+    return text
 
 
 def _usage(name):
