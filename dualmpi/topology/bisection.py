@@ -78,16 +78,21 @@ def fm_refine(adj, side, max_passes=50):
     return cut
 
 
-def _bfs_half(adj, start):
-    """Return the side vector whose side 0 is the first half of a BFS order from ``start``."""
-    p = len(adj)
+def _bfs_order(adj, start):
+    """Return every node in breadth-first order from ``start`` (unreached nodes last)."""
     order, seen = [start], {start}
     for u in order:
         for v in adj[u]:
             if v not in seen:
                 seen.add(v)
                 order.append(v)
-    order += [u for u in range(p) if u not in seen]
+    return order + [u for u in range(len(adj)) if u not in seen]
+
+
+def _bfs_half(adj, start):
+    """Return the side vector whose side 0 is the first half of a BFS order from ``start``."""
+    p = len(adj)
+    order = _bfs_order(adj, start)
     side = [1] * p
     for u in order[: p // 2]:
         side[u] = 0
@@ -167,14 +172,7 @@ def exact_bisection(topo, upper=None, budget=5_000_000):
         return 0
     if upper is None:
         upper = best_bisection(topo, restarts=10)[0]
-    order = [0]
-    seen = {0}
-    for u in order:
-        for v in adj[u]:
-            if v not in seen:
-                seen.add(v)
-                order.append(v)
-    order += [u for u in range(p) if u not in seen]
+    order = _bfs_order(adj, 0)
     pos = {u: i for i, u in enumerate(order)}
     earlier = [[v for v in adj[u] if pos[v] < pos[u]] for u in order]
     half = (p // 2, p - p // 2)
