@@ -15,13 +15,17 @@ __all__ = ["estimate", "check_simulation", "COSTS", "BASE_BYTES", "ANNOUNCE_S"]
 #: (its route and block) and per link transfer -- hypercube:n=11 took 186 s and 6.5 GB for
 #: 4.2 M messages and 23 M transfers; allgather: per (node, block) pair held --
 #: hypercube:n=13 took 125 s and 9.0 GB; stream: per (source, destination) pair --
-#: dualcube:r=8 took 138 s and 1.07 GB for 2^30 pairs; bcast, scatter and the vector method: per node and round.
+#: dualcube:r=8 took 138 s and 1.07 GB for 2^30 pairs; bcast and scatter replayed: per node and
+#: round (scatter on hypercube:n=13: 0.23 s); the vector method: per node and round for bcast
+#: and scatter (hypercube:n=20: 2.6 s, 80 MB), per pair for allgather (hypercube:n=15: 30 s, 1.2 GB).
 COSTS = {
     "message": (700, 0.0),
     "transfer": (200, 8e-6),
     "held": (140, 2e-6),
-    "tree": (2000, 3e-5),
+    "tree": (400, 3e-6),
     "pair": (1, 1.3e-7),
+    "vtree": (5, 2.5e-7),
+    "vpair": (1.2, 3e-8),
 }
 #: The interpreter, numpy and the topology before any simulation.
 BASE_BYTES = 64 * MiB
@@ -70,7 +74,11 @@ def estimate(topo, collective, variant="corrected", method="auto"):
         work["transfer"] = p * p * avg if collective == "alltoall" else p * (p - 1)
     elif method == "schedule" and collective == "allgather":
         work["held"] = p * p
-    else:  # bcast and scatter replayed, or any vector simulation
+    elif method == "vector" and collective == "allgather":
+        work["vpair"] = p * p
+    elif method == "vector":
+        work["vtree"] = p * max(p - 1, 1).bit_length()
+    else:  # bcast and scatter replayed
         work["tree"] = p * max(p - 1, 1).bit_length()
     need = BASE_BYTES + sum(COSTS[k][0] * n for k, n in work.items())
     seconds = sum(COSTS[k][1] * n for k, n in work.items())

@@ -131,6 +131,23 @@ def test_simulate_estimates_follow_the_measurements():
     assert abs(need / 1.07e9 - 1) < 0.25 and abs(secs / 138 - 1) < 0.25
 
 
+@pytest.mark.parametrize("spec, collective, method, measured_s, measured_bytes", [
+    ("hypercube:n=20", "bcast", "vector", 3.7, 110e6),
+    ("hypercube:n=15", "allgather", "vector", 30.5, 1.2e9),
+    ("hypercube:n=13", "allgather", "schedule", 125.6, 9.0e9),
+])
+def test_other_estimates_do_not_refuse_what_runs(machine_16g, spec, collective, method,
+                                                 measured_s, measured_bytes):
+    """Runs measured to finish are accepted, and estimated within a factor 2 of the measurement."""
+    from dualmpi.simulate_cost import check_simulation, estimate
+    from dualmpi.topology import from_spec
+
+    topo = from_spec(spec)
+    check_simulation(topo, collective, method=method)
+    _, need, secs = estimate(topo, collective, method=method)
+    assert 0.5 < need / measured_bytes < 2 and 0.5 < secs / measured_s < 2, (need, secs)
+
+
 # -- fit and report: bounded inputs, known figure formats -------------------------------------------
 @pytest.mark.parametrize("command", ["fit", "report"])
 def test_results_file_size_is_bounded(command):

@@ -9,7 +9,6 @@ the same command under the venv's ``mpiexec``.
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -234,13 +233,10 @@ def test_run_with_spaces_in_the_launcher_path(tmp_path):
 
 
 def spaced_checkout(tmp_path):
-    """Copy the working tree's tracked files into ``tmp_path/"my checkout"`` (what a clone holds)."""
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True)
+    """``git clone`` the repository (its last commit) into ``tmp_path/"my checkout"``."""
     dest = tmp_path / "my checkout"
-    for name in files.stdout.decode().split("\0"):
-        if name and (REPO / name).is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, dest / name)
+    subprocess.run(["git", "clone", "--quiet", str(REPO), str(dest)], check=True, timeout=120,
+                   capture_output=True)
     return dest
 
 
