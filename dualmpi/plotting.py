@@ -1,5 +1,13 @@
 """Figures of ``dualmpi report``: measured collectives against the cost model (matplotlib, Agg).
 
+Every panel shows its own quality: points carry error bars (the spread over ranks for
+collectives, over repetitions and node pairs for ping-pongs), each panel states R^2 and
+the relative error of the model it draws, and a red warning appears on the panel when
+the fit is poor (R^2 < 0.9, a parameter pinned at 0 or negative, a confidence interval
+reaching 0; :func:`dualmpi.model.fit.quality_warnings`).  Model curves use the fitted
+parameters, which are constrained to be >= 0; they are drawn per regime (no line joins
+two regimes) and never below a hundredth of the panel's smallest measured time.
+
 Only the object-oriented matplotlib API is used (``Figure`` with the Agg canvas), so
 importing this module changes no global backend and needs no display.
 """
@@ -7,12 +15,18 @@ importing this module changes no global backend and needs no display.
 import numpy as np
 
 from .model.analysis import table2_pairs
-from .model.fit import regime_params
+from .model.fit import POOR_R2, quality_warnings, regime_index, regime_params
 from .errors import DualmpiError
 from .model.formulas import PATTERN_NAMES, PATTERNS, Coeffs, paper_formula, predict
 from .topology import from_spec
 
-__all__ = ["plot_report", "series", "group_fit"]
+__all__ = ["plot_report", "series", "group_fit", "series_quality", "panel_warnings", "clip_curve"]
+
+#: Model curves are not drawn below this fraction of the panel's smallest measured time.
+CURVE_FLOOR = 1e-2
+
+#: A collective panel warns when the model misses the measured times by more than this (MdAPE).
+POOR_MDAPE = 0.25
 
 _MARKERS = "osD^v<>p*h"
 
@@ -36,12 +50,99 @@ def series(analysis, collective):
 
 
 def _model_curve(fit, coeffs, sizes):
-    """Return model times over ``sizes`` with each size's regime parameters (NaN if unfitted)."""
+    """Return model times over ``sizes`` with each size's regime parameters (NaN if unfitted).
+
+    A NaN is put between two sizes of different regimes, so that a plotted curve is one
+    segment per regime and no line joins two regimes' fits.
+    """
     times = []
     for m in sizes:
         params = regime_params(fit, m) if fit is not None else None
         times.append(np.nan if params is None else float(predict(coeffs, *params, m)))
-    return np.array(times)
+    times = np.array(times)
+    if fit is None or len(sizes) < 2:
+        return times
+    regime = np.array([regime_index(m, tuple(fit["boundaries"])) for m in sizes])
+    times[1:][regime[1:] != regime[:-1]] = np.nan
+    return times
+
+
+def clip_curve(times, floor):
+    """Return ``times`` with values at or below ``floor`` (and non-positive ones) as NaN.
+
+    On a log axis a curve that tends to 0 (a fitted t_s of 0 at small m) dives out of the
+    panel; it is cut at the floor instead.
+
+    >>> clip_curve(np.array([1e-6, 1e-3, -1.0]), 1e-5)
+    array([  nan, 0.001,   nan])
+    """
+    times = np.asarray(times, dtype=float).copy()
+    times[~(times > max(floor, 0.0))] = np.nan
+    return times
+
+
+def series_quality(rows):
+    """Return ``(r2, mdape)`` of one series' predictions against the measured times.
+
+    R^2 is computed on log10 times (the panels are log-log and the times span decades);
+    None with fewer than three predictions.
+
+    >>> r2, err = series_quality([{"measured": 1.0, "predicted": 1.1},
+    ...                           {"measured": 10.0, "predicted": 9.0},
+    ...                           {"measured": 100.0, "predicted": 100.0}])
+    >>> round(r2, 3), round(err, 3)
+    (0.998, 0.1)
+    """
+    pairs = [(p["measured"], p["predicted"]) for p in rows
+             if p["predicted"] is not None and p["predicted"] > 0 and p["measured"] > 0]
+    if len(pairs) < 3:  # R^2 of two points says nothing
+        return None, (float(np.median([abs(b - a) / a for a, b in pairs])) if pairs else None)
+    y, f = (np.log10(np.array(v)) for v in zip(*pairs))
+    ss = float(np.sum((y - y.mean()) ** 2))
+    r2 = 1.0 - float(np.sum((y - f) ** 2)) / ss if ss > 0 else None
+    return r2, float(np.median([abs(b - a) / a for a, b in pairs]))
+
+
+def _fmt_r2(r2):
+    """Return R^2 with two decimals, or n/a."""
+    return "n/a" if r2 is None else f"{r2:.2f}"
+
+
+def panel_warnings(fit, sizes):
+    """Return the quality warnings of the cut-through fits of the regimes ``sizes`` fall in.
+
+    >>> panel_warnings(None, [8])
+    ['no ping-pong fit']
+    """
+    if fit is None:
+        return ["no ping-pong fit"]
+    out = []
+    for index in sorted({regime_index(m, tuple(fit["boundaries"])) for m in sizes}):
+        reg = fit["regimes"][index]
+        for w in quality_warnings(reg["models"]["cut-through"]):
+            out.append(f"{reg['label']}: {w}")
+    return out
+
+
+def _fit_ylim(ax, measured, curves):
+    """Set log y-limits around the measured times and the drawn curves, with headroom above
+    for the quality box and the warnings (a decade and a half) and a little below."""
+    values = [v for v in measured if v > 0]
+    for c in curves:
+        values += [float(v) for v in c[np.isfinite(c)]]
+    if values:
+        ax.set_ylim(min(values) / 1.6, max(values) * 25)
+
+
+def _quality_box(ax, title, lines, warnings):
+    """Title the panel with its quality lines below the title, and put its warnings in red
+    (top right, inside the axes' headroom)."""
+    ax.set_title("\n".join([title] + lines), fontsize=9)
+    if warnings:
+        shown = warnings[:3] + ([f"... and {len(warnings) - 3} more"] if len(warnings) > 3 else [])
+        ax.text(0.98, 0.98, "POOR FIT\n" + "\n".join(shown), transform=ax.transAxes, ha="right",
+                va="top", fontsize=6.5, color="firebrick", fontweight="bold",
+                bbox={"boxstyle": "round", "fc": "mistyrose", "ec": "firebrick", "alpha": 0.9})
 
 
 def _size_grid(sizes):
@@ -71,29 +172,51 @@ def _boundaries(ax, analysis, lo, hi):
 
 
 def _collective_panel(ax, analysis, collective, colors):
-    """Draw measured points, schedule-model lines and Table 2 lines of one collective."""
-    sizes_all = []
-    for spec, group, rows in series(analysis, collective):
+    """Draw measured points with their spread, schedule-model lines, Table 2 lines and quality."""
+    sizes_all, lines, warnings, drawn = [], [], [], []
+    all_series = series(analysis, collective)
+    measured = [p["spread"][0] if p.get("spread") else p["measured"]
+                for _, _, rows in all_series for p in rows if p["size"] > 0 and p["measured"] > 0]
+    floor = CURVE_FLOOR * min(measured) if measured else 0.0
+    for spec, group, rows in all_series:
         color = colors[spec]
-        pts = [(p["size"], p["measured"]) for p in rows if p["size"] > 0]
+        pts = [p for p in rows if p["size"] > 0]
         if pts:
-            ax.plot(*zip(*pts), ls="none", marker="o", ms=5, color=color,
-                    label=f"{spec} measured")
+            y = np.array([p["measured"] for p in pts])
+            lo = np.array([(p.get("spread") or [p["measured"]] * 2)[0] for p in pts])
+            hi = np.array([(p.get("spread") or [p["measured"]] * 2)[1] for p in pts])
+            ax.errorbar([p["size"] for p in pts], y, yerr=[np.maximum(y - lo, 0), np.maximum(hi - y, 0)],
+                        ls="none", marker="o", ms=5, color=color, capsize=2.5, elinewidth=0.9,
+                        label=f"{spec} measured (bars: min-max over ranks)")
         sizes = [p["size"] for p in rows]
         sizes_all += sizes
         grid = _size_grid(sizes)
         fit = group_fit(group)
         if grid.size and fit is not None:
-            ax.plot(grid, _model_curve(fit, rows[0]["model"], grid), color=color, lw=1.5,
-                    label=f"{spec} schedule model")
+            curve = clip_curve(_model_curve(fit, rows[0]["model"], grid), floor)
+            ax.plot(grid, curve, color=color, lw=1.5, label=f"{spec} schedule model")
+            drawn.append(curve)
             paper = _paper_coeffs(spec, collective)
             if paper is not None and paper != Coeffs.of(rows[0]["model"]):
-                ax.plot(grid, _model_curve(fit, paper, grid), color=color, lw=1.2, ls=":",
-                        label=f"{spec} Table 2 as printed")
-    pos = [s for s in sizes_all if s > 0]
+                curve = clip_curve(_model_curve(fit, paper, grid), floor)
+                ax.plot(grid, curve, color=color, lw=1.2, ls=":", label=f"{spec} Table 2 as printed")
+                drawn.append(curve)
+        r2, err = series_quality(rows)
+        if err is not None:
+            lines.append(f"{spec}: R² (log) {_fmt_r2(r2)}, MdAPE {100 * err:.0f}%")
+            if err > POOR_MDAPE:
+                warnings.append(f"{spec}: model off by {100 * err:.0f}% (MdAPE)")
+        warnings += [f"{spec} {w}" for w in panel_warnings(fit, [s_ for s_ in sizes])
+                     if f"{spec} {w}" not in warnings]
+    pos = [s_ for s_ in sizes_all if s_ > 0]
     if pos:
         _boundaries(ax, analysis, min(pos), max(pos))
-    ax.set_title(f"{PATTERN_NAMES[collective]} ({collective})", fontsize=10)
+    if measured:
+        _fit_ylim(ax, measured + [p["spread"][1] if p.get("spread") else p["measured"]
+                                  for _, _, rows in all_series for p in rows if p["size"] > 0],
+                  drawn)
+    _quality_box(ax, f"{PATTERN_NAMES[collective]} ({collective})",
+                 [f"model vs measured: {line}" for line in lines], warnings)
     _log_axes(ax, "block size m (bytes)", "time (s)")
 
 
@@ -108,7 +231,8 @@ def _log_axes(ax, xlabel, ylabel):
 
 
 def _pingpong_panel(ax, analysis, pingpong_rows):
-    """Draw one group's ping-pong medians per hop count with the fitted cut-through lines."""
+    """Draw one group's ping-pong medians per hop count (bars: min-max over repetitions and
+    node pairs) with the fitted cut-through lines, and each regime's R^2 and warnings."""
     group = next((g for g in analysis["groups"] if group_fit(g) is not None), None)
     if group is None:
         ax.set_axis_off()
@@ -119,24 +243,39 @@ def _pingpong_panel(ax, analysis, pingpong_rows):
     stat = analysis["stat"]
     hops = sorted({r["hops"] for r in rows})
     cmap = _cmap(len(hops))
+    positive = [r["t_min"] for r in rows if r["size"] > 0 and r["t_min"] > 0]
+    floor = CURVE_FLOOR * min(positive) if positive else 0.0
     for i, d in enumerate(hops):
         by_size = {}
         for r in rows:
             if r["hops"] == d and r["size"] > 0 and r[stat] > 0:
-                by_size.setdefault(r["size"], []).append(r[stat])
+                by_size.setdefault(r["size"], []).append(r)
         if not by_size:
             continue
         sizes = sorted(by_size)
-        ax.plot(sizes, [np.median(by_size[s]) for s in sizes], ls="none", marker="o", ms=4,
-                color=cmap[i], label=f"d = {d}")
+        y = np.array([np.median([r[stat] for r in by_size[s_]]) for s_ in sizes])
+        lo = np.array([min(r["t_min"] for r in by_size[s_]) for s_ in sizes])
+        hi = np.array([max(r["t_max"] for r in by_size[s_]) for s_ in sizes])
+        ax.errorbar(sizes, y, yerr=[np.maximum(y - lo, 0), np.maximum(hi - y, 0)], ls="none",
+                    marker="o", ms=4, color=cmap[i], capsize=2, elinewidth=0.8, label=f"d = {d}")
         grid = _size_grid(sizes)
-        ax.plot(grid, _model_curve(fit, (1, 1, d), grid), color=cmap[i], lw=1.2)
+        ax.plot(grid, clip_curve(_model_curve(fit, (1, 1, d), grid), floor), color=cmap[i], lw=1.2)
     _boundaries(ax, analysis, min(r["size"] for r in rows if r["size"] > 0) if rows else 1,
                 max(r["size"] for r in rows) if rows else 1)
-    ax.set_title(f"ping-pong fit ({group['kind']}, {group['label']})", fontsize=10)
+    lines, warnings = [], []
+    for reg in fit["regimes"]:
+        ct = reg["models"]["cut-through"]
+        if ct is None:
+            continue
+        lines.append(f"{reg['label']}: R² {_fmt_r2(ct['r2'])}, "
+                     f"rms rel. residual {100 * ct['rms_rel']:.0f}%")
+        warnings += [f"{reg['label']}: {w}" for w in quality_warnings(ct)]
+    if positive:
+        _fit_ylim(ax, positive + [r["t_max"] for r in rows if r["size"] > 0], [])
+    _quality_box(ax, f"ping-pong fit ({group['kind']}, {group['label']})", lines, warnings)
     _log_axes(ax, "message size m (bytes)", "one-way time (s)")
-    ax.legend(fontsize=7, ncol=2, loc="upper left", title="hops d, lines t_s + m t_w + d t_h",
-              title_fontsize=7)
+    ax.legend(fontsize=7, ncol=2, loc="center left",
+              title="hops d (bars: min-max over repetitions), lines: fit", title_fontsize=7)
 
 
 def _cmap(n):
@@ -251,7 +390,9 @@ def plot_report(analysis, path, pingpong_rows=None, title=None):
         fig.legend(handles, labels, loc="outside lower center", ncol=ncol,
                    fontsize=8, frameon=False)
     fig.suptitle(title or f"dualmpi report (collectives {analysis['coll_stat']}, ping-pongs "
-                 f"{analysis['stat']}): points measured, solid lines "
-                 "schedule model with fitted t_s, t_w, t_h, dotted Table 2 as printed", fontsize=11)
+                 f"{analysis['stat']}): points measured with their spread (bars), solid lines the "
+                 "schedule model with fitted t_s, t_w, t_h >= 0\n(one segment per regime), dotted "
+                 "Table 2 as printed; each panel states R2 and relative error, and POOR FIT in red "
+                 "when the fit does not describe the points", fontsize=10)
     fig.savefig(path, dpi=110)
     return path

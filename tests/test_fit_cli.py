@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dualmpi.cli import main
@@ -181,3 +182,65 @@ def test_fit_and_report_survive_the_crash_file(capsys, command, tmp_path):
     assert code == 0, err
     assert "warning: poor fit" in out
     assert command == "report" or "resamples dropped" in out
+
+
+# --- figures that show their own quality (issue 15, item 3) ----------------------------------
+
+def _panels(paths, resamples=100):
+    """Return the collective and ping-pong axes drawn for ``paths`` (no file written)."""
+    from matplotlib.figure import Figure
+
+    from dualmpi.commands.fit import load_all
+    from dualmpi.model.analysis import analyze
+    from dualmpi.plotting import _collective_panel, _pingpong_panel
+
+    results = load_all(paths)
+    out = analyze(results, resamples=resamples)
+    axes = Figure().subplots(1, 5)
+    colors = {p["spec"]: "tab:blue" for g in out["groups"] for p in g["predictions"]}
+    for ax, coll in zip(axes, ("bcast", "scatter", "allgather", "alltoall")):
+        _collective_panel(ax, out, coll, colors)
+    rows = {g["label"]: [r for res in results for r in res.pingpong] for g in out["groups"]}
+    _pingpong_panel(axes[4], out, rows)
+    return axes
+
+
+def _texts(ax):
+    return ax.get_title() + "\n" + "\n".join(t.get_text() for t in ax.texts)
+
+
+def test_poor_fit_is_flagged_on_every_panel():
+    axes = _panels([str(Path(__file__).parent / "data" / "bench_d2_fitcrash.json")])
+    for ax in axes:
+        text = _texts(ax)
+        assert "POOR FIT" in text and "R²" in text, text
+        assert ax.containers, "measured points carry error bars"
+    for ax in axes[:4]:
+        assert "MdAPE" in ax.get_title()
+        bottom = ax.get_ylim()[0]
+        curves = [line for line in ax.get_lines()
+                  if line.get_transform() is ax.transData and line.get_linestyle() != "None"]
+        assert curves
+        for line in curves:   # model curves (not the regime boundaries, not the points)
+            y = np.asarray(line.get_ydata(), dtype=float)
+            y = y[np.isfinite(y)]
+            assert (y >= bottom).all() and (y > 0).all(), "no curve dives below the panel"
+
+
+def test_good_fit_is_not_flagged(files):
+    for ax in _panels([files["dual"]]):
+        text = _texts(ax)
+        assert "R²" in text and "POOR FIT" not in text, text
+
+
+def test_model_curves_break_between_regimes():
+    from dualmpi.model.fit import fit_pingpong
+    from dualmpi.plotting import _model_curve, clip_curve
+
+    fit = fit_pingpong([{"size": m, "hops": d, "t_min": 1e-5 * (1 + (m > 4096)) + m * 1e-9 + d * 1e-6}
+                        for m in (16, 1024, 4096, 8192, 16384, 32768) for d in (1, 2)], resamples=0)
+    grid = np.geomspace(16, 32768, 50)
+    curve = _model_curve(fit, (1, 1, 1), grid)
+    gaps = np.flatnonzero(np.isnan(curve))
+    assert gaps.size == 1 and grid[gaps[0] - 1] <= 4096 < grid[gaps[0]]
+    assert np.isnan(clip_curve(np.array([0.0, -1.0, 1e-9]), 1e-6)).all()

@@ -173,8 +173,9 @@ def fit_tables(fit, kind, out):
         ct = reg["models"]["cut-through"]
         if ct is not None and quality_warnings(ct):
             lines.append(f"warning: poor fit in {reg['label']}: {'; '.join(quality_warnings(ct))} "
-                         "(the model does not describe these points; parameters are constrained "
-                         "to >= 0)")
+                         "(R^2 < 0.9: the model does not describe these points; a parameter "
+                         "pinned at 0 (fitted >= 0) or whose CI reaches 0: the points do not "
+                         "determine it)")
     lines.append(switching_text(fit))
     return "\n".join(lines)
 

@@ -495,7 +495,8 @@ def predict_rows(rows, fit, stat="t_max"):
     """Return predicted vs measured time for collective ``rows`` with the fitted parameters.
 
     Each output dict has ``collective``, ``algorithm``, ``size``, ``model`` (the row's
-    coefficients), ``measured``, ``predicted`` (None when ``fit`` is None or the size's
+    coefficients), ``measured``, ``spread`` (the row's smallest and largest time statistic:
+    over ranks for collective rows), ``predicted`` (None when ``fit`` is None or the size's
     regime is unfitted) and ``rel_error`` = (predicted - measured) / measured.  The default
     ``stat`` is the maximum over ranks: the collective is complete when its last node is.
 
@@ -512,9 +513,11 @@ def predict_rows(rows, fit, stat="t_max"):
         params = regime_params(fit, row["size"]) if fit is not None else None
         predicted = None if params is None else float(predict(row["model"], *params, row["size"]))
         rel = (predicted - measured) / measured if predicted is not None and measured > 0 else None
+        times = [row_time(row, k) for k in ("t_min", "t_avg", "t_max") if k in row] or [measured]
         out.append({"collective": row["collective"], "algorithm": row.get("algorithm"),
                     "size": row["size"], "model": Coeffs.of(row["model"]).as_dict(),
-                    "measured": measured, "predicted": predicted, "rel_error": rel})
+                    "measured": measured, "spread": [min(times), max(times)],
+                    "predicted": predicted, "rel_error": rel})
     return out
 
 
