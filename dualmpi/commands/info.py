@@ -60,7 +60,23 @@ def info(topo, bfs_budget=ORBIT_BUDGET):
         out["bfs_skipped"] = f"more than {BFS_LIMIT} nodes; {method}"
     out.update(figure_sources(out))
     out.update(bisection_report(topo))
+    out.update(_avg_distances(out.get("avg_distance"), p))
     return out
+
+
+def _avg_distances(avg, p):
+    """Return both average-distance conventions from the papers' ``avg_distance``.
+
+    The papers divide the distance sum from a node by p (the node itself counted, at
+    distance 0); networkx's ``average_shortest_path_length`` divides by p - 1.
+
+    >>> _avg_distances(2.5, 8)
+    {'avg_distance_over_p': 2.5, 'avg_distance_over_p_minus_1': 2.857142857142857}
+    """
+    if avg is None:
+        return {"avg_distance_over_p": None, "avg_distance_over_p_minus_1": None}
+    return {"avg_distance_over_p": avg,
+            "avg_distance_over_p_minus_1": avg * p / (p - 1) if p > 1 else None}
 
 
 def main(args):
