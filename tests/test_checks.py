@@ -74,10 +74,12 @@ def test_info_disagreement_keeps_formula_as_source():
                                    "avg_distance_source": "bfs"}
 
 
-def test_orbit_measure_rh_4_4():
-    """RH(4,4), 2^20 nodes: exact by 16 orbit BFS within the default budget."""
-    measured, method = orbit_measure(from_spec("rh:k=4,n=4"))
-    assert measured["diameter"] == 32 and measured["links"] == 2621440 and "16 sources" in method
+def test_orbit_measure_within_budget():
+    """RH(3,3): exact by 8 orbit BFS; a budget too small for its sources skips with the reason."""
+    measured, method = orbit_measure(from_spec("rh:k=3,n=3"))
+    assert measured["diameter"] == 16 and measured["links"] == 2048 * 4 // 2 and "8 sources" in method
+    none, reason = orbit_measure(from_spec("rh:k=3,n=3"), budget=100)
+    assert none is None and "budget" in reason
 
 
 # -- balanced cuts ------------------------------------------------------------------------------------
@@ -152,3 +154,13 @@ def test_cut_size_counts():
     adj = [[1, 2], [0, 2], [0, 1, 3], [2]]
     assert cut_size(adj, [0, 0, 1, 1]) == 2
     assert min(cut_size(adj, [int(u in c) for u in range(4)]) for c in combinations(range(4), 2)) == 2
+
+
+def test_packed_eccentricities_equal_one_at_a_time():
+    """The bit-parallel BFS gives each source's eccentricity, distance sum and reach exactly."""
+    from dualmpi.topology.analysis import eccentricities, eccentricities_packed
+
+    for spec in ("hdn:base=2x3x5,k=2,s=2x3/3x5", "rh:k=3,n=2", "ccc:n=5"):
+        topo = from_spec(spec)
+        sources = list(range(0, topo.num_nodes, max(1, topo.num_nodes // 70)))[:70]
+        assert eccentricities_packed(topo, sources, chunk=64) == eccentricities(topo, sources)

@@ -69,6 +69,7 @@ def test_ring_is_hamiltonian_dilation_1(kn):
     assert (m["dilation"], m["congestion"], m["expansion"], m["links_ok"]) == (1, 1, 1.0, True)
 
 
+@pytest.mark.slow
 def test_ring_rh_4_4():
     """The 2^20-node RH(4, 4) (n = 4) has its Hamiltonian ring too."""
     rh = ReducedHypercube(4, 4)
@@ -117,7 +118,8 @@ def test_tree(kn):
     assert all(len(path) - 1 == rh.distance(*e) for e, path in paths.items())
 
 
-@pytest.mark.parametrize("kn", [kn for kn in ALL_SMALL if kn[1] >= 2] + [(4, 4)],
+@pytest.mark.parametrize("kn", [kn for kn in ALL_SMALL if kn[1] >= 2]
+                         + [pytest.param((4, 4), marks=pytest.mark.slow)],
                          ids=lambda kn: f"rh:k={kn[0]},n={kn[1]}")
 def test_ccc_copies(kn):
     """2^(k-n) disjoint copies of CCC(2^n) covering RH(k, n), every CCC link an RH link."""

@@ -11,6 +11,7 @@ __all__ = [
     "bfs_summary",
     "min_bisection_width",
     "eccentricities",
+    "eccentricities_packed",
     "is_automorphism",
     "orbit_bfs",
 ]
@@ -166,6 +167,49 @@ def eccentricities(topo, sources, table=None):
     return out
 
 
+def eccentricities_packed(topo, sources, table=None, chunk=256):
+    """Return what :func:`eccentricities` returns, for many sources at once (bit-parallel).
+
+    The sources advance together, ``chunk`` at a time, as bit sets packed along the
+    source axis (``p * chunk / 8`` bytes per array, as in :func:`bfs_summary`); the
+    per-source counts of each level come from the bit planes.
+    """
+    nbr = neighbor_table(topo) if table is None else table
+    p = topo.num_nodes
+    out = []
+    sources = list(sources)
+    for start in range(0, len(sources), chunk):
+        part = sources[start:start + chunk]
+        width = (len(part) + 7) // 8
+        front = np.zeros((p, width), dtype=np.uint8)
+        for i, src in enumerate(part):
+            front[src, i // 8] |= np.uint8(1 << (7 - i % 8))
+        reached = front.copy()
+        ecc = np.zeros(len(part), dtype=np.int64)
+        total = np.zeros(len(part), dtype=np.int64)
+        count = np.ones(len(part), dtype=np.int64)
+        level = 0
+        while True:
+            nxt = np.zeros_like(front)
+            for j in range(nbr.shape[1]):
+                nxt |= front[nbr[:, j]]
+            nxt &= ~reached
+            if not nxt.any():
+                break
+            level += 1
+            found = np.zeros(width * 8, dtype=np.int64)
+            for b in range(8):
+                found[7 - b::8] = ((nxt >> b) & 1).sum(axis=0, dtype=np.int64)
+            found = found[: len(part)]
+            ecc[found > 0] = level
+            total += level * found
+            count += found
+            reached |= nxt
+            front = nxt
+        out += list(zip(ecc.tolist(), total.tolist(), count.tolist()))
+    return out
+
+
 def is_automorphism(topo, perm, table=None):
     """Return True when the node permutation ``perm`` (an int array) maps links onto links.
 
@@ -199,7 +243,8 @@ def orbit_bfs(topo, sources, weights, generators=(), table=None):
         if not is_automorphism(topo, g, nbr):
             raise ValueError(f"a generator is not an automorphism of {topo.spec}")
         checked += 1
-    rows = eccentricities(topo, sources, nbr)
+    rows = eccentricities_packed(topo, sources, nbr) if len(sources) >= 64 else eccentricities(
+        topo, sources, nbr)
     return {
         "diameter": max(r[0] for r in rows),
         "avg_distance": sum(w * r[1] for w, r in zip(weights, rows)) / (p * p),
