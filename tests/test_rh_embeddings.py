@@ -192,6 +192,8 @@ def test_cli_embed_rh(capsys, args, expect):
     (["dualcube:r=2", "--tree"], "reduced hypercube"),
     (["dualcube:r=2", "--ring"], "give the ring's length"),
     (["rh:k=0,n=0", "--ring"], "no ring"),
+    (["rh:k=40,n=4", "--ring"], "more than the"),
+    (["rh:k=20,n=0", "--tree"], "more than the"),
 ])
 def test_cli_embed_rh_errors(capsys, args, message):
     """Bad embedding requests are one-line errors (exit 2)."""

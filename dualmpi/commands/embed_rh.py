@@ -10,8 +10,11 @@ from .common import format_table
 __all__ = ["add_arguments", "wants", "dispatch", "embed_rh_ring", "embed_rh_torus",
            "embed_rh_tree", "embed_rh_ccc"]
 
-#: Largest RH whose node lists are put in the output (the metrics are computed at any size).
+#: Largest RH whose node lists are put in the output (the metrics are computed up to the limits).
 LIST_LIMIT = 4096
+#: Largest RH each embedding is built for: the ring, tori and CCC copies are lists of node ids
+#: (RH(4,4), 2^20 nodes: about 3 s); the tree routes every edge (4,096 nodes: under a second).
+LIMITS = {"ring": 1 << 22, "torus": 1 << 20, "tree": 1 << 16, "ccc": 1 << 22}
 
 
 def add_arguments(what):
@@ -33,6 +36,12 @@ def wants(args):
 
 def dispatch(topo, args):
     """Return ``(out, show)`` for an RH embedding, or None when ``args`` ask for another one."""
+    if isinstance(topo, ReducedHypercube):
+        what = ("ring" if args.ring is not None else "torus" if args.torus else "tree" if args.tree
+                else "ccc" if args.ccc else None)
+        if what and topo.num_nodes > LIMITS[what]:
+            raise DualmpiError(f"embed {topo.spec} --{what}: {topo.num_nodes:,} nodes, more than the "
+                               f"{LIMITS[what]:,} this embedding is built and checked for")
     if not isinstance(topo, ReducedHypercube):
         if wants(args):
             flag = "--torus" if args.torus else "--tree" if args.tree else "--ccc"
