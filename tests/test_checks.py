@@ -53,9 +53,11 @@ def test_info_names_the_source_of_every_figure(capsys):
     assert big["bfs_verified"] is True and big["diameter"] == 15
     assert big["diameter_source"] == big["avg_distance_source"] == "bfs"
     assert "orbit" in big["bfs_method"] and "400 sources" in big["bfs_method"]
-    mc = info(from_spec("metacube:k=2,m=3"))  # no group known: the formula
-    assert (mc["bfs_verified"], mc["diameter_source"]) == (False, "formula")
-    assert "4096" in mc["bfs_skipped"]
+    mc = info(from_spec("metacube:k=2,m=3"))  # vertex-transitive: one BFS
+    assert (mc["bfs_verified"], mc["diameter_source"], mc["diameter"]) == (True, "bfs", 16)
+    dc = info(from_spec("dualcube:r=7"))  # no group known: the formula
+    assert (dc["bfs_verified"], dc["diameter_source"]) == (False, "formula")
+    assert "4096" in dc["bfs_skipped"] and "no automorphism group" in dc["bfs_skipped"]
     tight = info(from_spec("hdn:base=2x3x5,k=2,s=2x3/3x5"), bfs_budget=1000)
     assert tight["diameter_source"] == "formula" and "--bfs-budget" in tight["bfs_skipped"]
     assert cli_main(["info", "ccc:n=10", "--json"]) == 0  # 10,240 nodes: one orbit
@@ -137,6 +139,17 @@ def test_quotient_diameter_below_derivation(spec, d_prev, d_sn, d_quotient):
     assert (out["d_cluster"], out["d_supernode"], out["d_quotient"]) == (d_prev, d_sn, d_quotient)
     assert out["d_node_to_supernode"] == d_prev - d_sn
     assert out["quotient_equals_derivation"] == (d_quotient == d_prev - d_sn)
+
+
+@pytest.mark.parametrize("spec", ["metacube:k=2,m=1", "metacube:k=1,m=3", "metacube:k=3,m=1"])
+def test_metacube_one_orbit_equals_all_pairs(spec):
+    """MC(k, m) is vertex-transitive: field-bit XORs and class translations are automorphisms, and
+    the BFS from node 0 gives the all-pairs diameter and average distance."""
+    topo = from_spec(spec)
+    exact = bfs_summary(topo)
+    out = orbit_bfs(topo, *topo.translation_orbits())
+    assert out["automorphisms_checked"] == topo.class_shift + topo.k
+    assert (out["diameter"], out["avg_distance"]) == (exact["diameter"], exact["avg_distance"])
 
 
 @pytest.mark.parametrize("module", ["dualmpi.topology.checks", "dualmpi.topology.bisection",

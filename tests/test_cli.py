@@ -39,8 +39,8 @@ def test_info_metacube_json_matches_paper_section2(capsys):
     assert (out["nodes"], out["degree"], out["links"]) == (16384, 5, 40960)
     assert out["hypercube_links"] == 114688
     assert out["diameter"] == 16
-    assert out["bfs_verified"] is False
-    assert "4096" in out["bfs_skipped"]
+    assert out["bfs_verified"] is True  # one BFS: MC(k, m) is vertex-transitive (checked)
+    assert out["diameter_source"] == "bfs" and "1 sources" in out["bfs_method"]
     assert "bisection_width" not in out  # no formula in the paper
 
 

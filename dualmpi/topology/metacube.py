@@ -236,6 +236,30 @@ class MetaCube(Topology):
             return u ^ (1 << (self.class_shift + i - self.m - 1))
         return u ^ (1 << (self.m * self.class_of(u) + i - 1))
 
+    def translation_orbits(self):
+        """Return ``(sources, weights, generators)`` for :func:`~dualmpi.topology.analysis.orbit_bfs`.
+
+        MC(k, m) is vertex-transitive: XOR of one field bit, and the class translation
+        ``(c, m[i]) -> (c XOR 2^b, m[i XOR 2^b])`` (fields follow their class), map links
+        onto links; together they move node 0 anywhere, so one BFS (from node 0) gives
+        every figure.  The generators are yielded lazily.
+        """
+        import numpy as np
+
+        nodes = np.arange(self.num_nodes, dtype=np.int64)
+
+        def generators():
+            for b in range(self.class_shift):
+                yield nodes ^ (1 << b)
+            cls = nodes >> self.class_shift
+            for b in range(self.k):
+                out = (cls ^ (1 << b)) << self.class_shift
+                for i in range(self.num_fields):
+                    out |= ((nodes >> (self.m * (i ^ (1 << b)))) & self.field_mask) << (self.m * i)
+                yield out
+
+        return [0], [self.num_nodes], generators()
+
     def is_link(self, u, v):
         """Return True for a one-bit difference in the class field or in the field ``m[c]``."""
         if not (0 <= u < self.num_nodes and 0 <= v < self.num_nodes):
