@@ -4,9 +4,9 @@ Pure tier (not ``mpi``): each MPI case launches its own small ``mpiexec`` job th
 :mod:`mpi_helpers` (``launch/ompi-env.sh`` settings, ``MPIEXEC_TIMEOUT`` and a subprocess
 timeout that kills the job's process group).  The matrix covers rank counts, specs,
 parameter ranges, networks too large for the requested mode, roots, message sizes, user
-scripts that misuse :class:`~dualmpi.executors.mpi.LinkComm` without catching the error,
+scripts that misuse :class:`dualmpi.Comm` without catching the error,
 and results files ``dualmpi fit`` / ``dualmpi report`` must refuse.  The in-process
-``LinkComm`` checks are in ``tests/mpi/test_bad_input_mpi.py``; ``tests/test_fit_cli.py``
+``Comm`` point-to-point checks are in ``tests/mpi/test_bad_input_mpi.py``; ``tests/test_fit_cli.py``
 covers the first results-file cases in-process.
 """
 
@@ -136,42 +136,41 @@ def test_one_rank_plays_every_node(env, tmp_path):
     assert len(data["rows"]) == 8 and all(row["verified"] for row in data["rows"])
 
 
-# -- user code that misuses LinkComm and does not catch the error ---------------------------------
+# -- user code that misuses dualmpi.Comm and does not catch the error -------------------------------
 _PRELUDE = """\
 import numpy as np
 from mpi4py import MPI
-from dualmpi.executors.mpi import LinkComm
-from dualmpi.topology import from_spec
+import dualmpi
 """
 
 USER_SCRIPTS = {
-    # node 0 sends 1 MiB, node 1 offers 128 bytes and does not catch the error; node 0 then
-    # waits in a barrier node 1 never reaches: only MPI_Abort ends the job.
+    # rank 0 sends 1 MiB, rank 1 offers 128 bytes and does not catch the error (MPI itself
+    # would truncate; the wheel's Open MPI crashes); rank 0 then waits in a barrier rank 1
+    # never reaches: only MPI_Abort ends the job.
     "recv-buffer-too-small": (2, """\
-        link = LinkComm(MPI.COMM_WORLD, from_spec("hypercube:n=1"))
-        if link.node == 0:
-            link.send_array(np.arange(1 << 17, dtype=np.float64), 1)
+        net = dualmpi.Comm(MPI.COMM_WORLD, "hypercube:n=1")
+        if net.Get_rank() == 0:
+            net.Send(np.arange(1 << 17, dtype=np.float64), 1)
         else:
-            link.recv_array(np.empty(16, dtype=np.float64), 0)
+            net.Recv(np.empty(16, dtype=np.float64), 0)
         MPI.COMM_WORLD.Barrier()
-        """, r"DualmpiError: node 1: receive buffer too small: node 0 sent <f8 \(131072,\)"),
-    "recv-mismatched-dtype": (2, """\
-        link = LinkComm(MPI.COMM_WORLD, from_spec("hypercube:n=1"))
-        if link.node == 0:
-            link.send_array(np.zeros(4, dtype=np.float64), 1)
-        else:
-            link.recv_array(np.empty(4, dtype=np.int64), 0)
-        MPI.COMM_WORLD.Barrier()
-        """, r"DualmpiError: node 1: mismatched buffers: node 0 sent <f8 \(4,\)"),
-    # on Q_2 nodes 0 and 3 are not neighbours; node 3 waits for a message from node 1 that
-    # never comes, nodes 1 and 2 in a barrier.
+        """, r"DualmpiError: rank 1: receive buffer too small: rank 0 sent 1048576 bytes, "
+           r"the buffer has 128"),
+    # one rank passes a receive buffer of the wrong size: every rank gets an InputError
+    "one-rank-bad-buffer": (4, """\
+        net = dualmpi.Comm(MPI.COMM_WORLD, "hypercube:n=2")
+        n = 3 if net.Get_rank() == 2 else 4
+        net.Allgather(np.zeros(4), np.zeros(4 * n))
+        """, r"InputError: Allgather: (recvbuf has|arguments rejected on rank 2)"),
+    # on Q_2 nodes 0 and 3 are not neighbours; rank 3 waits for a message from rank 1 that
+    # never comes, ranks 1 and 2 in a barrier.
     "send-to-non-neighbour": (4, """\
-        link = LinkComm(MPI.COMM_WORLD, from_spec("hypercube:n=2"))
+        net = dualmpi.Comm(MPI.COMM_WORLD, "hypercube:n=2")
         buf = np.zeros(8, dtype=np.uint8)
-        if link.node == 0:
-            link.send(buf, 3, 0)
-        elif link.node == 3:
-            link.recv(buf, 1, 0)
+        if net.Get_rank() == 0:
+            net.Send(buf, 3, 0)
+        elif net.Get_rank() == 3:
+            net.Recv(buf, 1, 0)
         MPI.COMM_WORLD.Barrier()
         """, r"LinkError: node 0 and node 3 are not neighbours in hypercube:n=2"),
 }
@@ -213,13 +212,6 @@ def _edited(good, edit):
 def _set(key, field, value):
     """Return an edit setting ``doc[key][0][field] = value``."""
     return lambda doc: doc[key][0].__setitem__(field, value)
-
-
-def _run_output():
-    """What ``dualmpi run --json`` writes: meta and rows, not a bench results file."""
-    return json.dumps({"meta": {"dualmpi": "0.1.0", "spec": SPEC, "nodes": 8, "ranks": 8},
-                       "rows": [{"collective": "bcast", "size": 8, "verified": True,
-                                 "t_min": 1e-5, "t_avg": 2e-5, "t_max": 3e-5}]})
 
 
 #: Files test_fit_cli.py does not try: name -> content (str, bytes, or a function of the good file).
@@ -268,8 +260,9 @@ def test_bad_results_file_as_process(tmp_path, good_file, command, name):
     """``python -m dualmpi fit|report FILE``: exit code 2, one error line, no traceback."""
     path = tmp_path / f"{name}.json"
     text = Path(good_file).read_text(encoding="utf-8")
-    if name == "not-dualmpi":
-        path.write_text(_run_output(), encoding="utf-8")
+    if name == "not-dualmpi":  # another tool's JSON (run files are results fit/report read)
+        path.write_text(json.dumps({"benchmarks": [{"name": "x", "stats": {"mean": 1.0}}]}),
+                        encoding="utf-8")
     elif name == "truncated":
         path.write_text(text[: len(text) // 2], encoding="utf-8")
     elif name == "empty":

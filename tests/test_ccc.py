@@ -7,7 +7,7 @@ import pytest
 from dualmpi.cli import main as cli_main
 from dualmpi.collectives import build_schedule, count_conflicts, paper_steps
 from dualmpi.errors import SpecError
-from dualmpi.executors import run_inprocess
+from dualmpi.engine import run_inprocess
 from dualmpi.topology import CubeConnectedCycles, from_spec
 from dualmpi.topology.analysis import is_automorphism, measured_properties, neighbor_table, orbit_bfs
 from dualmpi.topology.ccc import cycle_walk, diameter_formula

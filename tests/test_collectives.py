@@ -11,7 +11,7 @@ from dualmpi.collectives import (
 )
 from dualmpi.collectives import bcast
 from dualmpi.errors import DualmpiError, LinkError, NodeError
-from dualmpi.executors import run_inprocess
+from dualmpi.engine import run_inprocess
 from dualmpi.collectives.schedule import Round, Schedule, Transfer
 from dualmpi.topology import DualCube, Hypercube, MetaCube, from_spec
 

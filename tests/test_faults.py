@@ -6,7 +6,7 @@ from dualmpi.cli import main
 from dualmpi.collectives import COLLECTIVES, build_schedule
 from dualmpi.collectives.faulttolerant import undeliverable
 from dualmpi.errors import SpecError
-from dualmpi.executors import run_inprocess
+from dualmpi.engine import run_inprocess
 from dualmpi.simulator import simulate
 from dualmpi.topology import DualCube, from_spec
 from dualmpi.topology.faults import FaultyTopology, parse_faults

@@ -12,7 +12,7 @@ from dualmpi.collectives import build_schedule, paper_steps
 from dualmpi.collectives.hdn_tree import broadcast_rounds, theorem3_steps
 from dualmpi.commands.info import info
 from dualmpi.errors import DualmpiError, NodeError, SpecError
-from dualmpi.executors.inprocess import run_inprocess
+from dualmpi.engine import run_inprocess
 from dualmpi.topology import HDN, RDN, DualCube, ProductGraph, from_spec, parse_spec
 from dualmpi.topology.analysis import bfs_summary, measured_properties, neighbor_table
 from dualmpi.topology.product import Factor

@@ -10,7 +10,7 @@ import pytest
 from dualmpi.cli import main as cli_main
 from dualmpi.collectives import build_schedule, count_conflicts, paper_steps
 from dualmpi.errors import DualmpiError, SpecError
-from dualmpi.executors.inprocess import run_inprocess
+from dualmpi.engine import run_inprocess
 from dualmpi.topology import Hypercube, ReducedHypercube, from_spec
 from dualmpi.topology.analysis import measured_properties, neighbor_table
 from dualmpi.topology.hypercube_emulation import (

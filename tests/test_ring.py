@@ -16,7 +16,7 @@ from dualmpi.collectives.schedule import (
     initial_blocks,
 )
 from dualmpi.errors import DualmpiError
-from dualmpi.executors.inprocess import run_inprocess
+from dualmpi.engine import run_inprocess
 from dualmpi.simulator import simulate
 from dualmpi.topology import DualCube, Hypercube, from_spec
 from dualmpi.topology.hamiltonian import hamiltonian_cycle, parse_gray_code

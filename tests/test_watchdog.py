@@ -6,20 +6,20 @@ import time
 
 import pytest
 
-from dualmpi.executors.watchdog import Watchdog
+from dualmpi.engine.watchdog import Watchdog
 from test_run_cli import MPIEXEC, TIMEOUT, assert_no_traceback, mpi_env  # noqa: F401
 
 
 def test_watchdog_fires_once_with_the_wait_it_saw():
     aborted, out = [], io.StringIO()
-    dog = Watchdog(5, 0.2, aborted.append, stream=out)
+    dog = Watchdog("rank 5", 0.2, aborted.append, stream=out)
     dog.arm(7, [4])
     deadline = time.monotonic() + 5
     while not aborted and time.monotonic() < deadline:
         time.sleep(0.05)
     dog.close()
     assert aborted == [3]
-    assert "node 5 has waited" in out.getvalue() and "in round 7 for node 4" in out.getvalue()
+    assert "rank 5 has waited" in out.getvalue() and "in round 7 for rank 4 to send" in out.getvalue()
 
 
 def test_disarmed_watchdog_stays_quiet():
@@ -46,5 +46,5 @@ def test_missing_send_aborts_the_job_with_a_diagnostic(mpi_env):  # noqa: F811
     assert proc.returncode != 0
     assert elapsed < 30
     assert_no_traceback(proc)
-    assert "dualmpi: watchdog: node 1 has waited" in proc.stderr
-    assert "in round 1 for node 0; aborting the job" in proc.stderr
+    assert "dualmpi: watchdog: rank 1 (node 1) has waited" in proc.stderr
+    assert "in round 1 for rank 0 to send; aborting the job" in proc.stderr

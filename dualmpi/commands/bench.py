@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from ..collectives import COLLECTIVES
 from ..errors import InputError
 from ..executors.options import make_options
-from .common import load_topology, topology_arg
+from .common import check_output_path, load_topology, topology_arg
 from .run import check_runnable, metadata, parse_sizes
 
 __all__ = ["add_parser", "main"]
@@ -75,13 +75,19 @@ def main(args):
     root = topo.check_node(args.root)
     options = make_options(args.shape, args.switching, args.packets)
     cfg = BenchConfig(pp, coll, hops, colls, root, not args.no_baseline, options, args.scale)
+    check_output_path(args.json)
+    csv = args.json[:-5] + ".csv" if args.json.endswith(".json") else args.json + ".csv"
+    check_output_path(csv, "--json (its .csv)")
 
     from mpi4py import MPI
 
-    world = MPI.COMM_WORLD
-    from ..executors.mpi import check_rank_count
+    from ..errors import RankCountError
 
-    check_rank_count(world, topo)
+    world = MPI.COMM_WORLD
+    if world.Get_size() != topo.num_nodes:
+        raise RankCountError(f"{topo.spec} has {topo.num_nodes} nodes but the job has "
+                             f"{world.Get_size()} ranks; run it with mpiexec -n {topo.num_nodes} "
+                             "(bench runs one rank per node)")
     results = run_bench(world, topo, cfg)
     if world.Get_rank() == 0:
         meta = metadata(world, topo, args)

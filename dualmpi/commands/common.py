@@ -9,7 +9,7 @@ from ..topology import from_spec
 
 __all__ = [
     "topology_arg", "node_arg", "resolve_node", "load_topology", "print_json", "format_table",
-    "add_fault_args", "apply_faults",
+    "add_fault_args", "apply_faults", "check_output_path", "write_json_atomic",
 ]
 
 
@@ -20,7 +20,10 @@ def topology_arg(text):
 
 def node_arg(text):
     """Argparse type: a node id in decimal, ``0b…`` or ``0x…``, or a paper address ``(…)``."""
+    from ..topology.spec import check_ascii_digits
+
     try:
+        check_ascii_digits(text, "node id", argparse.ArgumentTypeError)
         return int(text, 0)
     except ValueError:
         if text.strip().startswith("("):
@@ -79,3 +82,42 @@ def apply_faults(topo, args):
 
     return parse_faults(topo, args.fail_links, args.fail_nodes, args.fail_random, args.seed)
 
+
+
+def check_output_path(path, what="--json"):
+    """Raise :class:`~dualmpi.errors.InputError` unless ``path`` can be written (before measuring).
+
+    Creates nothing: the folder must exist and be writable, and ``path`` must not be a
+    folder.
+    """
+    import os
+
+    from ..errors import InputError
+
+    if path is None:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise InputError(f"{what} {path}: is a directory")
+    if not os.path.isdir(folder):
+        raise InputError(f"{what} {path}: the directory {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise InputError(f"{what} {path}: not writable")
+
+
+def write_json_atomic(obj, path):
+    """Write ``obj`` as indented JSON to ``path`` through a temporary file and a rename."""
+    import os
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".dualmpi-", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(obj, fh, indent=2)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -9,13 +9,13 @@ from .. import __version__
 from ..collectives import COLLECTIVES, EXTRA_COLLECTIVES, build_schedule, paper_steps
 from ..collectives.schedule import base_collective
 from ..errors import InputError
-from ..topology import ReducedHypercube
 from ..executors.options import make_options
 from ..simulator import simulate
-from .common import add_fault_args, apply_faults, format_table, load_topology, topology_arg
+from .common import (add_fault_args, apply_faults, check_output_path, format_table,
+                     load_topology, topology_arg, write_json_atomic)
 
-__all__ = ["add_parser", "main", "parse_sizes", "check_runnable", "DEFAULT_SIZES",
-           "MAX_RUN_NODES"]
+__all__ = ["add_parser", "main", "parse_sizes", "check_runnable", "run_collective", "open_comm",
+           "DEFAULT_SIZES", "MAX_RUN_NODES"]
 
 DEFAULT_SIZES = (8, 1024, 65536)
 
@@ -35,11 +35,13 @@ def add_parser(sub):
     """Register the ``run`` subcommand."""
     p = sub.add_parser(
         "run",
-        help="run collectives as message passing, one node per MPI rank (under mpiexec)",
-        description="Run the papers' collectives on SPEC with each MPI rank playing one node and "
-        "sending only over the topology's links. Every received byte is verified; per collective "
-        "and size it prints verified, rounds (paper vs measured), messages, link violations and "
-        "the wall time min/avg/max over ranks (OSU method: warm-up, barrier outside the timer).",
+        help="run collectives as message passing, one node (or a block) per MPI rank (under mpiexec)",
+        description="Run the papers' collectives on SPEC through dualmpi.Comm: each MPI rank plays "
+        "one node (or a block of nodes) and sends only over the topology's links. The buffers are "
+        "filled with a verifiable pattern and every received byte is checked after the call; per "
+        "collective and size it prints verified, rounds (paper vs measured), messages, link "
+        "violations and the wall time min/avg/max over ranks (OSU method: warm-up, barrier "
+        "outside the timer).",
         epilog="example: mpiexec -n 32 python -m mpi4py -m dualmpi run dualcube:r=3 "
         "--collective all --json out.json",
     )
@@ -56,13 +58,15 @@ def add_parser(sub):
     p.add_argument("--shape", metavar="ts=S,tw=S,th=S",
                    help="shape the links: wall-clock time then follows t_s + n*t_w per message and "
                    "t_h per forwarding hop (seconds, seconds per byte, seconds)")
-    p.add_argument("--switching", default="store-and-forward",
+    p.add_argument("--switching", default=None,
                    choices=("store-and-forward", "cut-through"),
                    help="store-and-forward: whole messages per hop, one round per hop; "
                    "cut-through: routed messages cut into --packets packets that intermediate "
-                   "nodes forward as they arrive (default store-and-forward)")
-    p.add_argument("--packets", type=int, default=8,
-                   help="packets per routed message under cut-through (default 8)")
+                   "nodes forward as they arrive (default: store-and-forward up to 128 KiB, "
+                   "pipelined above)")
+    p.add_argument("--packets", type=int, default=None,
+                   help="pieces per message under cut-through (default: 8; without --switching "
+                   "the engine pipelines blocks above 128 KiB in 64 KiB pieces)")
     p.add_argument("--model", metavar="ts=S,tw=S,th=S",
                    help="parameters of the virtual model clock whose time is reported as "
                    "t_model (default: the --shape parameters)")
@@ -72,8 +76,9 @@ def add_parser(sub):
     p.add_argument("--inject-drop", metavar="ROUND:NODE",
                    help="testing aid: NODE skips its sends in ROUND (shows the watchdog at work)")
     p.add_argument("--nodes-per-rank", type=int, default=None,
-                   help="play several nodes per rank (block mapping); default: one node per rank "
-                   "when the job has one rank per node, else nodes/ranks")
+                   help="play several nodes per rank (block mapping); default: nodes/ranks")
+    p.add_argument("--verify", action="store_true",
+                   help="also carry a CRC-32 with every message and count checksum failures")
     p.add_argument("--baseline", action="store_true",
                    help="also time the MPI library's native collective on the same ranks and "
                    "report the ratio emulated/native")
@@ -84,9 +89,12 @@ def add_parser(sub):
 
 def parse_sizes(text):
     """Return the list of sizes in ``text`` or raise :class:`DualmpiError`."""
+    from ..topology.spec import check_ascii_digits
+
     sizes = []
     for item in str(text).split(","):
         item = item.strip()
+        check_ascii_digits(item, "message size", InputError)
         if not item.isdigit():
             raise InputError(f"bad message size {item!r}: sizes are non-negative integers (bytes)")
         sizes.append(int(item))
@@ -95,6 +103,9 @@ def parse_sizes(text):
 
 def _parse_root(text, topo):
     """Return the root node id or raise a clear error."""
+    from ..topology.spec import check_ascii_digits
+
+    check_ascii_digits(text, "root", InputError)
     try:
         root = int(text, 0)
     except ValueError:
@@ -146,104 +157,210 @@ def main(args):
     for size in sizes:
         _iters_for(size, args.iters)
     colls = COLLECTIVES if args.collective == "all" else (args.collective,)
-    options = make_options(args.shape, args.switching, args.packets, args.model, args.watchdog,
+    switching = args.switching or "store-and-forward"
+    options = make_options(args.shape, switching, args.packets or 8, args.model, args.watchdog,
                            args.inject_drop)
     if args.nodes_per_rank is not None and args.nodes_per_rank < 1:
         raise InputError(f"--nodes-per-rank must be at least 1, got {args.nodes_per_rank}")
+    check_output_path(args.json)
 
     from mpi4py import MPI
 
-    from ..executors.mpi import LinkComm, check_rank_count, run_schedule
+    from ..comm import _nodes_per_rank
 
-    comm = MPI.COMM_WORLD
-    multi = args.nodes_per_rank not in (None, 1) or comm.Get_size() != topo.num_nodes
-    if multi:
-        from ..executors.multi import BlockMap
-
-        BlockMap(comm, topo, args.nodes_per_rank)  # a wrong rank count fails here, on every rank
-    else:
-        check_rank_count(comm, topo)
+    world = MPI.COMM_WORLD
+    q = _nodes_per_rank(topo, world.Get_size(), args.nodes_per_rank)  # every rank alike
+    if root % q:
+        raise InputError(f"--root {root}: with {q} nodes per rank the root must be the first "
+                         f"node of a rank (a multiple of {q})")
+    if options.drop is not None:
+        topo.check_node(options.drop[1])
+        if not 0 <= options.drop[0] < 1 << 20:
+            raise InputError(f"--inject-drop {args.inject_drop}: no such round")
+    if "ring-allreduce" in colls and q != 1:
+        raise InputError("ring-allreduce needs one node per rank")
+    estimate_memory(colls, sizes, world.Get_size(), q)
     # the schedules' coefficients for the JSON rows (replayed up to 4096 nodes)
     models = {c: simulate(topo, c, root)["model"] if topo.num_nodes <= 4096 else None
               for c in colls}
-    if multi:
-        return _main_multi(args, comm, topo, colls, models, sizes, root)
-    schedules = {c: build_schedule(c, topo, root) for c in colls}
-    link = LinkComm(comm, topo)
-    rank0 = comm.Get_rank() == 0
+    rank0 = world.Get_rank() == 0
     rows = []
+    nets = {}
     for coll in colls:
+        net = nets.get(coll == "ring-allgather")
+        if net is None:
+            net = nets[coll == "ring-allgather"] = open_comm(world, topo, q, args, options)
         for size in sizes:
-            row = run_schedule(link, schedules[coll], size, _iters_for(size, args.iters),
-                               args.warmup, options)
+            row = run_collective(net, coll, size, root // q, _iters_for(size, args.iters),
+                                 args.warmup)
             row["paper_rounds"] = paper_steps(coll, topo)
             row["model"] = models[coll]
+            row["virtual"] = _virtual(topo, coll, root, size, options) if rank0 else {}
             if hasattr(topo, "describe_faults"):
                 from ..collectives.faulttolerant import undeliverable
 
-                cut = undeliverable(coll, topo, root)
+                cut = undeliverable(base_collective(coll), topo, root)
                 row["undeliverable"] = [list(pair) for pair in cut]
             if args.baseline:
-                _add_baseline(row, comm, coll, size, root, _iters_for(size, args.iters), args.warmup)
+                _add_baseline(row, net, coll, size, root // q, _iters_for(size, args.iters),
+                              args.warmup)
             rows.append(row)
             if rank0:
                 _progress(row)
-    link.free()
+    for net in nets.values():
+        net.Free()
     if rank0:
         print()
         print(_table(rows))
         if args.json:
-            out = {"meta": metadata(comm, topo, args), "rows": rows}
-            with open(args.json, "w") as fh:
-                json.dump(out, fh, indent=2)
-                fh.write("\n")
+            meta = metadata(world, topo, args)
+            meta["nodes_per_rank"] = q
+            write_json_atomic({"format": "dualmpi-run/2", "meta": meta, "rows": rows}, args.json)
             print(f"results written to {args.json}")
     good = all(r["verified"] and r["link_violations"] == 0 and r.get("native_verified", True)
-               for r in rows)
+               and not r.get("undeliverable") for r in rows)
     return 0 if good else 1
 
 
-def _main_multi(args, comm, topo, colls, models, sizes, root):
-    """Run with several nodes per rank: schedules locally/aggregated; alltoall vectorised."""
-    from ..executors.multi import BlockMap, run_alltoall_vector, run_schedule_multi
+def estimate_memory(colls, sizes, ranks, q):
+    """Refuse (on every rank alike) sizes whose buffers would not fit in this machine's memory.
 
-    if args.shape or args.switching != "store-and-forward" or args.baseline:
-        raise InputError("--shape, --switching and --baseline need one node per rank")
-    if hasattr(topo, "failed_links"):
-        raise InputError("--fail-links/--fail-nodes/--fail-random need one node per rank")
-    bmap = BlockMap(comm, topo, args.nodes_per_rank)
-    rows = []
+    Per rank: the user's send and receive buffers, the pattern to check against, and the
+    engine's store (the blocks its ``q`` nodes hold, about as large again), all ranks of
+    the job sharing the machine's memory.
+    """
+    from ..resources import require_memory
+
+    worst = 0
     for coll in colls:
         for size in sizes:
-            iters = _iters_for(size, args.iters)
-            if coll == "alltoall" and not isinstance(topo, ReducedHypercube):  # RH: emulated
-                row = run_alltoall_vector(bmap, size, iters, args.warmup)
+            per = {"bcast": 3 * size * (1 + q), "scatter": size * (2 * ranks + 3 + q)}.get(
+                coll, 0)
+            if not per:
+                per = 4 * ranks * size + 2 * ranks * size * q  # buffers, pattern, store
+            worst = max(worst, per)
+    require_memory(worst * ranks, f"{ranks} ranks x buffers and store of the largest size")
+
+
+def open_comm(world, topo, q, args, options):
+    """Return the :class:`dualmpi.Comm` the CLI's options describe."""
+    from ..comm import Comm
+
+    shape = options.shape
+    packets = "auto"
+    if args.switching == "cut-through":
+        packets = options.packets
+    elif args.switching == "store-and-forward":
+        packets = 1
+    algorithms = {"allgather": "ring"} if args.collective == "ring-allgather" else None
+    return Comm(world, topo, q, watchdog=options.watchdog, verify=getattr(args, "verify", False),
+                shape=shape, packets=packets, algorithms=algorithms, drop=options.drop)
+
+
+def run_collective(net, coll, size, root=0, iters=1, warmup=0, salt=0):
+    """Time ``coll`` on ``net`` with pattern buffers and verify every byte; same dict on every rank.
+
+    OSU method: warm-up calls, a barrier before each timed call (outside the timer);
+    the receive buffer is cleared before the last call, whose result is checked.
+    """
+    import numpy as np
+    from mpi4py import MPI
+
+    from ..executors.payload import rank_buffers
+
+    R, me = net.Get_size(), net.Get_rank()
+    base = base_collective(coll)
+    send, want = rank_buffers(base, R, me, root, size, salt)
+    if base == "bcast":
+        recv, call = send, (lambda: net.Bcast(send, root))
+    else:
+        recv = np.zeros(want.size, dtype=np.uint8)
+        call = {"scatter": lambda: net.Scatter(send, recv, root),
+                "allgather": lambda: net.Allgather(send, recv),
+                "alltoall": lambda: net.Alltoall(send, recv),
+                "allreduce": lambda: net._collective("ring-allreduce", send, recv, size)}[base]
+    pristine = send.copy() if base == "bcast" and me == root else None
+    times = []
+    for it in range(warmup + iters):
+        if it == warmup:
+            net.reset_stats()
+        if it == warmup + iters - 1:
+            if base == "bcast":
+                send[:] = pristine if me == root else 0
             else:
-                sched = build_schedule(coll, topo, root)
-                row = run_schedule_multi(bmap, sched, size, iters, args.warmup)
-            row.update(paper_rounds=paper_steps(coll, topo), model=models[coll], virtual={},
-                       root=root if coll in ("bcast", "scatter") else None)
-            rows.append(row)
-            if comm.Get_rank() == 0:
-                _progress(row)
-    if comm.Get_rank() == 0:
-        print()
-        print(_table(rows))
-        if args.json:
-            meta = metadata(comm, topo, args)
-            meta["nodes_per_rank"] = bmap.q
-            with open(args.json, "w") as fh:
-                json.dump({"meta": meta, "rows": rows}, fh, indent=2)
-                fh.write("\n")
-            print(f"results written to {args.json}")
-    return 0 if all(r["verified"] for r in rows) else 1
+                recv[:] = 0
+        net.Barrier()
+        t0 = MPI.Wtime()
+        call()
+        t1 = MPI.Wtime()
+        if it >= warmup:
+            times.append(t1 - t0)
+    st = net.stats()
+    delivered, expected, missing = net._verify_blocks(base, recv, want, root)
+    local = np.array([delivered, expected, missing, st["messages"], st["bytes"],
+                      st["checksum_failures"]], dtype=np.int64)
+    total = np.zeros_like(local)
+    net._control_allreduce(local, total, MPI.SUM)
+    avg = float(np.mean(times)) if times else 0.0
+    spread = np.array([avg, -avg, avg])
+    top = np.zeros(3)
+    net._control_allreduce(spread, top, MPI.MAX)
+    hop_rounds, steps = net._counts(coll, root)
+    n = max(iters, 1)
+    return {
+        "collective": coll,
+        "algorithm": net._algorithm(coll, root),
+        "spec": net.topology.spec,
+        "root": root * net.q if base in ("bcast", "scatter") else None,
+        "size": size,
+        "ranks": R,
+        "nodes_per_rank": net.q,
+        "verified": bool(total[0] == total[1] and total[2] == 0 and total[5] == 0),
+        "delivered": int(total[0]),
+        "expected": int(total[1]),
+        "missing": int(total[2]),
+        "corrupt": int(total[2]),
+        "checksum_failures": int(total[5]),
+        "link_violations": 0,
+        "rounds": steps,
+        "hop_rounds": hop_rounds,
+        "messages": int(total[3]) // n,
+        "bytes": int(total[4]) // n,
+        "iters": iters,
+        "t_min": float(-top[1]),
+        "t_avg": float(total_avg(net, avg)),
+        "t_max": float(top[0]),
+        "switching": "cut-through" if net._packets_for(coll, size) > 1 else "store-and-forward",
+        "packets": net._packets_for(coll, size),
+        "shape": None if net.options["shape"] is None else dict(zip(("ts", "tw", "th"),
+                                                                    net.options["shape"])),
+    }
 
 
-def _add_baseline(row, comm, coll, size, root, iters, warmup):
+def total_avg(net, avg):
+    """Return the mean over ranks of each rank's mean time."""
+    import numpy as np
+    from mpi4py import MPI
+
+    out = np.zeros(1)
+    net._control_allreduce(np.array([avg]), out, MPI.SUM)
+    return out[0] / net.Get_size()
+
+
+def _virtual(topo, coll, root, size, options):
+    """Return the virtual clocks' coefficients (and predicted time) from the schedule, or {}."""
+    if topo.num_nodes > (256 if base_collective(coll) == "alltoall" else 4096):
+        return {}
+    from ..engine.virtual import replay_clocks
+
+    return replay_clocks(build_schedule(coll, topo, root), size, options.model_clock)
+
+
+def _add_baseline(row, net, coll, size, root, iters, warmup):
     """Time the native collective and add its figures and the emulated/native ratio to ``row``."""
     from ..executors.native_baseline import run_native
 
-    native = run_native(comm, base_collective(coll), size, root, iters, warmup)
+    native = run_native(net.comm, base_collective(coll), size, root, iters, warmup)
     row.update({k: v for k, v in native.items()
                 if k.startswith("native_")})
     row["ratio"] = row["t_avg"] / row["native_t_avg"] if row["native_t_avg"] > 0 else None
@@ -261,10 +378,12 @@ def _progress(row):
 
 def _table(rows):
     """Return the results table."""
-    head = ("collective", "size", "verified", "rounds paper/measured", "hop rounds", "messages",
-            "link violations", "t_min us", "t_avg us", "t_max us")
+    head = ("collective", "size", "verified", "delivered/expected", "rounds paper/measured",
+            "hop rounds", "messages", "link violations", "t_min us", "t_avg us", "t_max us")
     body = [
-        (r["collective"], r["size"], "yes" if r["verified"] else "NO",
+        (r["collective"], r["size"], "yes" if r["verified"] and not r.get("undeliverable")
+         else "NO", f"{r['delivered']}/{r['expected']}"
+         + (f" ({len(r['undeliverable'])} undeliverable)" if r.get("undeliverable") else ""),
          f"{r['paper_rounds']}/{r['rounds']}", r["hop_rounds"], r["messages"],
          r["link_violations"], f"{r['t_min'] * 1e6:.1f}", f"{r['t_avg'] * 1e6:.1f}",
          f"{r['t_max'] * 1e6:.1f}")

@@ -6,10 +6,8 @@ schedule's model coefficients), written as JSON and CSV.
 """
 
 import csv
-import json
 
 from ..collectives import build_schedule
-from ..executors.mpi import LinkComm, run_schedule
 from ..executors.native_baseline import run_native
 from ..simulator import simulate_schedule
 from .pingpong import chain, pingpong
@@ -32,7 +30,12 @@ def iters_for(size, shaped, scale=1.0):
 
 def run_bench(world, topo, cfg, progress=print):
     """Run the whole grid; return the results dict (complete on rank 0)."""
-    link = LinkComm(world, topo)
+    from ..comm import Comm
+    from ..commands.run import run_collective
+
+    opts = cfg.options
+    net = Comm(world, topo, 1, watchdog=opts.watchdog, shape=opts.shape,
+               packets=opts.packets if opts.switching == "cut-through" else 1)
     rank0 = world.Get_rank() == 0
     say = progress if rank0 else (lambda *a, **k: None)
     shape = cfg.options.shape
@@ -45,7 +48,7 @@ def run_bench(world, topo, cfg, progress=print):
             iters, reps = iters_for(size, shape is not None, cfg.scale)
             kinds = [None] + ([world] if cfg.baseline and shape is None else [])
             for raw in kinds:
-                row = pingpong(link, path, size, iters, reps, raw=raw, shape=shape,
+                row = pingpong(net, path, size, iters, reps, raw=raw, shape=shape,
                                switching=cfg.options.switching, packets=cfg.options.packets)
                 rows_pp.append(row)
                 say(f"pingpong {row['kind']:8s} hops={d} size={size:>8} "
@@ -56,7 +59,7 @@ def run_bench(world, topo, cfg, progress=print):
         for size in cfg.coll_sizes:
             iters, _ = iters_for(size * max(1, topo.num_nodes // 8), shape is not None,
                                  cfg.scale / 5)
-            row = run_schedule(link, sched, size, iters, 1, cfg.options)
+            row = run_collective(net, coll, size, cfg.root, iters, 1)
             row["model"] = model
             row["native_t_avg"] = None
             if cfg.baseline and shape is None:
@@ -66,15 +69,15 @@ def run_bench(world, topo, cfg, progress=print):
             rows_coll.append(row)
             say(f"{coll:9s} size={size:>8} verified={row['verified']} "
                 f"t_avg {row['t_avg'] * 1e6:10.1f} us", flush=True)
-    link.free()
+    net.Free()
     return {"format": FORMAT, "pingpong": rows_pp, "collectives": rows_coll}
 
 
 def write_results(results, path):
     """Write ``results`` as JSON to ``path`` and as CSV beside it (``.csv``)."""
-    with open(path, "w") as fh:
-        json.dump(results, fh, indent=2)
-        fh.write("\n")
+    from ..commands.common import write_json_atomic
+
+    write_json_atomic(results, path)
     csv_path = path[:-5] + ".csv" if path.endswith(".json") else path + ".csv"
     rows = [dict(section=s, **_flat(r)) for s in ("pingpong", "collectives") for r in results[s]]
     fields = []

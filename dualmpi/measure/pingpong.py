@@ -31,24 +31,24 @@ def _hold(seconds):
 
 
 class _Ends:
-    """Point-to-point calls of one ping-pong flavour: link-checked, or raw on ``world``."""
+    """Point-to-point calls of one ping-pong flavour: over the links of ``net``, or raw on ``world``."""
 
-    def __init__(self, link, world):
-        self.link, self.world = link, world
+    def __init__(self, net, world):
+        self.net, self.world = net, world
 
     def send(self, buf, dst):
         """Blocking send of ``buf`` to ``dst``."""
         if self.world is not None:
             self.world.Send(buf, dst, 7)
         else:
-            self.link.send(buf, dst, 7)
+            self.net.Send(buf, dst, 7)
 
     def recv(self, buf, src):
         """Blocking receive into ``buf`` from ``src``."""
         if self.world is not None:
             self.world.Recv(buf, src, 7)
         else:
-            self.link.recv(buf, src, 7)
+            self.net.Recv(buf, src, 7)
 
 
 def _pieces(buf, packets):
@@ -88,7 +88,7 @@ def _leg(ends, buf, me, path, forward, shape, switching, packets):
             ends.send(buf, seq[i + 1])
 
 
-def pingpong(link, path, size, iters, reps=3, warmup=2, raw=None, shape=None,
+def pingpong(net, path, size, iters, reps=3, warmup=2, raw=None, shape=None,
              switching="store-and-forward", packets=8):
     """Return one-way times over ``path`` (seconds, min/avg/max over ``reps`` timed blocks).
 
@@ -96,16 +96,16 @@ def pingpong(link, path, size, iters, reps=3, warmup=2, raw=None, shape=None,
     timer), ``iters`` round trips per block, one-way time = round trip / 2.  The
     bytes that come back are checked against what was sent.  ``raw`` is a plain
     communicator (e.g. ``COMM_WORLD``) for the unchecked baseline.  Same dict on
-    every rank.
+    every rank.  ``net`` is a :class:`dualmpi.Comm` with one node per rank.
     """
-    comm, me = link.comm, link.node
-    ends = _Ends(link, raw)
+    comm, me = net.comm, net.Get_rank()
+    ends = _Ends(net, raw)
     on_chain = me in path
     buf = block_pattern(path[0], path[-1], size) if me == path[0] else np.zeros(size, np.uint8)
     sent = buf.copy()
     blocks = []
     for rep in range(reps + 1):
-        comm.Barrier()
+        net.Barrier()
         count = warmup if rep == 0 else iters
         t0 = MPI.Wtime()
         for _ in range(count if on_chain else 0):
@@ -114,10 +114,12 @@ def pingpong(link, path, size, iters, reps=3, warmup=2, raw=None, shape=None,
         if rep and me == path[0]:
             blocks.append((MPI.Wtime() - t0) / (2 * count))
     ok = 1 if me != path[0] or np.array_equal(buf, sent) else 0
-    ok = comm.allreduce(ok, op=MPI.MIN)
+    verdict = np.zeros(1, dtype=np.int64)
+    net._control_allreduce(np.array([1 - ok], dtype=np.int64), verdict, MPI.MAX)
+    ok = int(verdict[0] == 0)
     mine = np.array([min(blocks), np.mean(blocks), max(blocks)] if me == path[0] else [0.0] * 3)
     stats = np.zeros(3)
-    comm.Allreduce(mine, stats, op=MPI.MAX)  # only the chain's first rank has non-zero times
+    net._control_allreduce(mine, stats, MPI.MAX)  # only the chain's first rank has non-zero times
     return {"kind": "emulated" if raw is None else "raw", "src": path[0], "dst": path[-1],
             "hops": len(path) - 1, "size": size, "iters": iters, "reps": reps,
             "verified": bool(ok), "t_min": float(stats[0]), "t_avg": float(stats[1]),

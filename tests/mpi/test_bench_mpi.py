@@ -39,7 +39,7 @@ def test_bench_grid_verified(switching):
 @pytest.mark.mpi(min_size=2)
 def test_shaped_pingpong_follows_the_shape():
     """One shaped hop takes at least t_s + n t_w + t_h (sleep-based, never shorter)."""
-    from dualmpi.executors.mpi import LinkComm
+    from dualmpi import Comm
     from dualmpi.measure.pingpong import chain, pingpong
 
     world = MPI.COMM_WORLD
@@ -47,10 +47,10 @@ def test_shaped_pingpong_follows_the_shape():
         pytest.skip("checked on the 2-node dual-cube")
     topo = from_spec("dualcube:r=1")
     opts = make_options("ts=2e-3,tw=1e-8,th=1e-3", "cut-through", 2)
-    link = LinkComm(world, topo)
-    row = pingpong(link, chain(topo, 1), 100000, 2, reps=1, warmup=1, shape=opts.shape,
+    net = Comm(world, topo)
+    row = pingpong(net, chain(topo, 1), 100000, 2, reps=1, warmup=1, shape=opts.shape,
                    switching="cut-through", packets=2)
-    link.free()
+    net.Free()
     floor = 2e-3 + 100000 * 1e-8 + 1e-3
     ok = row["verified"] and row["t_min"] >= floor
     assert bool(world.allreduce(1 if ok else 0, op=MPI.MIN)), row

@@ -28,7 +28,8 @@ def _agree(ok, comm=None):
 @pytest.mark.parametrize("size", [0, 4096])
 def test_hdn_broadcast_on_ranks(collective, size):
     """Algorithm 2 delivers byte for byte over links only, in at most Theorem 3's steps."""
-    from dualmpi.executors.mpi import LinkComm, run_schedule
+    from dualmpi import Comm
+    from dualmpi.commands.run import run_collective
 
     world = MPI.COMM_WORLD
     specs = SPECS.get(world.Get_size())
@@ -38,9 +39,9 @@ def test_hdn_broadcast_on_ranks(collective, size):
         topo = from_spec(spec)
         for root in (0, topo.num_nodes - 1):
             sched = build_schedule(collective, topo, root)
-            link = LinkComm(world, topo)
-            row = run_schedule(link, sched, size, iters=1, warmup=0)
-            link.free()
+            net = Comm(world, topo)
+            row = run_collective(net, collective, size, root, 1, 0)
+            net.Free()
             ok = (row["verified"] and row["link_violations"] == 0
                   and row["messages"] == sched.num_messages == topo.num_nodes - 1
                   and row["delivered"] == row["expected"]

@@ -41,12 +41,15 @@ def _rh_topologies(size):
 
 
 def _run(topo, sched, size):
-    """Run ``sched`` once on this rank's node; return the reduced result row."""
-    from dualmpi.executors.mpi import LinkComm, run_schedule
+    """Run ``sched``'s collective twice through dualmpi.Comm; return the verified result row."""
+    from dualmpi import Comm
+    from dualmpi.commands.run import run_collective
 
-    link = LinkComm(MPI.COMM_WORLD, topo)
-    row = run_schedule(link, sched, size, iters=2, warmup=1)
-    link.free()
+    coll, root = sched.collective, sched.root or 0
+    net = Comm(MPI.COMM_WORLD, topo, 1,
+               algorithms={"allgather": "ring"} if coll == "ring-allgather" else None)
+    row = run_collective(net, coll, size, root, 2, 1)
+    net.Free()
     return row
 
 

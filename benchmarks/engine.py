@@ -1,0 +1,198 @@
+"""Engine benchmark: dualmpi.Comm against the floor, native MPI and the engine before issue 13.
+
+Run under mpiexec, one rank per node, e.g.::
+
+    mpiexec -n 8 python -m mpi4py benchmarks/engine.py dualcube:r=2 \\
+        --json benchmarks/results/engine_dualcube_r2_np8.json --before
+
+For every collective and block size it times, interleaved within each repeat
+(A B C D, A B C D, ...):
+
+* ``dualmpi``: the public call (``net.Alltoall(send, recv)``): argument checks, copy
+  in, the compiled plan's rounds, copy out;
+* ``floor``: the same compiled plan run by the smallest loop (``benchmarks/floor.py``);
+* ``native``: the MPI library's own collective on the same buffers;
+* ``before`` (``--before``): the per-message engine dualmpi had before the compiled
+  plans (commit 4043cad, extracted with ``git archive``), on the same schedule.
+
+A repeat times ``k`` calls, each after a barrier (OSU method), and keeps the largest
+per-rank mean; the table gives the median over repeats and the ratios.  The results
+of ``dualmpi`` are checked against ``native`` before anything is timed.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from mpi4py import MPI
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import dualmpi  # noqa: E402
+from dualmpi.collectives import COLLECTIVES, build_schedule  # noqa: E402
+from dualmpi.topology import from_spec  # noqa: E402
+from floor import floor_loop  # noqa: E402
+
+BEFORE = "4043cad"
+
+
+def calls_for(size):
+    """Calls per repeat: fewer for large blocks."""
+    return 20 if size <= 1024 else 10 if size <= 65536 else 4
+
+
+def buffers(coll, ranks, size, rng):
+    """Return ``(send, recv)`` for one collective at one block size (uint8)."""
+    if coll == "bcast":
+        return rng.integers(0, 255, size, dtype=np.uint8), None
+    if coll == "scatter":
+        return rng.integers(0, 255, size * ranks, dtype=np.uint8), np.zeros(size, np.uint8)
+    if coll == "allgather":
+        return rng.integers(0, 255, size, dtype=np.uint8), np.zeros(size * ranks, np.uint8)
+    return rng.integers(0, 255, size * ranks, dtype=np.uint8), np.zeros(size * ranks, np.uint8)
+
+
+def api_call(target, coll, send, recv):
+    """Return a function calling ``coll`` on ``target`` (a dualmpi.Comm or an MPI communicator)."""
+    if coll == "bcast":
+        return lambda: target.Bcast(send, 0)
+    if coll == "scatter":
+        return lambda: target.Scatter(send, recv, 0)
+    if coll == "allgather":
+        return lambda: target.Allgather(send, recv)
+    return lambda: target.Alltoall(send, recv)
+
+
+def load_before(world):
+    """Import the engine of commit ``BEFORE`` as ``dualmpi_before`` (rank 0 extracts it)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    where = None
+    if world.Get_rank() == 0:
+        where = tempfile.mkdtemp(prefix="dualmpi-before-")
+        tar = subprocess.run(["git", "-C", root, "archive", BEFORE, "dualmpi"],
+                             check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", where], input=tar, check=True)
+        os.rename(os.path.join(where, "dualmpi"), os.path.join(where, "dualmpi_before"))
+    where = world.bcast(where, root=0)
+    sys.path.insert(0, where)
+    import dualmpi_before.executors.mpi as old
+    from dualmpi_before.collectives import build_schedule as old_build
+    from dualmpi_before.executors.inprocess import initial_store
+    from dualmpi_before.topology import from_spec as old_spec
+    return old, old_build, initial_store, old_spec
+
+
+def before_call(old, topo_spec, coll, size):
+    """Return ``(call, cleanup)`` for the old engine running ``coll`` once on fresh data."""
+    mod, old_build, initial_store, old_spec = old
+    topo = old_spec(topo_spec)
+    link = mod.LinkComm(MPI.COMM_WORLD, topo)
+    sched = old_build(coll, topo, 0)
+    engine = mod.NodeEngine(link, sched, size, None)
+    stats = mod.MPIRunStats(active_rounds=np.zeros(sched.num_rounds, dtype=np.int8))
+    store = initial_store(coll, topo, 0, link.node, size)
+
+    def call():
+        engine.run(dict(store), stats)
+
+    def cleanup():
+        engine.watchdog.close()
+        link.free()
+    return call, cleanup
+
+
+def time_calls(call, k, world):
+    """Return the largest per-rank mean time of ``k`` calls, each after a barrier."""
+    total = 0.0
+    for _ in range(k):
+        world.Barrier()
+        t0 = MPI.Wtime()
+        call()
+        total += MPI.Wtime() - t0
+    return world.allreduce(total / k, op=MPI.MAX)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("spec")
+    parser.add_argument("--json", required=True)
+    parser.add_argument("--sizes", default="8,1024,65536,1048576")
+    parser.add_argument("--collectives", default=",".join(COLLECTIVES))
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--before", action="store_true", help="also time the engine of " + BEFORE)
+    args = parser.parse_args()
+    world = MPI.COMM_WORLD
+    me, ranks = world.Get_rank(), world.Get_size()
+    topo = from_spec(args.spec)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    colls = args.collectives.split(",")
+    load = [os.getloadavg()]
+    net = dualmpi.Comm(world, topo, watchdog=0)
+    old = load_before(world) if args.before else None
+    rng = np.random.default_rng(me)
+    rows = []
+    for coll in colls:
+        for size in sizes:
+            send, recv = buffers(coll, ranks, size, rng)
+            ours = api_call(net, coll, send, recv)
+            # the results must be the native ones before anything is timed
+            send2 = send.copy()
+            recv2 = None if recv is None else np.zeros_like(recv)
+            ours()
+            api_call(world, coll, send2, recv2)()
+            same = np.array_equal(send, send2) if coll == "bcast" else np.array_equal(recv, recv2)
+            if not world.allreduce(int(same), op=MPI.MIN):
+                raise SystemExit(f"{coll} {size}: dualmpi differs from native MPI")
+            runner = net._runner(coll, 0, size)
+            variants = {"dualmpi": ours, "floor": floor_loop(runner),
+                        "native": api_call(world, coll, send2, recv2)}
+            cleanup = None
+            if old is not None:
+                variants["before"], cleanup = before_call(old, args.spec, coll, size)
+            k = calls_for(size * (ranks if coll == "alltoall" else 1))
+            times = {name: [] for name in variants}
+            for call in variants.values():  # warm-up
+                call()
+            for _ in range(args.repeats):
+                for name, call in variants.items():
+                    times[name].append(time_calls(call, k, world))
+            if cleanup is not None:
+                cleanup()
+            med = {name: statistics.median(ts) for name, ts in times.items()}
+            row = {"collective": coll, "size": size, "calls_per_repeat": k,
+                   "packets": runner.bound.packets, "times": times, "median": med,
+                   "dualmpi/floor": med["dualmpi"] / med["floor"],
+                   "dualmpi/native": med["dualmpi"] / med["native"],
+                   "floor/native": med["floor"] / med["native"]}
+            if "before" in med:
+                row["before/native"] = med["before"] / med["native"]
+                row["before/dualmpi"] = med["before"] / med["dualmpi"]
+            rows.append(row)
+            if me == 0:
+                extra = "" if "before" not in med else \
+                    f" before/native {row['before/native']:6.2f} speed-up {row['before/dualmpi']:5.2f}"
+                print(f"{coll:9s} {size:>8} dualmpi {med['dualmpi'] * 1e6:9.1f} us  floor "
+                      f"{med['floor'] * 1e6:9.1f}  native {med['native'] * 1e6:9.1f}  "
+                      f"dualmpi/floor {row['dualmpi/floor']:5.2f}  dualmpi/native "
+                      f"{row['dualmpi/native']:6.2f}{extra}", flush=True)
+    net.Free()
+    load.append(os.getloadavg())
+    if me == 0:
+        meta = {"spec": args.spec, "ranks": ranks, "cores": os.cpu_count(),
+                "mpi_library": MPI.Get_library_version().splitlines()[0],
+                "loadavg_start": load[0], "loadavg_end": load[1], "repeats": args.repeats,
+                "before": BEFORE if args.before else None, "argv": sys.argv}
+        with open(args.json, "w") as fh:
+            json.dump({"format": "dualmpi-engine-bench/1", "meta": meta, "rows": rows}, fh,
+                      indent=2)
+            fh.write("\n")
+        print(f"results written to {args.json}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,696 @@
+"""``dualmpi.Comm``: mpi4py's collectives on your own buffers, moved only over a network's links.
+
+A :class:`Comm` wraps an MPI communicator whose ranks play the nodes of a topology
+(one node per rank, or ``nodes_per_rank`` consecutive nodes each) and mirrors the
+buffer collectives of :class:`mpi4py.MPI.Comm` with the same names and arguments::
+
+    from mpi4py import MPI
+    import dualmpi
+
+    net = dualmpi.Comm(MPI.COMM_WORLD, "dualcube:r=3")
+    net.Alltoall(sendbuf, recvbuf)      # was: MPI.COMM_WORLD.Alltoall(sendbuf, recvbuf)
+
+The results are those of the MPI call; the data travel as the papers' algorithms
+send them, hop by hop over the links, forwarded by the ranks in between (see
+:mod:`dualmpi.engine`).  Bad arguments raise :class:`~dualmpi.errors.InputError` on
+every rank.  Modelled on :class:`mpi4py.util.pkl5.Comm`.
+"""
+
+import zlib
+
+import numpy as np
+
+from .errors import DualmpiError, InputError, LinkError, RankCountError
+from .topology import Topology, from_spec
+
+__all__ = ["Comm", "PACKETS_ABOVE"]
+
+#: Blocks larger than this are pipelined in pieces of :data:`PACKET_BYTES` by default
+#: (``packets="auto"``); docs/performance.md has the measurements behind the value.
+PACKETS_ABOVE = 1 << 17
+PACKET_BYTES = 1 << 16
+
+_CODES = {"Bcast": 1, "Scatter": 2, "Allgather": 3, "Alltoall": 4, "Alltoallv": 5}
+
+
+def _mpi():
+    from mpi4py import MPI
+
+    return MPI
+
+
+def _parse_buf(spec, what, MPI, writable=True):
+    """Return ``(array, nbytes_view, itemsize, dtype_code)`` of an mpi4py-style buffer.
+
+    Takes a numpy array, a buffer-protocol object, ``[buf, datatype]``, ``[buf, count]``
+    or ``[buf, count, datatype]``.
+    """
+    count = datatype = None
+    if isinstance(spec, (list, tuple)):
+        if not 1 <= len(spec) <= 3:
+            raise InputError(f"{what}: expected a buffer or [buffer, count, datatype], got "
+                             f"a sequence of {len(spec)}")
+        spec, rest = spec[0], list(spec[1:])
+        for item in rest:
+            if isinstance(item, MPI.Datatype):
+                datatype = item
+            elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+                count = int(item)
+            else:
+                raise InputError(f"{what}: {item!r} is neither a count nor an MPI datatype")
+    if isinstance(spec, np.ndarray):
+        arr = spec
+    else:
+        try:
+            arr = np.frombuffer(memoryview(spec), dtype=np.uint8)
+        except TypeError:
+            raise InputError(f"{what}: {type(spec).__name__} is not a buffer (pass a numpy "
+                             "array)") from None
+    if not arr.flags.c_contiguous:
+        raise InputError(f"{what}: the array is not contiguous (use numpy.ascontiguousarray)")
+    if writable and not arr.flags.writeable:
+        raise InputError(f"{what}: the array is read-only")
+    if datatype is not None:
+        from mpi4py.util.dtlib import to_numpy_dtype
+
+        try:
+            dtype = to_numpy_dtype(datatype)
+        except (ValueError, TypeError):
+            raise InputError(f"{what}: MPI datatype {datatype} has no numpy equivalent") from None
+    else:
+        dtype = arr.dtype
+    if dtype.hasobject:
+        raise InputError(f"{what}: object arrays cannot be sent (dtype {dtype})")
+    raw = arr.reshape(-1).view(np.uint8) if arr.size else np.zeros(0, np.uint8)
+    itemsize = dtype.itemsize
+    if count is not None:
+        if count < 0 or count * itemsize > raw.size:
+            raise InputError(f"{what}: count {count} of {dtype} needs {count * itemsize} bytes, "
+                             f"the buffer has {raw.size}")
+        raw = raw[:count * itemsize]
+    return raw, itemsize, zlib.crc32(dtype.str.encode())
+
+
+class Comm:
+    """A communicator whose collectives travel only over the links of a network.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Intracomm
+        The ranks that play the network, e.g. ``MPI.COMM_WORLD`` (not modified; the
+        wrapper builds its own graph communicator from it).
+    topology : str or Topology
+        A spec such as ``"dualcube:r=3"`` or a topology object (with faults:
+        :class:`~dualmpi.topology.faults.FaultyTopology`).
+    nodes_per_rank : int, optional
+        Nodes each rank plays (default ``nodes / ranks``); must make ``ranks * q`` the
+        node count.
+    watchdog : float
+        Seconds any wait may last before the job is aborted with a message naming the
+        rank (default 120; 0: never).
+    verify : bool
+        Carry a CRC-32 with every message and count failures (:meth:`stats`).
+    shape : tuple or str, optional
+        ``(ts, tw, th)`` seconds: hold each sending port ``ts + n*tw`` per message (and
+        ``th`` per hop), so wall time follows the papers' cost model.
+    packets : "auto", int
+        Pipelining: ``"auto"`` cuts blocks above :data:`PACKETS_ABOVE` bytes into
+        64 KiB pieces forwarded as they arrive (cut-through); an int fixes the piece
+        count (1: whole blocks, store-and-forward).
+    variant : str
+        ``"corrected"`` (default) or ``"as-printed"`` algorithms where a paper errs.
+    algorithms : dict, optional
+        Per collective, a non-default algorithm: ``{"allgather": "ring"}``.
+
+    Examples
+    --------
+    Under ``mpiexec -n 8 python -m mpi4py prog.py``::
+
+        net = dualmpi.Comm(MPI.COMM_WORLD, "dualcube:r=2")
+        a = np.arange(8.0) * net.Get_rank()
+        b = np.empty(8)
+        net.Alltoall(a, b)      # b equals what MPI.COMM_WORLD.Alltoall(a, b) gives
+        print(net.stats()["messages"])
+        net.Free()
+    """
+
+    def __init__(self, comm, topology, nodes_per_rank=None, *, watchdog=120.0, verify=False,
+                 shape=None, packets="auto", variant="corrected", algorithms=None, drop=None):
+        MPI = _mpi()
+        topo = topology if isinstance(topology, Topology) else from_spec(topology)
+        size, p = comm.Get_size(), topo.num_nodes
+        q = _nodes_per_rank(topo, size, nodes_per_rank)
+        if watchdog is None or not np.isfinite(watchdog) or watchdog < 0:
+            raise InputError(f"bad watchdog {watchdog!r}: seconds >= 0 (0 disables it)")
+        self.comm, self.topology, self.q = comm, topo, q
+        self.rank, self.size = comm.Get_rank(), size
+        self.nodes = range(self.rank * q, (self.rank + 1) * q)
+        self.variant = variant
+        self.algorithms = dict(algorithms or {})
+        self.options = {"verify": bool(verify), "shape": _shape(shape),
+                        "drop": None if drop is None else tuple(drop)}
+        self.packets = _packets(packets)
+        from .engine.core import Engine
+        from .engine.mpi import MPITransport
+
+        self._transport = MPITransport(comm, topo, q, watchdog)
+        above = PACKETS_ABOVE if self.packets == "auto" else None
+        self._engine = Engine(topo, q, self._transport, packets_above=above,
+                              packet_bytes=PACKET_BYTES, **self.options)
+        self._agreed = set()
+        self._baseline = None
+        self._p2p = {}
+        self._IN_PLACE = MPI.IN_PLACE
+        self._MPI = MPI
+
+    # -- mpi4py mirror -------------------------------------------------------------------------
+    def Get_rank(self):
+        """Return this rank."""
+        return self.rank
+
+    def Get_size(self):
+        """Return the number of ranks."""
+        return self.size
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.Free()
+
+    def Free(self):
+        """Release the plans, persistent requests and the graph communicator."""
+        if self._engine is not None:
+            self._engine.free()
+            self._transport.free()
+            self._engine = None
+
+    # -- collectives ---------------------------------------------------------------------------
+    def Bcast(self, buf, root=0):
+        """Broadcast ``buf`` from rank ``root`` (mirrors :meth:`mpi4py.MPI.Comm.Bcast`)."""
+        problem, raw, sig = None, None, (0, 0, 0)
+        try:
+            root = self._root(root)
+            raw, item, code = _parse_buf(buf, "Bcast buf", self._MPI)
+            sig = (root, raw.size, code)
+        except InputError as exc:
+            problem = str(exc)
+        self._agree("Bcast", sig, problem)
+        run = self._runner("bcast", root, raw.size)
+        run.run(raw if self.rank == root else None, None if self.rank == root else raw)
+
+    def Scatter(self, sendbuf, recvbuf, root=0):
+        """Scatter rank ``root``'s ``sendbuf`` in equal pieces (mirrors ``Comm.Scatter``)."""
+        problem, sig, send, recv = None, (0, 0, 0), None, None
+        try:
+            root = self._root(root)
+            in_place = recvbuf is self._IN_PLACE
+            if in_place and self.rank != root:
+                raise InputError("Scatter: MPI.IN_PLACE is only for the root's recvbuf")
+            if not in_place:
+                recv, item, code = _parse_buf(recvbuf, "Scatter recvbuf", self._MPI)
+            if self.rank == root:
+                send, sitem, scode = _parse_buf(sendbuf, "Scatter sendbuf", self._MPI, False)
+                if in_place:
+                    item, code = sitem, scode
+                    if send.size % self.size:
+                        raise InputError(f"Scatter: sendbuf has {send.size} bytes, not a "
+                                         f"multiple of {self.size} ranks")
+                    m = send.size // self.size
+                else:
+                    m = recv.size
+                    if scode != code:
+                        raise InputError("Scatter: sendbuf and recvbuf have different dtypes")
+                    if send.size != m * self.size:
+                        raise InputError(f"Scatter: sendbuf has {send.size} bytes, needs "
+                                         f"{self.size} x {m} (ranks x recvbuf)")
+            else:
+                m = recv.size
+            sig = (root, m, code)
+        except InputError as exc:
+            problem = str(exc)
+        self._agree("Scatter", sig, problem)
+        run = self._runner("scatter", root, sig[1])
+        run.run(send if self.rank == root else None, recv)
+
+    def Allgather(self, sendbuf, recvbuf):
+        """Gather every rank's ``sendbuf`` into every ``recvbuf`` (mirrors ``Comm.Allgather``)."""
+        problem, sig, send, recv = None, (0, 0), None, None
+        try:
+            recv, item, code = _parse_buf(recvbuf, "Allgather recvbuf", self._MPI)
+            if recv.size % self.size:
+                raise InputError(f"Allgather: recvbuf has {recv.size} bytes, not a multiple of "
+                                 f"{self.size} ranks")
+            m = recv.size // self.size
+            if sendbuf is self._IN_PLACE:
+                send = recv[self.rank * m:(self.rank + 1) * m]
+            else:
+                send, sitem, scode = _parse_buf(sendbuf, "Allgather sendbuf", self._MPI, False)
+                if scode != code:
+                    raise InputError("Allgather: sendbuf and recvbuf have different dtypes")
+                if send.size * self.size != recv.size:
+                    raise InputError(f"Allgather: recvbuf has {recv.size} bytes, needs "
+                                     f"{self.size} x {send.size} (ranks x sendbuf)")
+            sig = (m, code)
+        except InputError as exc:
+            problem = str(exc)
+        self._agree("Allgather", sig, problem)
+        key = "allgather"
+        run = self._runner(key, 0, sig[0])
+        run.run(send, recv)
+
+    def Alltoall(self, sendbuf, recvbuf):
+        """The total exchange: piece ``j`` of ``sendbuf`` to rank ``j`` (mirrors ``Comm.Alltoall``)."""
+        problem, sig, send, recv = None, (0, 0), None, None
+        try:
+            recv, item, code = _parse_buf(recvbuf, "Alltoall recvbuf", self._MPI)
+            if recv.size % self.size:
+                raise InputError(f"Alltoall: recvbuf has {recv.size} bytes, not a multiple of "
+                                 f"{self.size} ranks")
+            if sendbuf is self._IN_PLACE:
+                send = recv
+            else:
+                send, sitem, scode = _parse_buf(sendbuf, "Alltoall sendbuf", self._MPI, False)
+                if scode != code:
+                    raise InputError("Alltoall: sendbuf and recvbuf have different dtypes")
+                if send.size != recv.size:
+                    raise InputError(f"Alltoall: sendbuf has {send.size} bytes, recvbuf "
+                                     f"{recv.size}; they must match")
+            sig = (recv.size // self.size, code)
+        except InputError as exc:
+            problem = str(exc)
+        self._agree("Alltoall", sig, problem)
+        run = self._runner("alltoall", 0, sig[0])
+        run.run(send, recv)
+
+    def Alltoallv(self, sendbuf, *args, sdispls=None, rdispls=None):
+        """The total exchange with a count per pair (mirrors ``Comm.Alltoallv``).
+
+        Call as ``Alltoallv(sendbuf, sendcounts, recvbuf, recvcounts)`` (counts in
+        elements; ``sdispls``/``rdispls`` optional, default packed) or mpi4py's
+        ``Alltoallv([sendbuf, counts], [recvbuf, counts])`` (a spec may also hold
+        ``(counts, displs)``).  The counts are first all-gathered over the links, so
+        the ranks that forward a piece know its size.
+        """
+        MPI = self._MPI
+        problem = None
+        send = recv = None
+        R = self.size
+        scounts = rcounts = np.zeros(R, dtype=np.int64)
+        sd = rd = np.zeros(R, dtype=np.int64)
+        item = 1
+        try:
+            if len(args) == 3:
+                sendcounts, recvbuf, recvcounts = args
+                sspec, rspec = (sendbuf, sendcounts, sdispls), (recvbuf, recvcounts, rdispls)
+            elif len(args) == 1:
+                sspec, rspec = _vspec(sendbuf), _vspec(args[0])
+            else:
+                raise InputError("Alltoallv takes (sendbuf, sendcounts, recvbuf, recvcounts) or "
+                                 "([sendbuf, counts], [recvbuf, counts])")
+            recv, item, code = _parse_buf(rspec[0], "Alltoallv recvbuf", MPI)
+            rcounts, rd = _counts(rspec[1], rspec[2], R, "recv")
+            if sspec[0] is self._IN_PLACE:
+                raise InputError("Alltoallv: MPI.IN_PLACE is not supported")
+            send, sitem, scode = _parse_buf(sspec[0], "Alltoallv sendbuf", MPI, False)
+            if scode != code:
+                raise InputError("Alltoallv: sendbuf and recvbuf have different dtypes")
+            scounts, sd = _counts(sspec[1], sspec[2], R, "send")
+            for name, counts, displs, buf in (("send", scounts, sd, send),
+                                              ("recv", rcounts, rd, recv)):
+                end = int(np.max(displs + counts)) * item if R else 0
+                if end > buf.size:
+                    raise InputError(f"Alltoallv: {name}buf has {buf.size // item} elements, "
+                                     f"its counts and displacements reach {end // item}")
+        except InputError as exc:
+            problem = str(exc)
+        # every rank learns every rank's counts: an allgather over the links
+        mine = np.concatenate([scounts, rcounts, [item, 1 if problem else 0]]).astype(np.int64)
+        table = np.zeros((R, mine.size), dtype=np.int64)
+        self._agree("Alltoallv", (mine.size,), None)
+        self._runner("allgather", 0, mine.nbytes).run(mine.view(np.uint8), table.view(np.uint8)
+                                                       .reshape(-1))
+        bad = np.flatnonzero(table[:, -1])
+        if problem:
+            raise InputError(problem)
+        if bad.size:
+            raise InputError(f"Alltoallv: arguments rejected on rank {int(bad[0])} (see its "
+                             "message)")
+        sends, recvs, items = table[:, :R], table[:, R:2 * R], table[:, 2 * R]
+        if np.any(items != items[0]):
+            raise InputError(f"Alltoallv: ranks use different element sizes: {sorted(set(items))}")
+        wrong = np.argwhere(sends != recvs.T)
+        if wrong.size:
+            a, b = (int(x) for x in wrong[0])
+            raise InputError(f"Alltoallv: rank {a} sends {int(sends[a, b])} elements to rank {b}, "
+                             f"which expects {int(recvs[b, a])}")
+        run = self._engine.runner(self.rank, "alltoallv", sends * item, 0, self.variant,
+                                  sdispls=sd * item, rdispls=rd * item, packets=1)
+        run.run(send, recv)
+
+    def Barrier(self):
+        """Synchronise the ranks (a control-plane barrier, under the watchdog)."""
+        self._transport.control("barrier", self._transport.graph.Barrier)
+
+    # -- point to point, neighbours only -------------------------------------------------------
+    def _neighbour(self, peer, what):
+        if self.q != 1:
+            raise InputError(f"{what}: point-to-point needs one node per rank "
+                             f"(this communicator plays {self.q} nodes per rank)")
+        if peer not in self._transport._peer_set:
+            raise LinkError(self.rank, peer, self.topology.spec, what.lower())
+        return peer
+
+    def _count(self, dst, nbytes):
+        m, b = self._p2p.get((self.rank, dst), (0, 0))
+        self._p2p[(self.rank, dst)] = (m + 1, b + nbytes)
+
+    def Send(self, buf, dest, tag=0):
+        """Send to neighbour ``dest`` (a :class:`~dualmpi.errors.LinkError` for any other rank)."""
+        self._neighbour(dest, "Send")
+        raw, _, _ = _parse_buf(buf, "Send buf", self._MPI, False)
+        self._count(dest, raw.size)
+        self._transport.control(f"Send to rank {dest}", self._transport.graph.Send,
+                                [raw, self._MPI.BYTE], dest, tag)
+
+    def Recv(self, buf, source, tag=0, status=None):
+        """Receive from neighbour ``source``.
+
+        The message is probed first: one longer than ``buf`` is taken off the wire (so
+        the sender does not block) and refused with :class:`~dualmpi.errors.DualmpiError`,
+        where MPI itself would truncate (and Open MPI's wheel has crashed).
+        """
+        self._neighbour(source, "Recv")
+        MPI = self._MPI
+        raw, _, _ = _parse_buf(buf, "Recv buf", MPI)
+        graph = self._transport.graph
+        probe = MPI.Status()
+        self._transport.control(f"Recv from rank {source}", graph.Probe, source, tag, probe)
+        count = probe.Get_count(MPI.BYTE)
+        if count > raw.size:
+            graph.Recv([np.empty(count, np.uint8), MPI.BYTE], source, tag)
+            raise DualmpiError(f"rank {self.rank}: receive buffer too small: rank {source} sent "
+                               f"{count} bytes, the buffer has {raw.size}")
+        graph.Recv([raw, MPI.BYTE], source, tag, status)
+
+    def Isend(self, buf, dest, tag=0):
+        """Start a send to neighbour ``dest``; returns an :class:`mpi4py.MPI.Request`."""
+        self._neighbour(dest, "Isend")
+        raw, _, _ = _parse_buf(buf, "Isend buf", self._MPI, False)
+        self._count(dest, raw.size)
+        return self._transport.graph.Isend([raw, self._MPI.BYTE], dest, tag)
+
+    def Irecv(self, buf, source, tag=0):
+        """Start a receive from neighbour ``source``; returns an :class:`mpi4py.MPI.Request`."""
+        self._neighbour(source, "Irecv")
+        raw, _, _ = _parse_buf(buf, "Irecv buf", self._MPI)
+        return self._transport.graph.Irecv([raw, self._MPI.BYTE], source, tag)
+
+    # -- statistics ----------------------------------------------------------------------------
+    def stats(self):
+        """Return what this rank's nodes sent since the last :meth:`reset_stats`.
+
+        A dict: ``collectives`` (calls), ``messages`` and ``bytes`` (link messages and
+        payload bytes leaving this rank's nodes, forwarded ones included),
+        ``rounds`` and ``steps`` (the schedules' hop rounds and paper steps, summed
+        over calls), ``checksum_failures`` (with ``verify``) and ``links``:
+        ``{(u, v): (messages, bytes)}`` per directed link.
+        """
+        links, total = {}, {"collectives": 0, "rounds": 0, "steps": 0, "checksum_failures": 0}
+        if self._engine is not None:
+            total.update(self._engine.retired)
+            links = {k: tuple(v) for k, v in self._engine.retired_links.items()}
+        for run in self._engine.runners() if self._engine else ():
+            if not run.calls:
+                continue
+            b = run.bound
+            for s, d, m, n in zip(b.link_src.tolist(), b.link_dst.tolist(),
+                                  b.link_messages.tolist(), b.link_bytes.tolist()):
+                m0, n0 = links.get((s, d), (0, 0))
+                links[(s, d)] = (m0 + m * run.calls, n0 + n * run.calls)
+            total["collectives"] += run.calls
+            total["rounds"] += run.hop_rounds * run.calls
+            total["steps"] += run.steps * run.calls
+            total["checksum_failures"] += run.checksum_failures
+        for key, (m, n) in self._p2p.items():
+            m0, n0 = links.get(key, (0, 0))
+            links[key] = (m0 + m, n0 + n)
+        out = dict(total)
+        base = self._baseline or {}
+        for name in total:
+            out[name] -= base.get(name, 0)
+        blinks = base.get("links", {})
+        out["links"] = {k: (m - blinks.get(k, (0, 0))[0], n - blinks.get(k, (0, 0))[1])
+                        for k, (m, n) in links.items()
+                        if (m, n) != blinks.get(k, (0, 0))}
+        out["messages"] = sum(m for m, _ in out["links"].values())
+        out["bytes"] = sum(n for _, n in out["links"].values())
+        return out
+
+    def reset_stats(self):
+        """Start counting :meth:`stats` from zero."""
+        self._baseline = None
+        self._baseline = {**self.stats(), "links": {}}
+        self._baseline["links"] = self._raw_links()
+
+    def _raw_links(self):
+        base, self._baseline = self._baseline, None
+        links = self.stats()["links"]
+        self._baseline = base
+        return links
+
+    # -- for dualmpi's own clients (run, bench, soak) ---------------------------------------------
+    def _collective(self, name, send, recv, nbytes, root=0):
+        """Run schedule ``name`` (e.g. ``"ring-allreduce"``) on uint8 buffers; no argument checks."""
+        self._agree("Alltoallv", (zlib.crc32(name.encode()), nbytes), None)
+        self._runner(name, root, nbytes).run(send, recv)
+
+    def _control_allreduce(self, send, recv, op):
+        """An ``Allreduce`` of control data (counts, times, verdicts) under the watchdog."""
+        self._transport.control("a control-plane reduction", self._transport.graph.Allreduce,
+                                send, recv, op)
+
+    def _key(self, coll):
+        """Return ``(collective, algorithm)`` of a CLI collective name."""
+        if coll == "ring-allgather":
+            return "allgather", "ring"
+        return coll, self.algorithms.get(coll)
+
+    def _counts(self, coll, root=0):
+        """Return ``(hop rounds, steps)`` of collective ``coll`` (root a rank)."""
+        name, algorithm = self._key(coll)
+        return self._engine.counts(name, root * self.q, self.variant, algorithm)
+
+    def _algorithm(self, coll, root=0):
+        """Return the name of the algorithm that runs ``coll``."""
+        name, algorithm = self._key(coll)
+        return self._engine.schedule(name, root * self.q, self.variant, algorithm).algorithm
+
+    def _packets_for(self, coll, nbytes, root=0):
+        """Return the pieces each block of ``coll`` is cut into at ``nbytes``."""
+        name, _ = self._key(coll)
+        run = self._runner(name if coll != "ring-allreduce" else coll, root, nbytes)
+        return run.bound.packets
+
+    def _verify_blocks(self, base, got, want, root=0):
+        """Count the node-level blocks this rank's nodes hold correctly after a collective.
+
+        ``got`` is the user-visible result (the buffer of ``bcast``), ``want`` what it must
+        be.  Returns ``(delivered, expected, missing)`` counting, as the papers do, each
+        block a node must end with but did not start with; on a network with faults only
+        the blocks that can still arrive.  With several nodes per rank the other nodes'
+        copies (bcast, allgather) are checked in the engine's store too.
+        """
+        from .collectives.schedule import expected_blocks
+        from .engine.layout import Layout
+
+        topo, q, me, R = self.topology, self.q, self.rank, self.size
+        p = topo.num_nodes
+        nbytes = want.size if base == "bcast" else want.size // (R if base != "scatter" else 1)
+        if base == "allreduce":
+            nbytes = want.size // p
+        lay = Layout(base, p, q, nbytes, root)
+        node, origin, target, off = lay.outputs(me)
+        faulty = hasattr(topo, "alive")
+        if base == "bcast" and me == root:
+            node, origin, target, off = lay.inputs(me)
+        size = lay.size(origin, target)
+        expected = 0
+        wanted = []
+        for u in self.nodes:
+            keys = [k for k in expected_blocks(base, topo, root * q, u) if k[0] != u]
+            expected += len(keys)
+            wanted.append(set(keys))
+        if not faulty and np.array_equal(got, want):
+            bad = 0
+        else:
+            bad = 0
+            for u, o, t, a, n in zip(node.tolist(), origin.tolist(), target.tolist(),
+                                     off.tolist(), size.tolist()):
+                if (o, t) in wanted[u - self.nodes[0]] and not np.array_equal(got[a:a + n],
+                                                                              want[a:a + n]):
+                    bad += 1
+        if q > 1 and base in ("bcast", "allgather"):
+            bad += self._node_copies_differ(base, nbytes, root, origin, target, wanted)
+        return expected - bad, expected, bad
+
+    def _node_copies_differ(self, base, nbytes, root, origin, target, wanted):
+        """Return how many blocks the rank's other nodes hold differently from its first node."""
+        run = self._runner(base, root, nbytes)
+        plan, bound = run.plan, run.bound
+        store = run.store
+        first = self.nodes[0]
+        ref = plan.find(np.full(origin.size, first), origin, target)
+        bad = 0
+        for i, u in enumerate(self.nodes):
+            if u == first and not (base == "bcast" and self.rank == root):
+                continue
+            slots = plan.find(np.full(origin.size, u), origin, target)
+            for k, (s, r) in enumerate(zip(slots.tolist(), ref.tolist())):
+                key = (int(origin[k]), int(target[k]))
+                if key not in wanted[i]:
+                    continue
+                if s < 0 or r < 0:
+                    bad += 1
+                    continue
+                a, b, n = int(bound.slot_offset[s]), int(bound.slot_offset[r]), \
+                    int(bound.slot_size[s])
+                if not np.array_equal(store[a:a + n], store[b:b + n]):
+                    bad += 1
+        return bad
+
+    # -- internals -----------------------------------------------------------------------------
+    def _root(self, root):
+        if isinstance(root, bool) or not isinstance(root, (int, np.integer)):
+            raise InputError(f"bad root {root!r}: an integer rank")
+        if not 0 <= root < self.size:
+            raise InputError(f"bad root {root}: the communicator has ranks 0..{self.size - 1}")
+        return int(root)
+
+    def _agree(self, name, sig, problem):
+        """Check that every rank called ``name`` alike; raise the same error on every rank.
+
+        Done the first time a signature is seen (all ranks of a correct program see
+        signatures in the same order); later calls with a known signature skip it.
+        """
+        key = (name, sig)
+        if problem is None and key in self._agreed:
+            return
+        MPI = self._MPI
+        if self._engine is None:
+            raise DualmpiError(f"{name}: the communicator was freed")
+        vec = np.array([_CODES[name], *sig, 0], dtype=np.int64)
+        width = 8
+        flat = np.zeros(width, dtype=np.int64)
+        flat[:min(width - 1, vec.size - 1)] = vec[:min(width - 1, vec.size - 1)]
+        flat[-1] = self.rank + 1 if problem else 0
+        both = np.concatenate([flat, -flat])
+        out = np.zeros_like(both)
+        graph = self._transport.graph
+        self._transport.control(f"{name} argument check", graph.Allreduce, both, out, MPI.MAX)
+        hi, lo = out[:width], -out[width:]
+        if problem:
+            raise InputError(problem)
+        if hi[-1]:
+            raise InputError(f"{name}: arguments rejected on rank {int(hi[-1]) - 1} (see its "
+                             "message)")
+        fields = ("collective", *_FIELDS.get(name, ()))
+        for i, field in enumerate(fields):
+            if hi[i] != lo[i]:
+                raise InputError(f"{name}: ranks disagree on the {field} "
+                                 f"(from {int(lo[i])} to {int(hi[i])})")
+        self._agreed.add(key)
+
+    def _runner(self, collective, root, nbytes):
+        if self._engine is None:
+            raise DualmpiError(f"{collective}: the communicator was freed")
+        return self._engine.runner(self.rank, collective, nbytes, root, self.variant,
+                                   self.algorithms.get(collective),
+                                   packets=None if self.packets == "auto" else self.packets)
+
+
+_FIELDS = {"Bcast": ("root", "message size", "datatype"),
+           "Scatter": ("root", "piece size", "datatype"),
+           "Allgather": ("piece size", "datatype"),
+           "Alltoall": ("piece size", "datatype"),
+           "Alltoallv": ("count vector",)}
+
+
+def _vspec(spec):
+    """Split an mpi4py v-buffer spec ``[buf, counts]`` / ``[buf, (counts, displs)]`` (+ datatype)."""
+    if not isinstance(spec, (list, tuple)) or len(spec) < 2:
+        raise InputError("Alltoallv: each buffer spec is [buf, counts] or [buf, (counts, displs)]")
+    buf, counts = spec[0], spec[1]
+    displs = None
+    if isinstance(counts, tuple) and len(counts) == 2 and not np.isscalar(counts[0]):
+        counts, displs = counts
+    rest = list(spec[2:])
+    return ([buf, *rest] if rest else buf), counts, displs
+
+
+def _counts(counts, displs, ranks, what):
+    """Return counts and displacements as int64 arrays of one entry per rank."""
+    c = np.asarray(counts)
+    if c.shape != (ranks,) or not np.issubdtype(c.dtype, np.integer) or np.any(c < 0):
+        raise InputError(f"Alltoallv: {what}counts must be {ranks} non-negative integers")
+    c = c.astype(np.int64)
+    if displs is None:
+        d = np.zeros(ranks, dtype=np.int64)
+        np.cumsum(c[:-1], out=d[1:])
+    else:
+        d = np.asarray(displs)
+        if d.shape != (ranks,) or not np.issubdtype(d.dtype, np.integer) or np.any(d < 0):
+            raise InputError(f"Alltoallv: {what} displacements must be {ranks} non-negative "
+                             "integers")
+        d = d.astype(np.int64)
+    return c, d
+
+
+def _nodes_per_rank(topo, size, q):
+    """Return the nodes each rank plays, or raise :class:`RankCountError` (every rank alike)."""
+    p = topo.num_nodes
+    if size > p:
+        raise RankCountError(
+            f"{topo.spec} has {p} nodes but the job has {size} ranks; run it with "
+            f"mpiexec -n {p} (one node per rank) or a divisor of {p}")
+    if q is None:
+        if p % size:
+            raise RankCountError(
+                f"{topo.spec} has {p} nodes, which cannot be spread evenly over {size} ranks; "
+                f"use a rank count that divides {p}")
+        return p // size
+    if isinstance(q, bool) or not isinstance(q, (int, np.integer)) or q < 1:
+        raise RankCountError(f"nodes_per_rank must be at least 1, got {q!r}")
+    if q * size != p:
+        hint = p // q if p % q == 0 else f"a divisor of {p}"
+        raise RankCountError(f"{topo.spec} has {p} nodes, but {size} ranks with {q} nodes each "
+                             f"play {q * size}; run {hint} ranks")
+    return int(q)
+
+
+def _shape(shape):
+    """Return ``(ts, tw, th)`` from a tuple or ``ts=..,tw=..,th=..`` text, or None."""
+    if shape is None:
+        return None
+    if isinstance(shape, str):
+        from .executors.clock import parse_shape
+
+        try:
+            d = parse_shape(shape)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        return (d["ts"], d["tw"], d["th"])
+    if hasattr(shape, "ts"):
+        return (shape.ts, shape.tw, shape.th)
+    ts, tw, th = (float(x) for x in shape)
+    return (ts, tw, th)
+
+
+def _packets(packets):
+    """Validate the ``packets`` option."""
+    if packets == "auto":
+        return packets
+    if isinstance(packets, bool) or not isinstance(packets, (int, np.integer)) or \
+            not 1 <= packets <= 1024:
+        raise InputError(f"bad packets {packets!r}: 'auto' or 1..1024")
+    return int(packets)

@@ -1,0 +1,189 @@
+"""The engine: compiles a collective once per mapping and size, then runs the bound plan (no MPI).
+
+:class:`Engine` owns the caches — structural plans per (collective, root, variant),
+bound plans per byte sizes — and hands a bound plan to its transport, which turns it
+into something that runs (:class:`~dualmpi.engine.mpi.MPITransport`: persistent
+requests on the graph communicator; :class:`~dualmpi.engine.local.LocalTransport`:
+all ranks in one process).  Nothing here imports :mod:`mpi4py`.
+"""
+
+from collections import OrderedDict
+
+import numpy as np
+
+from ..collectives import build_schedule
+from ..collectives.schedule import COLLECTIVES
+from ..errors import DualmpiError
+from ..topology import DualCube, Hypercube, MetaCube
+from .arrays import alltoall_arrays, from_schedule
+from .layout import Layout
+from .plan import compile_rank
+
+__all__ = ["Engine", "array_schedule", "copy_segments", "CACHE_SIZE"]
+
+#: Bound plans kept per engine (least recently used dropped first).
+CACHE_SIZE = 64
+
+#: Networks whose total exchange is built vectorised (no Transfer objects).
+_VECTOR_ALLTOALL = (Hypercube, DualCube, MetaCube)
+
+
+def array_schedule(topo, collective, root=0, variant="corrected", algorithm=None):
+    """Return the :class:`~dualmpi.engine.arrays.ArraySchedule` of a collective on ``topo``.
+
+    ``alltoall`` and ``alltoallv`` share the total exchange; on hypercubes, dual-cubes and
+    metacubes it is built with numpy (fast for thousands of nodes), elsewhere from the
+    schedule.  ``algorithm="ring"`` selects the Hamiltonian-ring allgather.
+    """
+    if collective == "alltoallv":
+        collective = "alltoall"
+    if algorithm == "ring" and collective == "allgather":
+        collective = "ring-allgather"
+    elif algorithm not in (None, "default"):
+        raise DualmpiError(f"no algorithm {algorithm!r} for {collective} (choose default"
+                           + (" or ring)" if collective == "allgather" else ")"))
+    if collective == "alltoall" and type(topo) in _VECTOR_ALLTOALL:
+        return alltoall_arrays(topo, variant)
+    return from_schedule(build_schedule(collective, topo, root, variant))
+
+
+def copy_segments(dst, src, segments):
+    """Copy ``(dst_offset, src_offset, length)`` segments from byte array ``src`` into ``dst``."""
+    a, b, n = segments
+    for i in range(a.size):
+        x, y, k = int(a[i]), int(b[i]), int(n[i])
+        dst[x:x + k] = src[y:y + k]
+
+
+class Engine:
+    """Compiled-plan collectives for one rank (or, with the local transport, every rank).
+
+    Parameters
+    ----------
+    topo : Topology
+        The network; ``topo.num_nodes`` must be ``ranks * q``.
+    q : int
+        Nodes per rank (block mapping: rank ``r`` plays ``r*q .. r*q + q - 1``).
+    transport : object
+        Builds runners from bound plans (see the module docstring).
+    packets_above : int or None
+        Pipeline messages whose largest block exceeds this many bytes (cut-through
+        switching; ``None``: never).
+    packet_bytes : int
+        Target piece size when pipelining.
+    """
+
+    def __init__(self, topo, q, transport, packets_above=None, packet_bytes=1 << 16,
+                 max_packets=16, **options):
+        self.topo, self.q, self.transport = topo, q, transport
+        self.options = options
+        #: What runners dropped from the cache had counted: ``{(src, dst): [messages, bytes]}``
+        #: and ``{"collectives", "rounds", "steps", "checksum_failures"}``.
+        self.retired_links, self.retired = {}, dict.fromkeys(
+            ("collectives", "rounds", "steps", "checksum_failures"), 0)
+        self.ranks = topo.num_nodes // q
+        self.packets_above, self.packet_bytes, self.max_packets = (packets_above, packet_bytes,
+                                                                   max_packets)
+        self._schedules = {}
+        self._plans = {}
+        self._bound = OrderedDict()
+
+    def schedule(self, collective, root=0, variant="corrected", algorithm=None):
+        """Return the cached array schedule of ``collective`` (root a *node*)."""
+        key = (collective if collective != "alltoallv" else "alltoall", root
+               if collective in ("bcast", "scatter") else None, variant, algorithm)
+        if key not in self._schedules:
+            self._schedules[key] = array_schedule(self.topo, collective, root, variant, algorithm)
+        return self._schedules[key]
+
+    def counts(self, collective, root=0, variant="corrected", algorithm=None):
+        """Return ``(hop rounds, steps)``: the rounds and paper steps in which some node sends."""
+        sched = self.schedule(collective, root, variant, algorithm)
+        busy = [r for r in sched.rounds if r.size]
+        return len(busy), len({r.step for r in busy})
+
+    def rank_plan(self, rank, collective, root_rank=0, variant="corrected", algorithm=None):
+        """Return the cached structural plan of ``rank`` (``root_rank`` a *rank*)."""
+        key = (rank, collective, root_rank, variant, algorithm)
+        if key not in self._plans:
+            sched = self.schedule(collective, root_rank * self.q, variant, algorithm)
+            plan = compile_rank(sched, self.q, rank, root_rank)
+            plan.collective = collective
+            self._plans[key] = plan
+        return self._plans[key]
+
+    def packets_for(self, layout, collective):
+        """Return how many pieces each row is cut into for ``layout`` (1: no pipelining)."""
+        if self.packets_above is None or collective == "alltoallv":
+            return 1
+        biggest = int(np.max(layout.size(np.zeros(1, np.int64), np.zeros(1, np.int64))))
+        if collective in ("alltoall", "scatter", "allgather"):
+            biggest = layout.nbytes  # a rank's piece bounds every block
+        if biggest <= self.packets_above:
+            return 1
+        return int(min(self.max_packets, -(-biggest // self.packet_bytes)))
+
+    def runner(self, rank, collective, nbytes, root_rank=0, variant="corrected", algorithm=None,
+               sdispls=None, rdispls=None, packets=None):
+        """Return the transport's runner of one collective and size (cached)."""
+        if sdispls is None and rdispls is None and isinstance(nbytes, int):
+            sig = (rank, collective, root_rank, variant, algorithm, nbytes, packets)
+        else:
+            sig = (rank, collective, root_rank, variant, algorithm, _hashable(nbytes),
+                   _hashable(sdispls), _hashable(rdispls), packets)
+        hit = self._bound.get(sig)
+        if hit is not None:
+            self._bound.move_to_end(sig)
+            return hit
+        plan = self.rank_plan(rank, collective, root_rank, variant, algorithm)
+        layout = Layout("allreduce" if collective == "ring-allreduce" else collective,
+                        self.topo.num_nodes, self.q, nbytes, root_rank, sdispls, rdispls)
+        if packets is None:
+            packets = self.packets_for(layout, collective)
+        bound = plan.bind(layout, packets)
+        run = self.transport.prepare(bound, plan, **self.options)
+        run.hop_rounds, run.steps = self.counts(collective, root_rank * self.q, variant, algorithm)
+        self._bound[sig] = run
+        while len(self._bound) > CACHE_SIZE:
+            _, old = self._bound.popitem(last=False)
+            self._retire(old)
+            old.free()
+        return run
+
+    def _retire(self, run):
+        """Keep the counts of a runner leaving the cache (for statistics)."""
+        if not run.calls:
+            return
+        b = run.bound
+        for s, d, m, n in zip(b.link_src.tolist(), b.link_dst.tolist(), b.link_messages.tolist(),
+                              b.link_bytes.tolist()):
+            acc = self.retired_links.setdefault((s, d), [0, 0])
+            acc[0] += m * run.calls
+            acc[1] += n * run.calls
+        self.retired["collectives"] += run.calls
+        self.retired["rounds"] += run.hop_rounds * run.calls
+        self.retired["steps"] += run.steps * run.calls
+        self.retired["checksum_failures"] += getattr(run, "checksum_failures", 0)
+
+    def runners(self):
+        """Return every cached runner (for statistics)."""
+        return list(self._bound.values())
+
+    def free(self):
+        """Release every runner's resources."""
+        while self._bound:
+            _, run = self._bound.popitem()
+            run.free()
+
+
+def _hashable(x):
+    """Return a hashable stand-in for sizes and displacements."""
+    if x is None or isinstance(x, (int, np.integer)):
+        return None if x is None else int(x)
+    arr = np.asarray(x, dtype=np.int64)
+    return (arr.shape, arr.tobytes())
+
+
+def collectives_supported():
+    """Return the collectives the engine runs (the papers' four and alltoallv)."""
+    return COLLECTIVES + ("alltoallv",)

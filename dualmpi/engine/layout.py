@@ -1,0 +1,201 @@
+"""Where the user's buffers meet the network's blocks: sizes and offsets per collective (pure).
+
+A communicator of ``R`` ranks runs a collective of the network's ``p = R*q`` nodes;
+rank ``r`` plays nodes ``r*q .. r*q + q - 1`` (block mapping).  The user's buffers are
+those of the matching MPI call on the ranks; a :class:`Layout` says which bytes of
+them each node-level block is:
+
+* ``bcast``: the block ``(root node, ALL)`` is the whole buffer; the root node is the
+  root rank's first node; every rank copies the result out of its first node.
+* ``scatter``: rank ``d``'s piece of the root's send buffer is split over ``d``'s
+  ``q`` nodes, as evenly as bytes allow (:func:`split_sizes`).
+* ``allgather``: a rank's contribution is split over its ``q`` nodes.
+* ``alltoall`` / ``alltoallv``: the piece rank ``a`` sends rank ``b`` is split into
+  ``q*q`` sub-blocks, sub-block ``i*q + j`` going from node ``a*q + i`` to node
+  ``b*q + j``.
+* ``allreduce``: ``p`` segments of the vector, segment ``j`` a reduction block
+  ``(REDUCED, j)`` (used by the ring allreduce).
+
+With ``q = 1`` every block is exactly the piece of the MPI call.
+"""
+
+import numpy as np
+
+from ..collectives.schedule import ALL, REDUCED
+
+__all__ = ["split_sizes", "split_offsets", "Layout", "COLLECTIVE_LAYOUTS"]
+
+#: Collectives whose user buffers a :class:`Layout` describes.
+COLLECTIVE_LAYOUTS = ("bcast", "scatter", "allgather", "alltoall", "alltoallv", "allreduce")
+
+
+def split_sizes(total, parts, index):
+    """Return the size of part ``index`` when ``total`` bytes are split into ``parts``.
+
+    The first ``total % parts`` parts are one byte longer.  Elementwise on arrays.
+
+    >>> [int(split_sizes(10, 4, i)) for i in range(4)]
+    [3, 3, 2, 2]
+    """
+    total = np.asarray(total, dtype=np.int64)
+    index = np.asarray(index, dtype=np.int64)
+    return total // parts + (index < total % parts)
+
+
+def split_offsets(total, parts, index):
+    """Return where part ``index`` starts when ``total`` bytes are split into ``parts``.
+
+    >>> [int(split_offsets(10, 4, i)) for i in range(4)]
+    [0, 3, 6, 8]
+    """
+    total = np.asarray(total, dtype=np.int64)
+    index = np.asarray(index, dtype=np.int64)
+    return index * (total // parts) + np.minimum(index, total % parts)
+
+
+class Layout:
+    """The byte layout of one collective call on ``R`` ranks of ``q`` nodes each.
+
+    Parameters
+    ----------
+    collective : str
+        One of :data:`COLLECTIVE_LAYOUTS`.
+    p, q : int
+        Network nodes and nodes per rank.
+    nbytes : int or numpy.ndarray
+        ``bcast``: the buffer's bytes; ``scatter``, ``allgather``, ``alltoall``: the
+        bytes of one rank's piece; ``allreduce``: the bytes of one segment;
+        ``alltoallv``: the ``R x R`` matrix of bytes rank ``a`` sends rank ``b``.
+    root : int
+        The root *rank* of bcast and scatter.
+    sdispls, rdispls : numpy.ndarray, optional
+        ``alltoallv``: this rank's byte displacements of each piece (default: packed).
+
+    Examples
+    --------
+    >>> lay = Layout("alltoall", p=4, q=2, nbytes=8)
+    >>> lay.size(np.array([0, 1]), np.array([2, 3])).tolist()
+    [2, 2]
+    >>> nodes, origin, target, offset = lay.inputs(0)
+    >>> offset[:4].tolist()
+    [0, 2, 8, 10]
+    """
+
+    def __init__(self, collective, p, q, nbytes, root=0, sdispls=None, rdispls=None):
+        self.collective, self.p, self.q = collective, p, q
+        self.ranks = p // q
+        self.root = root
+        self.root_node = root * q
+        if collective == "alltoallv":
+            self.matrix = np.asarray(nbytes, dtype=np.int64).reshape(self.ranks, self.ranks)
+            self.sdispls, self.rdispls = sdispls, rdispls
+        else:
+            self.nbytes = int(nbytes)
+
+    # -- sizes -------------------------------------------------------------------------------
+    def size(self, origin, target):
+        """Return the bytes of blocks ``(origin, target)`` (arrays of node ids)."""
+        origin = np.asarray(origin, dtype=np.int64)
+        target = np.asarray(target, dtype=np.int64)
+        q, coll = self.q, self.collective
+        if coll == "bcast":
+            return np.full(origin.shape, self.nbytes, dtype=np.int64)
+        if coll == "scatter":
+            return split_sizes(self.nbytes, q, target % q)
+        if coll == "allgather":
+            return split_sizes(self.nbytes, q, origin % q)
+        if coll == "allreduce":
+            return np.full(origin.shape, self.nbytes, dtype=np.int64)
+        if coll == "alltoall":
+            return split_sizes(self.nbytes, q * q, (origin % q) * q + target % q)
+        return split_sizes(self.matrix[origin // q, target // q], q * q,
+                           (origin % q) * q + target % q)
+
+    # -- the user's buffers ------------------------------------------------------------------
+    def inputs(self, rank):
+        """Return ``(node, origin, target, offset)`` of the blocks rank ``rank`` copies in.
+
+        ``offset`` is the block's first byte in the user's send buffer (the buffer of
+        ``bcast``).  Empty where the rank contributes nothing (a non-root rank).
+        """
+        q, p, coll = self.q, self.p, self.collective
+        mine = np.arange(rank * q, (rank + 1) * q, dtype=np.int64)
+        every = np.arange(p, dtype=np.int64)
+        if coll == "bcast":
+            if rank != self.root:
+                return _none()
+            return _rows([self.root_node], [self.root_node], [ALL], [0])
+        if coll == "scatter":
+            if rank != self.root:
+                return _none()
+            off = (every // q) * self.nbytes + split_offsets(self.nbytes, q, every % q)
+            return _rows(np.full(p, self.root_node), np.full(p, self.root_node), every, off)
+        if coll == "allgather":
+            return _rows(mine, mine, np.full(q, ALL), split_offsets(self.nbytes, q, mine % q))
+        if coll == "allreduce":
+            node = np.repeat(mine, p)
+            seg = np.tile(every, q)
+            return _rows(node, np.full(node.size, REDUCED), seg, seg * self.nbytes)
+        node = np.repeat(mine, p)
+        target = np.tile(every, q)
+        sub = (node % q) * q + target % q
+        if coll == "alltoall":
+            base = (target // q) * self.nbytes
+            off = base + split_offsets(self.nbytes, q * q, sub)
+        else:
+            row = self.matrix[rank]
+            displs = _displs(row, self.sdispls)
+            off = displs[target // q] + split_offsets(row[target // q], q * q, sub)
+        return _rows(node, node, target, off)
+
+    def outputs(self, rank):
+        """Return ``(node, origin, target, offset)`` of the blocks rank ``rank`` copies out.
+
+        ``offset`` is the block's first byte in the user's receive buffer (the buffer
+        of ``bcast``; nothing at the root, whose buffer already holds the data).
+        """
+        q, p, coll = self.q, self.p, self.collective
+        mine = np.arange(rank * q, (rank + 1) * q, dtype=np.int64)
+        every = np.arange(p, dtype=np.int64)
+        if coll == "bcast":
+            if rank == self.root:
+                return _none()
+            return _rows([rank * q], [self.root_node], [ALL], [0])
+        if coll == "scatter":
+            return _rows(mine, np.full(q, self.root_node), mine,
+                         split_offsets(self.nbytes, q, mine % q))
+        if coll == "allgather":
+            off = (every // q) * self.nbytes + split_offsets(self.nbytes, q, every % q)
+            return _rows(np.full(p, rank * q), every, np.full(p, ALL), off)
+        if coll == "allreduce":
+            node = np.full(p, rank * q)
+            return _rows(node, np.full(p, REDUCED), every, every * self.nbytes)
+        node = np.tile(mine, p)
+        origin = np.repeat(every, q)
+        sub = (origin % q) * q + node % q
+        if coll == "alltoall":
+            off = (origin // q) * self.nbytes + split_offsets(self.nbytes, q * q, sub)
+        else:
+            col = self.matrix[:, rank]
+            displs = _displs(col, self.rdispls)
+            off = displs[origin // q] + split_offsets(col[origin // q], q * q, sub)
+        return _rows(node, origin, node, off)
+
+
+def _displs(counts, displs):
+    """Return byte displacements: ``displs`` when given, else the packed prefix sums."""
+    if displs is not None:
+        return np.asarray(displs, dtype=np.int64)
+    out = np.zeros(len(counts), dtype=np.int64)
+    np.cumsum(counts[:-1], out=out[1:])
+    return out
+
+
+def _rows(node, origin, target, offset):
+    """Return the four columns as int64 arrays."""
+    return tuple(np.asarray(c, dtype=np.int64) for c in (node, origin, target, offset))
+
+
+def _none():
+    """Return four empty int64 columns."""
+    return _rows([], [], [], [])

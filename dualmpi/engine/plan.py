@@ -1,0 +1,415 @@
+"""The plan compiler: an array schedule becomes one rank's rounds of byte segments (pure, numpy).
+
+Compilation has two stages, so a plan is built once per collective and mapping and
+reused for every message size:
+
+1. :func:`compile_rank` (structure): which of the schedule's rows this rank sends,
+   receives or moves between its own nodes, round by round, and a *slot* for every
+   block each of its nodes holds — the blocks it starts with, those it receives and
+   those it delivers.  One working buffer (the *store*) holds all slots; a received
+   block lands in its slot and is forwarded from there (no copies on the way).
+2. :meth:`RankPlan.bind` (sizes): slot sizes and offsets in the store, and for every
+   round and peer rank the byte segments of the one message exchanged with that peer
+   (the rows between two ranks in one round travel together, in schedule order; with
+   one node per rank that is exactly one link message).  Optionally every row is cut
+   into ``packets`` pieces that follow each other one round apart (pipelining: a
+   forwarding node passes piece ``j`` on while piece ``j + 1`` arrives), which is
+   cut-through switching for routed messages and a pipelined tree for broadcasts.
+
+Link checks happen before: every row of an :class:`~dualmpi.engine.arrays.ArraySchedule`
+is a link.  The counts of messages and bytes per directed link are computed here, at
+compile time, so running a plan counts nothing.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import DualmpiError
+from .arrays import block_key, key_space
+from .layout import Layout
+
+__all__ = ["RankPlan", "BoundPlan", "BoundRound", "compile_rank", "merge_segments"]
+
+
+def _concat(rounds, attr):
+    """Concatenate one column over all rounds."""
+    parts = [getattr(r, attr) for r in rounds]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+@dataclass
+class RankPlan:
+    """One rank's share of a schedule, independent of message sizes (see :func:`compile_rank`).
+
+    Row arrays (int64) are grouped by kind: ``send_*`` rows leave this rank, ``recv_*``
+    rows arrive from another rank, ``local_*`` rows move between two of its own nodes.
+    Each has the round, the peer rank (sends/receives), slot ids and the block
+    ``(origin, target)`` whose size decides the bytes.
+    """
+
+    collective: str
+    p: int
+    q: int
+    rank: int
+    root: object
+    num_rounds: int
+    slot_codes: np.ndarray
+    slot_kinds: np.ndarray
+    scratch: int
+    send: dict
+    recv: dict
+    local: dict
+    inputs: tuple
+    outputs: tuple
+    reduce_rounds: np.ndarray
+    links: dict = field(default_factory=dict)
+
+    @property
+    def num_slots(self):
+        """Slots in the store (blocks held by this rank's nodes, transit and scratch buffers)."""
+        return int(self.slot_codes.size) + self.scratch
+
+    def slot_blocks(self):
+        """Return ``(origin, target, is_block)`` per regular slot (transit slots: not blocks)."""
+        p = self.p
+        key = self.slot_codes % key_space(p)
+        is_block = key < (p + 2) * (p + 1)
+        return key // (p + 1) - 2, key % (p + 1) - 1, is_block
+
+    def find(self, nodes, origin, target):
+        """Return the slot ids of blocks ``(origin, target)`` held by ``nodes`` (-1: none)."""
+        p = self.p
+        codes = np.asarray(nodes, dtype=np.int64) * key_space(p) + block_key(
+            p, np.asarray(origin, dtype=np.int64), np.asarray(target, dtype=np.int64))
+        if self.slot_codes.size == 0:
+            return np.full(codes.shape, -1, dtype=np.int64)
+        sorter = np.argsort(self.slot_codes, kind="stable")
+        pos = np.minimum(np.searchsorted(self.slot_codes, codes, sorter=sorter),
+                         self.slot_codes.size - 1)
+        found = sorter[pos]
+        return np.where(self.slot_codes[found] == codes, found, -1)
+
+    def bind(self, layout, packets=1):
+        """Return the :class:`BoundPlan` for the sizes of ``layout`` (a :class:`Layout`).
+
+        ``packets > 1`` pipelines: every row becomes ``packets`` pieces, piece ``j`` of
+        a row of round ``k`` moving in round ``k + j``.
+        """
+        return _bind(self, layout, max(1, int(packets)))
+
+
+@dataclass
+class BoundRound:
+    """One round of a bound plan: per peer the segments of one message, local moves, combines."""
+
+    index: int
+    sends: list
+    recvs: list
+    copies: tuple
+    combines: tuple
+
+
+@dataclass
+class BoundPlan:
+    """A rank plan with byte offsets: everything a transport needs to run it.
+
+    Attributes
+    ----------
+    nbytes : int
+        Size of the store.
+    rounds : list of BoundRound
+        Only the rounds in which this rank does something, in order.
+    copy_in, copy_out : tuple of numpy.ndarray
+        ``(user_offset, store_offset, length)`` segments between the user's buffers
+        and the store.
+    link_src, link_dst, link_messages, link_bytes : numpy.ndarray
+        Messages and bytes one run sends over each directed link that leaves one of
+        this rank's nodes (including links between two of its nodes).
+    """
+
+    nbytes: int
+    rounds: list
+    copy_in: tuple
+    copy_out: tuple
+    link_src: np.ndarray
+    link_dst: np.ndarray
+    link_messages: np.ndarray
+    link_bytes: np.ndarray
+    packets: int = 1
+    #: Byte offset and size of every slot in the store.
+    slot_offset: np.ndarray = None
+    slot_size: np.ndarray = None
+
+
+def compile_rank(sched, q, rank, root_rank=0):
+    """Return rank ``rank``'s :class:`RankPlan` of an :class:`ArraySchedule` with ``q`` nodes per rank.
+
+    Raises :class:`DualmpiError` when a node of this rank would send a block it does not
+    hold at that point (the engine never invents data).
+
+    Examples
+    --------
+    >>> from dualmpi.collectives import build_schedule
+    >>> from dualmpi.engine.arrays import from_schedule
+    >>> from dualmpi.topology import Hypercube
+    >>> a = from_schedule(build_schedule("allgather", Hypercube(2)))
+    >>> plan = compile_rank(a, q=2, rank=0)
+    >>> plan.num_slots, int(plan.send["round"].size), int(plan.local["round"].size)
+    (8, 2, 2)
+    """
+    p = sched.topo.num_nodes
+    if q < 1 or p % q:
+        raise DualmpiError(f"{q} nodes per rank do not divide the {p} nodes of {sched.topo.spec}")
+    ks = key_space(p)
+    rounds = sched.rounds
+    sizes = np.array([r.size for r in rounds], dtype=np.int64)
+    rnd = np.repeat(np.arange(len(rounds), dtype=np.int64), sizes)
+    order = np.arange(rnd.size, dtype=np.int64)
+    src, dst, msg = _concat(rounds, "src"), _concat(rounds, "dst"), _concat(rounds, "msg")
+    origin, target = _concat(rounds, "origin"), _concat(rounds, "target")
+    skey, dkey = _concat(rounds, "src_key"), _concat(rounds, "dst_key")
+    reduce_rounds = np.array([r.reduce for r in rounds], dtype=bool)
+    own_s, own_d = src // q == rank, dst // q == rank
+    keep = own_s | own_d
+    rnd, order, src, dst, msg = rnd[keep], order[keep], src[keep], dst[keep], msg[keep]
+    origin, target, skey, dkey = origin[keep], target[keep], skey[keep], dkey[keep]
+    own_s, own_d = own_s[keep], own_d[keep]
+    reducing = reduce_rounds[rnd] if rnd.size else np.zeros(0, dtype=bool)
+
+    collective = "allreduce" if sched.collective in ("ring-allreduce", "allreduce") else \
+        sched.collective
+    if collective == "ring-allgather":
+        collective = "allgather"
+    lay = Layout(collective, p, q, _zero_sizes(collective, p // q), root_rank)
+    in_rows, out_rows = lay.inputs(rank), lay.outputs(rank)
+    in_codes = in_rows[0] * ks + block_key(p, in_rows[1], in_rows[2])
+    out_codes = out_rows[0] * ks + block_key(p, out_rows[1], out_rows[2])
+    recv_codes = dst[own_d & ~reducing] * ks + dkey[own_d & ~reducing]
+    codes = np.concatenate([in_codes, out_codes, recv_codes])
+    uniq, first = np.unique(codes, return_index=True)
+    slot_codes = codes[np.sort(first)]
+    sorter = np.argsort(slot_codes, kind="stable")
+
+    def lookup(c, what):
+        pos = np.searchsorted(slot_codes, c, sorter=sorter)
+        pos = np.minimum(pos, max(slot_codes.size - 1, 0))
+        found = sorter[pos] if slot_codes.size else pos
+        bad = slot_codes[found] != c if slot_codes.size else np.ones(c.size, dtype=bool)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            node, key = divmod(int(c[i]), ks)
+            raise DualmpiError(f"{sched.collective} on {sched.topo.spec}: node {node} {what} "
+                               f"{_describe(p, key)}, which it does not hold")
+        return found
+
+    src_slot = np.full(rnd.size, -1, dtype=np.int64)
+    dst_slot = np.full(rnd.size, -1, dtype=np.int64)
+    if own_s.any():
+        src_slot[own_s] = lookup(src[own_s] * ks + skey[own_s], "sends")
+    if own_d.any():
+        dst_slot[own_d] = lookup(dst[own_d] * ks + dkey[own_d], "receives into")
+    # a reduction received from another rank lands in a scratch slot, then is combined
+    remote_red = own_d & ~own_s & reducing
+    scratch = int(np.count_nonzero(remote_red))
+    scratch_slot = np.full(rnd.size, -1, dtype=np.int64)
+    scratch_slot[remote_red] = slot_codes.size + np.arange(scratch, dtype=np.int64)
+
+    peer_of_dst, peer_of_src = dst // q, src // q
+    send_m = own_s & ~own_d
+    recv_m = own_d & ~own_s
+    local_m = own_s & own_d
+
+    def pick(mask, **cols):
+        idx = np.flatnonzero(mask)
+        out = {"round": rnd[idx], "order": order[idx], "origin": origin[idx],
+               "target": target[idx]}
+        out.update({k: v[idx] for k, v in cols.items()})
+        return out
+
+    send = pick(send_m, peer=peer_of_dst, slot=src_slot, msg=msg, src=src, dst=dst)
+    recv = pick(recv_m, peer=peer_of_src, slot=np.where(remote_red, scratch_slot, dst_slot),
+                final=dst_slot, reduce=reducing)
+    local = pick(local_m, slot=src_slot, dest=dst_slot, msg=msg, src=src, dst=dst,
+                 reduce=reducing)
+    in_slots = lookup(in_codes, "starts with")
+    out_slots = lookup(out_codes, "delivers")
+    kinds = np.where(slot_codes % ks < (p + 2) * (p + 1), 0, 1)
+    return RankPlan(sched.collective, p, q, rank, sched.root, len(rounds), slot_codes, kinds,
+                    scratch, send, recv, local, (in_slots, in_rows), (out_slots, out_rows),
+                    reduce_rounds)
+
+
+def _zero_sizes(collective, ranks):
+    """Placeholder sizes for the structural layout (only nodes and blocks are used)."""
+    return np.zeros((ranks, ranks), dtype=np.int64) if collective == "alltoallv" else 0
+
+
+def _describe(p, key):
+    """Return a readable name of slot key ``key``."""
+    if key < (p + 2) * (p + 1):
+        return f"block {(key // (p + 1) - 2, key % (p + 1) - 1)}"
+    return "a transit buffer"
+
+
+def merge_segments(group, off, length):
+    """Merge consecutive segments of one group that are adjacent in memory.
+
+    Returns ``(group, offset, length)`` of the merged segments, in order.
+
+    >>> g, o, n = merge_segments(np.array([0, 0, 0, 1]), np.array([0, 4, 10, 14]),
+    ...                          np.array([4, 4, 4, 2]))
+    >>> g.tolist(), o.tolist(), n.tolist()
+    ([0, 0, 1], [0, 10, 14], [8, 4, 2])
+    """
+    if off.size == 0:
+        return group, off, length
+    start = np.ones(off.size, dtype=bool)
+    start[1:] = (group[1:] != group[:-1]) | (off[1:] != off[:-1] + length[:-1])
+    seg = np.cumsum(start) - 1
+    merged = np.zeros(int(seg[-1]) + 1, dtype=np.int64)
+    np.add.at(merged, seg, length)
+    return group[start], off[start], merged
+
+
+def _bind(plan, layout, packets):
+    """Compute slot offsets and every round's segments (see :meth:`RankPlan.bind`)."""
+    p = plan.p
+    origin, target, is_block = plan.slot_blocks()
+    nslots = plan.slot_codes.size
+    size = np.zeros(nslots + plan.scratch, dtype=np.int64)
+    if is_block.any():
+        size[:nslots][is_block] = layout.size(origin[is_block], target[is_block])
+    rows = {name: getattr(plan, name) for name in ("send", "recv", "local")}
+    row_len = {name: layout.size(r["origin"], r["target"]) for name, r in rows.items()}
+    # transit and scratch slots take the largest block they ever hold
+    for name, slots in (("send", ("slot",)), ("recv", ("slot", "final")), ("local", ("slot", "dest"))):
+        for col in slots:
+            s = rows[name][col]
+            if s.size:
+                np.maximum.at(size, s, row_len[name])
+    offset = np.zeros(size.size + 1, dtype=np.int64)
+    np.cumsum(size, out=offset[1:])
+    nbytes = int(offset[-1])
+    offset = offset[:-1]
+
+    # messages and bytes per directed link leaving this rank's nodes (sends and local moves)
+    link_src = np.concatenate([rows["send"]["src"], rows["local"]["src"]])
+    link_dst = np.concatenate([rows["send"]["dst"], rows["local"]["dst"]])
+    link_rnd = np.concatenate([rows["send"]["round"], rows["local"]["round"]])
+    link_msg = np.concatenate([rows["send"]["msg"], rows["local"]["msg"]])
+    link_len = np.concatenate([row_len["send"], row_len["local"]])
+    lsrc, ldst, lmsgs, lbytes = _link_counts(p, link_src, link_dst, link_rnd, link_msg, link_len)
+
+    def expand(r, length, *cols):
+        """Cut rows into pieces: returns round, order, piece, and (offset, length) per column."""
+        n = r["round"].size
+        if packets == 1:
+            return (r["round"], r["order"], np.zeros(n, dtype=np.int64), length,
+                    [offset[r[c]] for c in cols])
+        piece = np.tile(np.arange(packets, dtype=np.int64), n)
+        rep = np.repeat(np.arange(n), packets)
+        total = length[rep]
+        start = total // packets * piece + np.minimum(piece, total % packets)
+        plen = total // packets + (piece < total % packets)
+        return (r["round"][rep] + piece, r["order"][rep], piece, plen,
+                [offset[r[c]][rep] + start for c in cols])
+
+    s_rnd, s_ord, s_pc, s_len, (s_off,) = expand(rows["send"], row_len["send"], "slot")
+    r_rnd, r_ord, r_pc, r_len, (r_off, r_fin) = expand(rows["recv"], row_len["recv"], "slot",
+                                                      "final")
+    l_rnd, l_ord, l_pc, l_len, (l_src, l_dst) = expand(rows["local"], row_len["local"], "slot",
+                                                      "dest")
+    r_red = np.repeat(rows["recv"]["reduce"], packets) if packets > 1 else rows["recv"]["reduce"]
+    l_red = np.repeat(rows["local"]["reduce"], packets) if packets > 1 else rows["local"]["reduce"]
+    s_peer = np.repeat(rows["send"]["peer"], packets) if packets > 1 else rows["send"]["peer"]
+    r_peer = np.repeat(rows["recv"]["peer"], packets) if packets > 1 else rows["recv"]["peer"]
+
+    rounds = {}
+    for kind, rr, oo, pc, peer, off, ln in (("sends", s_rnd, s_ord, s_pc, s_peer, s_off, s_len),
+                                            ("recvs", r_rnd, r_ord, r_pc, r_peer, r_off, r_len)):
+        if rr.size == 0:
+            continue
+        srt = np.lexsort((pc, oo, peer, rr))
+        rr, peer, off, ln = rr[srt], peer[srt], off[srt], ln[srt]
+        key = rr * (plan.p + 1) + peer
+        g, o, n = merge_segments(key, off, ln)
+        # zero-length segments carry nothing, but their message is still sent
+        bounds = np.flatnonzero(np.r_[True, g[1:] != g[:-1], True])
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            k, pr = divmod(int(g[a]), plan.p + 1)
+            keep = n[a:b] > 0
+            rounds.setdefault(k, _new_round(k))[kind].append((pr, o[a:b][keep], n[a:b][keep]))
+    for kind, rr, oo, pc, a_off, b_off, ln, red in (
+            ("copies", l_rnd, l_ord, l_pc, l_src, l_dst, l_len, ~l_red),
+            ("combines", l_rnd, l_ord, l_pc, l_src, l_dst, l_len, l_red),
+            ("combines", r_rnd, r_ord, r_pc, r_off, r_fin, r_len, r_red)):
+        sel = np.flatnonzero(red)
+        if sel.size == 0:
+            continue
+        srt = sel[np.lexsort((pc[sel], oo[sel], rr[sel]))]
+        rr2 = rr[srt]
+        bounds = np.flatnonzero(np.r_[True, rr2[1:] != rr2[:-1], True])
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            idx = srt[a:b]
+            rounds.setdefault(int(rr2[a]), _new_round(int(rr2[a])))[kind].append(
+                (a_off[idx], b_off[idx], ln[idx]))
+    bound = []
+    for k in sorted(rounds):
+        d = rounds[k]
+        bound.append(BoundRound(k, d["sends"], d["recvs"], _cat3(d["copies"]), _cat3(d["combines"])))
+    copy_in = _user_segments(plan.inputs, offset, layout.inputs(plan.rank), size)
+    copy_out = _user_segments(plan.outputs, offset, layout.outputs(plan.rank), size)
+    return BoundPlan(nbytes, bound, copy_in, copy_out, lsrc, ldst, lmsgs, lbytes, packets,
+                     offset, size)
+
+
+def _new_round(k):
+    return {"sends": [], "recvs": [], "copies": [], "combines": []}
+
+
+def _cat3(parts):
+    """Concatenate a list of (a, b, length) array triples (empty arrays when none)."""
+    if not parts:
+        z = np.zeros(0, dtype=np.int64)
+        return (z, z, z)
+    return tuple(np.concatenate([part[i] for part in parts]) for i in range(3))
+
+
+def _user_segments(structural, offset, rows, size):
+    """Return merged ``(user_offset, store_offset, length)`` copies between a user buffer and the store."""
+    slots, _ = structural
+    user = rows[3]
+    if slots.size == 0:
+        z = np.zeros(0, dtype=np.int64)
+        return (z, z, z)
+    store = offset[slots]
+    length = size[slots]
+    keep = length > 0
+    user, store, length = user[keep], store[keep], length[keep]
+    if user.size == 0:
+        return (user, store, length)
+    start = np.ones(user.size, dtype=bool)
+    start[1:] = (user[1:] != user[:-1] + length[:-1]) | (store[1:] != store[:-1] + length[:-1])
+    seg = np.cumsum(start) - 1
+    merged = np.zeros(int(seg[-1]) + 1, dtype=np.int64)
+    np.add.at(merged, seg, length)
+    return (user[start], store[start], merged)
+
+
+def _link_counts(p, src, dst, rnd, msg, length):
+    """Return per directed link: messages (distinct round and message) and bytes.
+
+    The rows of one message are consecutive (in schedule order), so a message starts
+    wherever the round, the message number or the link changes.
+    """
+    if src.size == 0:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, z, z
+    link = src * p + dst
+    ulink, inv = np.unique(link, return_inverse=True)
+    nbytes = np.bincount(inv, weights=length, minlength=ulink.size).astype(np.int64)
+    start = np.ones(src.size, dtype=bool)
+    start[1:] = (rnd[1:] != rnd[:-1]) | (msg[1:] != msg[:-1]) | (link[1:] != link[:-1])
+    msgs = np.bincount(inv[start], minlength=ulink.size).astype(np.int64)
+    return ulink // p, ulink % p, msgs, nbytes

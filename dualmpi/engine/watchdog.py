@@ -1,0 +1,102 @@
+"""A deadline on every blocking wait of the engine: a rank stuck waiting aborts the whole job."""
+
+import sys
+import threading
+import time
+
+__all__ = ["Watchdog", "DEFAULT_DEADLINE"]
+
+#: Seconds a rank may wait in one round (or one control-plane call) before the job is aborted.
+DEFAULT_DEADLINE = 120.0
+
+
+class Watchdog:
+    """Watch one rank's waits; past the deadline print one diagnostic and abort every rank.
+
+    The waiting thread only stores what it waits for (:meth:`arm` / :meth:`disarm`: one
+    tuple, no system call but a clock read); a daemon thread checks the time and calls
+    ``abort(code)`` (``MPI_Abort``), which ends every rank at once.
+
+    Parameters
+    ----------
+    who : str or int
+        How the diagnostic names this waiter, e.g. ``"rank 3 (node 3)"`` (an int ``u``
+        reads ``"node u"``).
+    deadline : float
+        Seconds (0 or less: never fire; no thread is started).
+    abort : callable
+        Called once with the exit code 3.
+
+    Examples
+    --------
+    >>> import io
+    >>> dog = Watchdog("rank 5", 0, print)
+    >>> dog.diagnostic((0.0, 7, (4,)), 2.5)
+    'dualmpi: watchdog: rank 5 has waited 2.5 s (deadline 0 s) in round 7 for rank 4 to send; aborting the job'
+    """
+
+    def __init__(self, who, deadline, abort, stream=None):
+        self.who = f"node {who}" if isinstance(who, int) else str(who)
+        self.deadline, self.abort = deadline, abort
+        self.stream = stream or sys.stderr
+        self.state = None
+        self.fired = False
+        self.closed = False
+        self._thread = None
+        if deadline and deadline > 0:
+            self._thread = threading.Thread(target=self._watch, name="dualmpi-watchdog",
+                                            daemon=True)
+            self._thread.start()
+
+    def arm(self, where, waiting_for):
+        """Start the clock: waiting in ``where`` (a round index or a text) for ``waiting_for``."""
+        self.state = (time.monotonic(), where, waiting_for)
+
+    def disarm(self):
+        """The wait is over."""
+        self.state = None
+
+    def close(self):
+        """Stop watching (the thread ends at its next tick)."""
+        self.state = None
+        self.closed = True
+
+    def diagnostic(self, state, now):
+        """Return the one-line diagnostic for a wait that passed the deadline."""
+        start, where, peers = state
+        place = f"in round {where}" if isinstance(where, int) else f"in {where}"
+        if peers:
+            who = "rank" if isinstance(self.who, str) and self.who.startswith("rank") else "node"
+            names = ", ".join(map(str, peers))
+            whom = f" for {who} {names} to send" if len(peers) == 1 else \
+                f" for {who}s {names} to send"
+        else:
+            whom = " for the other ranks to join"
+        return (f"dualmpi: watchdog: {self.who} has waited {now - start:.1f} s "
+                f"(deadline {self.deadline:g} s) {place}{whom}; aborting the job")
+
+    def limit(self, state):
+        """Return when a wait fires: the deadline plus 0.1 s per round (at most 5 s).
+
+        A stall spreads: ranks in later rounds end up waiting for the stuck one.  The
+        grace lets the wait that started the stall fire first, so the diagnostic names it.
+        """
+        where = state[1]
+        grace = 0.1 * min(where, 50) if isinstance(where, int) else 5.0
+        return state[0] + self.deadline + grace
+
+    def _watch(self):
+        """Thread body: sleep until the armed wait's limit (re-checking a few times a second)."""
+        tick = min(0.25, self.deadline / 8)
+        while not self.closed:
+            state = self.state
+            now = time.monotonic()
+            wait = tick if state is None else max(0.0, min(tick, self.limit(state) - now))
+            time.sleep(wait)
+            state = self.state
+            now = time.monotonic()
+            if state is not None and now >= self.limit(state) and not self.fired:
+                self.fired = True
+                print(self.diagnostic(state, now), file=self.stream, flush=True)
+                self.abort(3)
+                return
