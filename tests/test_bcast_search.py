@@ -82,3 +82,27 @@ def test_doctests():
     import dualmpi.collectives.bcast_search as mod
 
     assert doctest.testmod(mod).failed == 0
+
+
+@pytest.mark.parametrize("spec, rounds", [("metacube:k=2,m=1", 9), ("metacube:k=1,m=2", 6),
+                                          ("ccc:n=3", 6)])
+def test_sat_variant_verified(spec, rounds):
+    """`--variant sat`: the fewest-round broadcast, verified in-process (needs python-sat)."""
+    pytest.importorskip("pysat")
+    topo = from_spec(spec)
+    sched = build_schedule("bcast", topo, topo.num_nodes - 1, variant="sat")
+    assert sched.num_rounds == rounds and "SAT" in sched.algorithm
+    assert run_inprocess(sched, 8).verified
+
+
+def test_sat_variant_without_solver_is_a_clear_error():
+    """Without python-sat the variant is a one-line error, not a traceback."""
+    try:
+        import pysat  # noqa: F401
+    except ImportError:
+        from dualmpi.errors import DualmpiError
+
+        with pytest.raises(DualmpiError, match="python-sat"):
+            build_schedule("bcast", from_spec("metacube:k=2,m=1"), 0, variant="sat")
+    else:
+        pytest.skip("python-sat is installed")

@@ -10,12 +10,17 @@ from .trees import binomial_pairs, tree_schedule_rounds
 __all__ = ["build", "spanning_tree", "paper_steps", "VARIANTS"]
 
 #: ``corrected`` is what dualmpi runs; ``as-printed`` follows the printed conditions of
-#: Algorithm 1 literally (see docs/errata.md) and exists to show why they were corrected.
-VARIANTS = ("corrected", "as-printed")
+#: Algorithm 1 literally (see docs/errata.md) and exists to show why they were corrected;
+#: ``sat`` is a fewest-round broadcast found by a SAT solver (needs python-sat, up to 4,096 nodes).
+VARIANTS = ("corrected", "as-printed", "sat")
 
 
 def spanning_tree(topo, root, variant="corrected"):
     """Return the broadcast tree from ``root`` as rounds of ``(sender, receiver)`` pairs."""
+    if variant == "sat":
+        from .bcast_search import minimum_tree
+
+        return minimum_tree(topo, root)
     if isinstance(topo, DualCube):
         if variant == "as-printed":
             return _dualcube_as_printed(topo, root)
@@ -67,7 +72,9 @@ def build(topo, root=0, variant="corrected"):
     """Return the broadcast :class:`~dualmpi.collectives.schedule.Schedule` from ``root``."""
     tree = spanning_tree(topo, root, variant)
     rounds = tree_schedule_rounds(tree, root, False)
-    return Schedule("bcast", algorithm_name(topo), topo, root, rounds, len(tree))
+    name = ("fewest-round one-port broadcast found by SAT (dualmpi)" if variant == "sat"
+            else algorithm_name(topo))
+    return Schedule("bcast", name, topo, root, rounds, len(tree))
 
 
 def _binomial_tree(topo, roots, dims):

@@ -40,9 +40,11 @@ def add_parser(sub):
     p.add_argument("--collective", required=True, choices=COLLECTIVES + EXTRA_COLLECTIVES,
                    help="which collective")
     p.add_argument("--root", default="0", help="root of bcast and scatter (default 0)")
-    p.add_argument("--variant", default="corrected", choices=("corrected", "as-printed"),
+    p.add_argument("--variant", default="corrected", choices=("corrected", "as-printed", "sat"),
                    help="as-printed follows a paper's printed text where dualmpi corrects it "
-                   "(dual-cube bcast, metacube MC(2,m) alltoall); see docs/errata.md")
+                   "(dual-cube bcast, metacube MC(2,m) alltoall); see docs/errata.md. sat: bcast "
+                   "in the fewest rounds, searched by a SAT solver (needs python-sat; up to 4096 "
+                   "nodes)")
     p.add_argument("--method", default="auto", choices=("auto", "schedule", "stream", "vector"),
                    help="schedule: replay every transfer; stream: numpy total exchange, a step at "
                    "a time; vector: numpy bcast/scatter/allgather, a round at a time (auto: stream "
