@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dualmpi  # noqa: E402
 from dualmpi.collectives import COLLECTIVES, build_schedule  # noqa: E402
 from dualmpi.topology import from_spec  # noqa: E402
-from floor import floor_loop  # noqa: E402
+from floor import floor_loop, neighbor_loop  # noqa: E402
 
 BEFORE = "4043cad"
 
@@ -125,6 +125,8 @@ def main():
     parser.add_argument("--collectives", default=",".join(COLLECTIVES))
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--before", action="store_true", help="also time the engine of " + BEFORE)
+    parser.add_argument("--neighbor", action="store_true",
+                        help="also time the plan as persistent neighbourhood collectives")
     args = parser.parse_args()
     world = MPI.COMM_WORLD
     me, ranks = world.Get_rank(), world.Get_size()
@@ -151,6 +153,8 @@ def main():
             runner = net._runner(coll, 0, size)
             variants = {"dualmpi": ours, "floor": floor_loop(runner),
                         "native": api_call(world, coll, send2, recv2)}
+            if args.neighbor:
+                variants["floor-neighbor"] = neighbor_loop(runner)
             cleanup = None
             if old is not None:
                 variants["before"], cleanup = before_call(old, args.spec, coll, size)
@@ -163,12 +167,16 @@ def main():
                     times[name].append(time_calls(call, k, world))
             if cleanup is not None:
                 cleanup()
+            if "floor-neighbor" in variants:
+                variants["floor-neighbor"].free()
             med = {name: statistics.median(ts) for name, ts in times.items()}
             row = {"collective": coll, "size": size, "calls_per_repeat": k,
                    "packets": runner.bound.packets, "times": times, "median": med,
                    "dualmpi/floor": med["dualmpi"] / med["floor"],
                    "dualmpi/native": med["dualmpi"] / med["native"],
                    "floor/native": med["floor"] / med["native"]}
+            if "floor-neighbor" in med:
+                row["neighbor/floor"] = med["floor-neighbor"] / med["floor"]
             if "before" in med:
                 row["before/native"] = med["before"] / med["native"]
                 row["before/dualmpi"] = med["before"] / med["dualmpi"]
@@ -176,6 +184,8 @@ def main():
             if me == 0:
                 extra = "" if "before" not in med else \
                     f" before/native {row['before/native']:6.2f} speed-up {row['before/dualmpi']:5.2f}"
+                if "neighbor/floor" in row:
+                    extra += f" neighbor/floor {row['neighbor/floor']:5.2f}"
                 print(f"{coll:9s} {size:>8} dualmpi {med['dualmpi'] * 1e6:9.1f} us  floor "
                       f"{med['floor'] * 1e6:9.1f}  native {med['native'] * 1e6:9.1f}  "
                       f"dualmpi/floor {row['dualmpi/floor']:5.2f}  dualmpi/native "

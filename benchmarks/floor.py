@@ -10,7 +10,7 @@ topology's schedule costs on this host, the reference for dualmpi's own overhead
 
 from mpi4py import MPI
 
-__all__ = ["floor_loop"]
+__all__ = ["floor_loop", "neighbor_loop"]
 
 
 def floor_loop(runner):
@@ -24,4 +24,53 @@ def floor_loop(runner):
             if move is not None:
                 move()
             waitall(reqs)
+    return run
+
+
+def neighbor_loop(runner):
+    """Return the same plan run as one persistent neighbourhood collective per round.
+
+    Each round becomes an ``MPI_Neighbor_alltoallw_init`` on the graph communicator: the
+    round's message to or from each peer as a datatype of store segments, zero counts
+    for the other neighbours.  Every rank takes part in every round, idle or not, and
+    exchanges with every neighbour (zero-byte messages to the idle ones) — filler the
+    papers' algorithms do not send, which is one reason the engine uses point-to-point
+    requests: docs/performance.md has the comparison.
+    """
+    graph = runner.transport.graph
+    store = runner.store
+    peers = runner.transport.peers
+    index = {peer: i for i, peer in enumerate(peers)}
+    types, reqs = [], []
+
+    def spec(messages):
+        counts, displs, dtypes = [0] * len(peers), [0] * len(peers), [MPI.BYTE] * len(peers)
+        for peer, offs, lens in messages:
+            i = index[peer]
+            if offs.size == 1:
+                counts[i], displs[i] = int(lens[0]), int(offs[0])
+            elif offs.size > 1:
+                dt = MPI.BYTE.Create_hindexed(lens.tolist(), offs.tolist()).Commit()
+                types.append(dt)
+                counts[i], dtypes[i] = 1, dt
+        return [store, (counts, displs), dtypes]
+
+    moves = {k: move for k, _, move, _, _, _, _ in runner._loop}
+    mine = {rnd.index: rnd for rnd in runner.bound.rounds}
+    rounds = []
+    # a neighbourhood collective is collective: every rank takes part in every round
+    for k in range(runner.plan.num_rounds + runner.bound.packets - 1):
+        rnd = mine.get(k)
+        req = graph.Neighbor_alltoallw_init(spec(rnd.sends if rnd else []),
+                                            spec(rnd.recvs if rnd else []))
+        reqs.append(req)
+        rounds.append((req, moves.get(k)))
+
+    def run():
+        for req, move in rounds:
+            req.Start()
+            if move is not None:
+                move()
+            req.Wait()
+    run.free = lambda: ([r.Free() for r in reqs], [t.Free() for t in types])
     return run

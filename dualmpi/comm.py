@@ -121,6 +121,10 @@ class Comm:
         ``"corrected"`` (default) or ``"as-printed"`` algorithms where a paper errs.
     algorithms : dict, optional
         Per collective, a non-default algorithm: ``{"allgather": "ring"}``.
+    stream : "auto", bool
+        Run the total exchange step by step over node chunks instead of a per-row plan
+        (:mod:`dualmpi.engine.stream`): ``"auto"`` from ``nodes x nodes_per_rank >= 2**22``
+        (MC(2, 3) on 2 ranks) when the pieces split evenly into ``q * q`` blocks.
 
     Examples
     --------
@@ -135,7 +139,8 @@ class Comm:
     """
 
     def __init__(self, comm, topology, nodes_per_rank=None, *, watchdog=120.0, verify=False,
-                 shape=None, packets="auto", variant="corrected", algorithms=None, drop=None):
+                 shape=None, packets="auto", variant="corrected", algorithms=None, drop=None,
+                 stream="auto"):
         MPI = _mpi()
         topo = topology if isinstance(topology, Topology) else from_spec(topology)
         size, p = comm.Get_size(), topo.num_nodes
@@ -145,8 +150,8 @@ class Comm:
         self.comm, self.topology, self.q = comm, topo, q
         self.rank, self.size = comm.Get_rank(), size
         self.nodes = range(self.rank * q, (self.rank + 1) * q)
-        self.variant = variant
-        self.algorithms = dict(algorithms or {})
+        self.variant = _variant(variant)
+        self.algorithms = _algorithms(topo, algorithms)
         self.options = {"verify": bool(verify), "shape": _shape(shape),
                         "drop": None if drop is None else tuple(drop)}
         self.packets = _packets(packets)
@@ -155,8 +160,10 @@ class Comm:
 
         self._transport = MPITransport(comm, topo, q, watchdog)
         above = PACKETS_ABOVE if self.packets == "auto" else None
+        if stream not in ("auto", True, False):
+            raise InputError(f"bad stream {stream!r}: 'auto', True or False")
         self._engine = Engine(topo, q, self._transport, packets_above=above,
-                              packet_bytes=PACKET_BYTES, **self.options)
+                              packet_bytes=PACKET_BYTES, stream=stream, **self.options)
         self._agreed = set()
         self._baseline = None
         self._p2p = {}
@@ -370,7 +377,7 @@ class Comm:
         self._neighbour(dest, "Send")
         raw, _, _ = _parse_buf(buf, "Send buf", self._MPI, False)
         self._count(dest, raw.size)
-        self._transport.control(f"Send to rank {dest}", self._transport.graph.Send,
+        self._transport.control(f"Send to rank {dest}", self._transport.p2p.Send,
                                 [raw, self._MPI.BYTE], dest, tag)
 
     def Recv(self, buf, source, tag=0, status=None):
@@ -383,7 +390,7 @@ class Comm:
         self._neighbour(source, "Recv")
         MPI = self._MPI
         raw, _, _ = _parse_buf(buf, "Recv buf", MPI)
-        graph = self._transport.graph
+        graph = self._transport.p2p
         probe = MPI.Status()
         self._transport.control(f"Recv from rank {source}", graph.Probe, source, tag, probe)
         count = probe.Get_count(MPI.BYTE)
@@ -398,13 +405,13 @@ class Comm:
         self._neighbour(dest, "Isend")
         raw, _, _ = _parse_buf(buf, "Isend buf", self._MPI, False)
         self._count(dest, raw.size)
-        return self._transport.graph.Isend([raw, self._MPI.BYTE], dest, tag)
+        return self._transport.p2p.Isend([raw, self._MPI.BYTE], dest, tag)
 
     def Irecv(self, buf, source, tag=0):
         """Start a receive from neighbour ``source``; returns an :class:`mpi4py.MPI.Request`."""
         self._neighbour(source, "Irecv")
         raw, _, _ = _parse_buf(buf, "Irecv buf", self._MPI)
-        return self._transport.graph.Irecv([raw, self._MPI.BYTE], source, tag)
+        return self._transport.p2p.Irecv([raw, self._MPI.BYTE], source, tag)
 
     # -- statistics ----------------------------------------------------------------------------
     def stats(self):
@@ -424,6 +431,14 @@ class Comm:
             if not run.calls:
                 continue
             b = run.bound
+            if b is None:  # streamed: totals only, under the key ("all", "all")
+                m0, n0 = links.get(("all", "all"), (0, 0))
+                links[("all", "all")] = (m0 + run.messages_per_call * run.calls,
+                                         n0 + run.bytes_per_call * run.calls)
+                total["collectives"] += run.calls
+                total["rounds"] += run.hop_rounds * run.calls
+                total["steps"] += run.steps_count * run.calls
+                continue
             for s, d, m, n in zip(b.link_src.tolist(), b.link_dst.tolist(),
                                   b.link_messages.tolist(), b.link_bytes.tolist()):
                 m0, n0 = links.get((s, d), (0, 0))
@@ -492,63 +507,81 @@ class Comm:
         run = self._runner(name if coll != "ring-allreduce" else coll, root, nbytes)
         return run.bound.packets
 
-    def _verify_blocks(self, base, got, want, root=0):
+    def _verify_blocks(self, base, got, want, root=0, block=None):
         """Count the node-level blocks this rank's nodes hold correctly after a collective.
 
         ``got`` is the user-visible result (the buffer of ``bcast``), ``want`` what it must
-        be.  Returns ``(delivered, expected, missing)`` counting, as the papers do, each
-        block a node must end with but did not start with; on a network with faults only
-        the blocks that can still arrive.  With several nodes per rank the other nodes'
-        copies (bcast, allgather) are checked in the engine's store too.
+        be, ``block`` the node-level block size.  Returns ``(delivered, expected, missing)``
+        counting, as the papers do, each block a node must end with but did not start
+        with; on a network with faults only the blocks that can still arrive.  With
+        several nodes per rank the other nodes' copies (bcast, allgather) are checked in
+        the engine's store too.
         """
         from .collectives.schedule import expected_blocks
         from .engine.layout import Layout
 
         topo, q, me, R = self.topology, self.q, self.rank, self.size
         p = topo.num_nodes
-        nbytes = want.size if base == "bcast" else want.size // (R if base != "scatter" else 1)
-        if base == "allreduce":
-            nbytes = want.size // p
-        lay = Layout(base, p, q, nbytes, root)
-        node, origin, target, off = lay.outputs(me)
+        piece = {"bcast": want.size, "scatter": want.size, "allreduce": want.size // max(p, 1)}.get(
+            base, want.size // R)
+        lay = Layout(base, p, q, piece, root)
         faulty = hasattr(topo, "alive")
-        if base == "bcast" and me == root:
-            node, origin, target, off = lay.inputs(me)
-        size = lay.size(origin, target)
-        expected = 0
-        wanted = []
-        for u in self.nodes:
-            keys = [k for k in expected_blocks(base, topo, root * q, u) if k[0] != u]
-            expected += len(keys)
-            wanted.append(set(keys))
-        if not faulty and np.array_equal(got, want):
-            bad = 0
+        if not faulty:
+            mine_root = int(me == root)
+            expected = {"bcast": q - mine_root, "scatter": q - mine_root,
+                        "allreduce": q * p}.get(base, q * (p - 1))
+            if np.array_equal(got, want):
+                bad = 0
+            elif block and got.size % block == 0 and base in ("alltoall", "allgather"):
+                rows = (got.reshape(-1, block) != want.reshape(-1, block)).any(axis=1)
+                bad = int(np.count_nonzero(rows))
+            else:
+                bad = self._bad_rows(lay, got, want, None)
+            wanted = None
         else:
-            bad = 0
-            for u, o, t, a, n in zip(node.tolist(), origin.tolist(), target.tolist(),
-                                     off.tolist(), size.tolist()):
-                if (o, t) in wanted[u - self.nodes[0]] and not np.array_equal(got[a:a + n],
-                                                                              want[a:a + n]):
-                    bad += 1
+            wanted = [{k for k in expected_blocks(base, topo, root * q, u) if k[0] != u}
+                      for u in self.nodes]
+            expected = sum(map(len, wanted))
+            bad = self._bad_rows(lay, got, want, wanted)
         if q > 1 and base in ("bcast", "allgather"):
-            bad += self._node_copies_differ(base, nbytes, root, origin, target, wanted)
+            bad += self._node_copies_differ(base, piece, root, lay, wanted)
         return expected - bad, expected, bad
 
-    def _node_copies_differ(self, base, nbytes, root, origin, target, wanted):
+    def _bad_rows(self, lay, got, want, wanted):
+        """Return how many expected node-level blocks of the user's buffer differ."""
+        me = self.rank
+        node, origin, target, off = lay.outputs(me)
+        if lay.collective == "bcast" and me == lay.root:
+            node, origin, target, off = lay.inputs(me)
+        size = lay.size(origin, target)
+        bad = 0
+        for u, o, t, a, n in zip(node.tolist(), origin.tolist(), target.tolist(), off.tolist(),
+                                 size.tolist()):
+            if o == u:
+                continue
+            if wanted is not None and (o, t) not in wanted[u - self.nodes[0]]:
+                continue
+            if not np.array_equal(got[a:a + n], want[a:a + n]):
+                bad += 1
+        return bad
+
+    def _node_copies_differ(self, base, piece, root, lay, wanted):
         """Return how many blocks the rank's other nodes hold differently from its first node."""
-        run = self._runner(base, root, nbytes)
-        plan, bound = run.plan, run.bound
-        store = run.store
+        run = self._runner(base, root, piece)
+        plan, bound, store = run.plan, run.bound, run.store
+        _, origin, target, _ = lay.outputs(self.rank) if not (base == "bcast" and
+                                                               self.rank == root) \
+            else lay.inputs(self.rank)
         first = self.nodes[0]
         ref = plan.find(np.full(origin.size, first), origin, target)
         bad = 0
         for i, u in enumerate(self.nodes):
-            if u == first and not (base == "bcast" and self.rank == root):
+            if u == first:
                 continue
             slots = plan.find(np.full(origin.size, u), origin, target)
             for k, (s, r) in enumerate(zip(slots.tolist(), ref.tolist())):
                 key = (int(origin[k]), int(target[k]))
-                if key not in wanted[i]:
+                if key[0] == u or (wanted is not None and key not in wanted[i]):
                     continue
                 if s < 0 or r < 0:
                     bad += 1
@@ -666,6 +699,33 @@ def _nodes_per_rank(topo, size, q):
         raise RankCountError(f"{topo.spec} has {p} nodes, but {size} ranks with {q} nodes each "
                              f"play {q * size}; run {hint} ranks")
     return int(q)
+
+
+def _variant(variant):
+    """Validate the ``variant`` option."""
+    if variant not in ("corrected", "as-printed"):
+        raise InputError(f"bad variant {variant!r}: 'corrected' or 'as-printed'")
+    return variant
+
+
+def _algorithms(topo, algorithms):
+    """Validate the ``algorithms`` option (every rank alike, before any communication)."""
+    out = dict(algorithms or {})
+    for coll, name in out.items():
+        if coll not in ("bcast", "scatter", "allgather", "alltoall"):
+            raise InputError(f"bad algorithms key {coll!r}: bcast, scatter, allgather or alltoall")
+        if name in (None, "default"):
+            continue
+        if coll != "allgather" or name != "ring":
+            raise InputError(f"no algorithm {name!r} for {coll} (allgather has 'ring')")
+        from .collectives.ring import default_cycle
+        from .errors import DualmpiError as _Error
+
+        try:
+            default_cycle(topo)
+        except _Error as exc:
+            raise InputError(str(exc)) from None
+    return out
 
 
 def _shape(shape):

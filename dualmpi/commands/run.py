@@ -270,7 +270,10 @@ def run_collective(net, coll, size, root=0, iters=1, warmup=0, salt=0):
 
     R, me = net.Get_size(), net.Get_rank()
     base = base_collective(coll)
-    send, want = rank_buffers(base, R, me, root, size, salt)
+    # ``size`` is the node-level block; a rank's piece holds q (q * q) of them
+    q = net.q
+    piece = size * {"scatter": q, "allgather": q, "alltoall": q * q}.get(base, 1)
+    send, want = rank_buffers(base, R, me, root, piece, salt)
     if base == "bcast":
         recv, call = send, (lambda: net.Bcast(send, root))
     else:
@@ -278,7 +281,7 @@ def run_collective(net, coll, size, root=0, iters=1, warmup=0, salt=0):
         call = {"scatter": lambda: net.Scatter(send, recv, root),
                 "allgather": lambda: net.Allgather(send, recv),
                 "alltoall": lambda: net.Alltoall(send, recv),
-                "allreduce": lambda: net._collective("ring-allreduce", send, recv, size)}[base]
+                "allreduce": lambda: net._collective("ring-allreduce", send, recv, piece)}[base]
     pristine = send.copy() if base == "bcast" and me == root else None
     times = []
     for it in range(warmup + iters):
@@ -296,7 +299,7 @@ def run_collective(net, coll, size, root=0, iters=1, warmup=0, salt=0):
         if it >= warmup:
             times.append(t1 - t0)
     st = net.stats()
-    delivered, expected, missing = net._verify_blocks(base, recv, want, root)
+    delivered, expected, missing = net._verify_blocks(base, recv, want, root, size)
     local = np.array([delivered, expected, missing, st["messages"], st["bytes"],
                       st["checksum_failures"]], dtype=np.int64)
     total = np.zeros_like(local)
@@ -330,8 +333,8 @@ def run_collective(net, coll, size, root=0, iters=1, warmup=0, salt=0):
         "t_min": float(-top[1]),
         "t_avg": float(total_avg(net, avg)),
         "t_max": float(top[0]),
-        "switching": "cut-through" if net._packets_for(coll, size) > 1 else "store-and-forward",
-        "packets": net._packets_for(coll, size),
+        "switching": "cut-through" if net._packets_for(coll, piece) > 1 else "store-and-forward",
+        "packets": net._packets_for(coll, piece),
         "shape": None if net.options["shape"] is None else dict(zip(("ts", "tw", "th"),
                                                                     net.options["shape"])),
     }

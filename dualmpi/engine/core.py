@@ -7,6 +7,7 @@ requests on the graph communicator; :class:`~dualmpi.engine.local.LocalTransport
 all ranks in one process).  Nothing here imports :mod:`mpi4py`.
 """
 
+import zlib
 from collections import OrderedDict
 
 import numpy as np
@@ -19,10 +20,13 @@ from .arrays import alltoall_arrays, from_schedule
 from .layout import Layout
 from .plan import compile_rank
 
-__all__ = ["Engine", "array_schedule", "copy_segments", "CACHE_SIZE"]
+__all__ = ["Engine", "array_schedule", "copy_segments", "CACHE_SIZE", "STREAM_ABOVE"]
 
 #: Bound plans kept per engine (least recently used dropped first).
 CACHE_SIZE = 64
+
+#: The total exchange streams (no per-row plan) from this many nodes x nodes per rank.
+STREAM_ABOVE = 1 << 22
 
 #: Networks whose total exchange is built vectorised (no Transfer objects).
 _VECTOR_ALLTOALL = (Hypercube, DualCube, MetaCube)
@@ -74,8 +78,9 @@ class Engine:
     """
 
     def __init__(self, topo, q, transport, packets_above=None, packet_bytes=1 << 16,
-                 max_packets=16, **options):
+                 max_packets=16, stream="auto", **options):
         self.topo, self.q, self.transport = topo, q, transport
+        self.stream = stream
         self.options = options
         #: What runners dropped from the cache had counted: ``{(src, dst): [messages, bytes]}``
         #: and ``{"collectives", "rounds", "steps", "checksum_failures"}``.
@@ -135,13 +140,22 @@ class Engine:
         if hit is not None:
             self._bound.move_to_end(sig)
             return hit
+        if collective == "alltoall" and self._streams(nbytes):
+            from .stream import StepPlan
+
+            run = self.transport.prepare_stream(StepPlan(self.topo, self.q, variant), nbytes)
+            self._bound[sig] = run
+            return run
         plan = self.rank_plan(rank, collective, root_rank, variant, algorithm)
         layout = Layout("allreduce" if collective == "ring-allreduce" else collective,
                         self.topo.num_nodes, self.q, nbytes, root_rank, sdispls, rdispls)
         if packets is None:
             packets = self.packets_for(layout, collective)
         bound = plan.bind(layout, packets)
-        run = self.transport.prepare(bound, plan, **self.options)
+        # what every rank of a correct program has in common (not the rank, not displacements)
+        key = repr((collective, root_rank, variant, algorithm, _hashable(nbytes), packets)).encode()
+        signature = zlib.crc32(key) << 32 | zlib.crc32(key[::-1])
+        run = self.transport.prepare(bound, plan, signature=signature, **self.options)
         run.hop_rounds, run.steps = self.counts(collective, root_rank * self.q, variant, algorithm)
         self._bound[sig] = run
         while len(self._bound) > CACHE_SIZE:
@@ -150,11 +164,32 @@ class Engine:
             old.free()
         return run
 
+    def _streams(self, nbytes):
+        """True when the total exchange runs streamed (:mod:`dualmpi.engine.stream`)."""
+        if self.stream is False or type(self.topo) not in _VECTOR_ALLTOALL:
+            return False
+        q = self.q
+        even = q & (q - 1) == 0 and isinstance(nbytes, int) and nbytes % (q * q) == 0
+        if self.stream is True:
+            if not even:
+                raise DualmpiError(f"stream=True needs a power-of-two nodes per rank and pieces "
+                                   f"of a multiple of {q * q} bytes")
+            return True
+        return even and q * self.topo.num_nodes >= STREAM_ABOVE
+
     def _retire(self, run):
         """Keep the counts of a runner leaving the cache (for statistics)."""
         if not run.calls:
             return
         b = run.bound
+        if b is None:  # a streamed total exchange keeps totals only
+            self.retired_links.setdefault(("all", "all"), [0, 0])
+            self.retired_links[("all", "all")][0] += run.messages_per_call * run.calls
+            self.retired_links[("all", "all")][1] += run.bytes_per_call * run.calls
+            self.retired["collectives"] += run.calls
+            self.retired["rounds"] += run.hop_rounds * run.calls
+            self.retired["steps"] += run.steps_count * run.calls
+            return
         for s, d, m, n in zip(b.link_src.tolist(), b.link_dst.tolist(), b.link_messages.tolist(),
                               b.link_bytes.tolist()):
             acc = self.retired_links.setdefault((s, d), [0, 0])

@@ -20,7 +20,7 @@ from ..errors import DualmpiError
 from .core import copy_segments
 from .watchdog import Watchdog
 
-__all__ = ["MPITransport", "MPIRunner", "rank_graph"]
+__all__ = ["MPITransport", "MPIRunner", "StreamRunner", "rank_graph"]
 
 _TAG_MOD = 1 << 15
 
@@ -62,18 +62,24 @@ class MPITransport:
         if self.graph.Get_rank() != self.rank:  # pragma: no cover - reorder=False guarantees it
             raise DualmpiError("the graph communicator renumbered the ranks")
         self._peer_set = frozenset(self.peers)
+        #: point-to-point calls of the user get their own context: they never match the plans'
+        self.p2p = self.graph.Dup()
         label = f"rank {self.rank}" + (f" (nodes {self.rank * q}..{self.rank * q + q - 1})"
                                        if q > 1 else f" (node {self.rank})")
         self.watchdog = Watchdog(label, watchdog, self.graph.Abort)
 
-    def prepare(self, bound, plan, verify=False, shape=None, drop=None):
+    def prepare(self, bound, plan, verify=False, shape=None, drop=None, signature=0):
         """Return an :class:`MPIRunner` of ``bound`` (options: see :class:`MPIRunner`)."""
         for rnd in bound.rounds:
             for peer, _, _ in rnd.sends + rnd.recvs:
                 if peer not in self._peer_set:  # pragma: no cover - plans follow the links
                     raise DualmpiError(f"rank {self.rank} would exchange with rank {peer}, "
                                        "which plays no neighbour of its nodes")
-        return MPIRunner(self, bound, plan, verify, shape, drop)
+        return MPIRunner(self, bound, plan, verify, shape, drop, signature)
+
+    def prepare_stream(self, plan, nbytes):
+        """Return a :class:`StreamRunner` of the streamed total exchange."""
+        return StreamRunner(self, plan, nbytes)
 
     def control(self, what, call, *args):
         """Run a blocking control-plane call (barrier, reduction) under the watchdog."""
@@ -87,6 +93,7 @@ class MPITransport:
         """Stop the watchdog and free the graph communicator."""
         self.watchdog.close()
         if self.graph != MPI.COMM_NULL:
+            self.p2p.Free()
             self.graph.Free()
 
 
@@ -104,17 +111,29 @@ class MPIRunner:
     ``drop``
         ``(round, node)``: that node's rank skips the sends of that round (a fault to
         show the watchdog at work).
+
+    Every message also carries the call's ``signature`` (8 bytes, from one word of the
+    store shared by all sends); a receiver that gets another signature — ranks running
+    different calls, e.g. one rank passing a buffer of another size — raises
+    :class:`~dualmpi.errors.DualmpiError` instead of returning wrong data.
     """
 
-    def __init__(self, transport, bound, plan, verify=False, shape=None, drop=None):
+    def __init__(self, transport, bound, plan, verify=False, shape=None, drop=None, signature=0):
         self.transport, self.bound, self.plan = transport, bound, plan
         self.calls = 0
         self.checksum_failures = 0
         self.verify, self.shape = verify, shape
         graph = transport.graph
         nmsg = sum(len(r.sends) + len(r.recvs) for r in bound.rounds)
+        nrecv = sum(len(r.recvs) for r in bound.rounds)
         extra = 8 * nmsg if verify else 0
-        self.store = np.zeros(bound.nbytes + extra, dtype=np.uint8)
+        sig_at = bound.nbytes + extra
+        self.store = np.zeros(sig_at + 8 + 8 * nrecv, dtype=np.uint8)
+        self.signature = np.uint64(signature & ((1 << 64) - 1))
+        self.store[sig_at:sig_at + 8].view(np.uint64)[0] = self.signature
+        self._trailers = self.store[sig_at + 8:].view(np.uint64)
+        self._senders = []
+        trail_at = sig_at + 8
         self._types, self._reqs, self._loop, self._checks = [], [], [], []
         crc_at = bound.nbytes
         drop_round = None
@@ -128,6 +147,9 @@ class MPIRunner:
                 if verify:
                     checks.append((offs, lens, crc_at))
                     offs, lens, crc_at = np.r_[offs, crc_at], np.r_[lens, 4], crc_at + 8
+                offs, lens = np.r_[offs, trail_at], np.r_[lens, 8]
+                trail_at += 8
+                self._senders.append((rnd.index, peer))
                 reqs.append(graph.Recv_init(self._spec(offs, lens), peer, tag))
             for peer, offs, lens in rnd.sends:
                 if rnd.index == drop_round:
@@ -135,6 +157,7 @@ class MPIRunner:
                 if verify:
                     crcs.append((offs, lens, crc_at))
                     offs, lens, crc_at = np.r_[offs, crc_at], np.r_[lens, 4], crc_at + 8
+                offs, lens = np.r_[offs, sig_at], np.r_[lens, 8]
                 reqs.append(graph.Send_init(self._spec(offs, lens), peer, tag))
             hold = 0.0
             if shape is not None:
@@ -165,10 +188,42 @@ class MPIRunner:
         store = self.store
         if send is not None:
             copy_segments(store, send, self.copy_in)
+        trailers = self._trailers
+        trailers[:] = 0
+        try:
+            self._rounds(store)
+        except MPI.Exception as exc:
+            self.transport.watchdog.disarm()
+            raise DualmpiError(f"rank {self.transport.rank}: {exc.Get_error_string()} in a round "
+                               "of the plan (the ranks called different collectives or passed "
+                               "buffers of different sizes)") from None
+        if trailers.size and (trailers != self.signature).any():
+            k, peer = self._senders[int(np.flatnonzero(trailers != self.signature)[0])]
+            raise DualmpiError(f"rank {self.transport.rank}: in round {k} rank {peer} sent a message "
+                               "of another call (the ranks called different collectives or passed "
+                               "buffers of different sizes); the received data is not used")
+        if recv is not None:
+            copy_segments(recv, store, self.copy_out)
+        self.calls += 1
+
+    def _rounds(self, store):
+        """The round loop: the fast path, the watched path or the one with options."""
         wd = self.transport.watchdog
-        watched = wd.deadline > 0
         startall, waitall = MPI.Prequest.Startall, MPI.Request.Waitall
-        if self._fast and not watched:
+        if not self._fast:
+            self._run_options(wd)
+        elif wd.deadline > 0:
+            clock = time.monotonic
+            for k, reqs, move, combine, peers, _, _ in self._loop:
+                startall(reqs)
+                if move is not None:
+                    move()
+                wd.state = (clock(), k, peers)
+                waitall(reqs)
+                wd.state = None
+                if combine is not None:
+                    combine()
+        else:
             for _, reqs, move, combine, _, _, _ in self._loop:
                 startall(reqs)
                 if move is not None:
@@ -176,29 +231,30 @@ class MPIRunner:
                 waitall(reqs)
                 if combine is not None:
                     combine()
-        else:
-            for (k, reqs, move, combine, peers, crcs, hold), checks in zip(self._loop,
-                                                                         self._checks):
-                if hold:
-                    time.sleep(hold)
-                for offs, lens, at in crcs:
-                    store[at:at + 4].view(np.uint32)[0] = _crc(store, offs, lens)
-                if watched:
-                    wd.arm(k, peers)
-                startall(reqs)
-                if move is not None:
-                    move()
-                waitall(reqs)
-                if watched:
-                    wd.disarm()
-                for offs, lens, at in checks:
-                    if store[at:at + 4].view(np.uint32)[0] != _crc(store, offs, lens):
-                        self.checksum_failures += 1
-                if combine is not None:
-                    combine()
-        if recv is not None:
-            copy_segments(recv, store, self.copy_out)
-        self.calls += 1
+
+    def _run_options(self, wd):
+        """The round loop with checksums and link shaping."""
+        store = self.store
+        watched = wd.deadline > 0
+        startall, waitall = MPI.Prequest.Startall, MPI.Request.Waitall
+        for (k, reqs, move, combine, peers, crcs, hold), checks in zip(self._loop, self._checks):
+            if hold:
+                time.sleep(hold)
+            for offs, lens, at in crcs:
+                store[at:at + 4].view(np.uint32)[0] = _crc(store, offs, lens)
+            startall(reqs)
+            if move is not None:
+                move()
+            if watched:
+                wd.arm(k, peers)
+            waitall(reqs)
+            if watched:
+                wd.disarm()
+            for offs, lens, at in checks:
+                if store[at:at + 4].view(np.uint32)[0] != _crc(store, offs, lens):
+                    self.checksum_failures += 1
+            if combine is not None:
+                combine()
 
     def free(self):
         """Free the persistent requests and datatypes."""
@@ -251,3 +307,106 @@ def _combiner(store, combines, op=None):
             target = store[b:b + n]
             np.add(target, store[a:a + n], out=target)
     return combine
+
+
+class StreamRunner:
+    """The total exchange run step by step over chunks (:class:`~dualmpi.engine.stream.StepPlan`).
+
+    For very many nodes per rank (MC(2, 3) on 2 ranks: 8,192 nodes each), where a per-row
+    plan would not fit in memory.  Each step gathers this rank's sources' blocks from the
+    user's send buffer into chunk buffers, moves every chunk hop by hop (a message to the
+    rank that plays the next nodes, or a copy between two of this rank's nodes) and
+    scatters the chunks that arrive into the receive buffer.  Needs pieces that split
+    evenly into ``q * q`` blocks.
+    """
+
+    def __init__(self, transport, plan, nbytes):
+        q, p = plan.q, plan.p
+        if nbytes % (q * q):
+            raise DualmpiError(f"the streamed total exchange needs pieces of a multiple of "
+                               f"{q * q} bytes (q x q blocks), got {nbytes}")
+        self.transport, self.plan = transport, plan
+        self.bound = None
+        self.calls = 0
+        self.checksum_failures = 0
+        self.rank = transport.rank
+        self.block = b = nbytes // (q * q)
+        self.nbytes = nbytes
+        z = plan.chunk
+        self.transit = np.zeros((2, plan.num_chunks, z * b), dtype=np.uint8)
+        me = self.rank
+        self.steps = []
+        sent = hops_total = 0
+        for t in range(p - 1):
+            table, lengths = plan.step(t)
+            nodes, ranks = plan.holders(table)
+            glen = lengths[plan.chunk_group]
+            start = np.flatnonzero(ranks[:, 0] == me).tolist()
+            hops = []
+            for h in range(int(lengths.max())):
+                acts = []
+                for j in np.flatnonzero(glen > h).tolist():
+                    a, c = int(ranks[j, h]), int(ranks[j, h + 1])
+                    g = int(plan.chunk_group[j])
+                    plan.check_hop(nodes[j, h], table[g, h] ^ table[g, h + 1])
+                    if a == me:
+                        sent += 1
+                    if a == me or c == me:
+                        acts.append((j, a, c))
+                done = [j for j in np.flatnonzero(glen == h + 1).tolist()
+                        if int(ranks[j, h + 1]) == me]
+                hops.append((acts, done))
+            hops_total += int(lengths.max())
+            self.steps.append((t, start, hops))
+        self.hop_rounds, self.steps_count = hops_total, p - 1
+        self.messages_per_call = sent * z
+        self.bytes_per_call = sent * z * b
+
+    def run(self, send, recv):
+        """One total exchange of the user's uint8 buffers."""
+        plan, me, b = self.plan, self.rank, self.block
+        q, z = plan.q, plan.chunk
+        graph = self.transport.graph
+        wd = self.transport.watchdog
+        watched = wd.deadline > 0
+        srows = send.reshape(-1, b) if b else send.reshape(0, 0)
+        rrows = recv.reshape(-1, b) if b else recv.reshape(0, 0)
+        mine = np.arange(me * q, (me + 1) * q, dtype=np.int64)
+        own = me * q * q + (mine % q) * (q + 1)  # block (u, u): row of piece me, sub-block (i, i)
+        rrows[own] = srows[own]
+        span = np.arange(z, dtype=np.int64)
+        transit = self.transit
+        waitall = MPI.Request.Waitall
+        for t, start, hops in self.steps:
+            for j in start:
+                s = plan.chunk_base[j] + span
+                d = np.asarray(plan.dest(s, t), dtype=np.int64)
+                rows = (d // q) * q * q + (s % q) * q + d % q
+                transit[0, j] = srows[rows].reshape(-1)
+            for h, (acts, done) in enumerate(hops):
+                src, dst = transit[h % 2], transit[(h + 1) % 2]
+                reqs, peers = [], []
+                for j, a, c in acts:
+                    if a == me and c == me:
+                        dst[j] = src[j]
+                    elif a == me:
+                        reqs.append(graph.Isend([src[j], MPI.BYTE], c, j))
+                    else:
+                        reqs.append(graph.Irecv([dst[j], MPI.BYTE], a, j))
+                        peers.append(a)
+                if reqs:
+                    if watched:
+                        wd.arm(f"step {t}, hop {h} of the total exchange", tuple(peers))
+                    waitall(reqs)
+                    if watched:
+                        wd.disarm()
+                for j in done:
+                    s = plan.chunk_base[j] + span
+                    d = np.asarray(plan.dest(s, t), dtype=np.int64)
+                    rows = (s // q) * q * q + (s % q) * q + d % q
+                    rrows[rows] = dst[j].reshape(z, b)
+        self.calls += 1
+
+    def free(self):
+        """Nothing beyond memory to release."""
+        self.transit = None
