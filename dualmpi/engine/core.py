@@ -118,12 +118,16 @@ class Engine:
         return self._plans[key]
 
     def packets_for(self, layout, collective):
-        """Return how many pieces each row is cut into for ``layout`` (1: no pipelining)."""
+        """Return how many pieces each block is cut into for ``layout`` (1: no pipelining).
+
+        Decided by the largest node-level block: a rank's piece holds ``q`` (scatter,
+        allgather) or ``q * q`` (alltoall) of them.
+        """
         if self.packets_above is None or collective == "alltoallv":
             return 1
-        biggest = int(np.max(layout.size(np.zeros(1, np.int64), np.zeros(1, np.int64))))
-        if collective in ("alltoall", "scatter", "allgather"):
-            biggest = layout.nbytes  # a rank's piece bounds every block
+        parts = {"scatter": self.q, "allgather": self.q, "alltoall": self.q * self.q}.get(
+            collective, 1)
+        biggest = -(-layout.nbytes // parts)
         if biggest <= self.packets_above:
             return 1
         return int(min(self.max_packets, -(-biggest // self.packet_bytes)))

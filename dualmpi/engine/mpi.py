@@ -275,18 +275,22 @@ def _crc(store, offs, lens):
 
 
 def _mover(store, copies):
-    """Return a function doing a round's local moves (between a rank's own nodes), or None."""
+    """Return a function doing a round's local moves (between a rank's own nodes), or None.
+
+    Moves of equal-length blocks at offsets that are multiples of that length (the usual
+    case) become one row copy on a 2-D view of the store; others copy segment by segment.
+    """
     src, dst, lens = copies
     if src.size == 0:
         return None
-    if src.size > 4 and np.all(lens == lens[0]) and lens[0] <= 256:
-        width = int(lens[0])
-        span = np.arange(width, dtype=np.int64)
-        s_idx = src[:, None] + span
-        d_idx = dst[:, None] + span
+    width = int(lens[0])
+    if src.size > 2 and width and np.all(lens == width) and not (src % width).any() and \
+            not (dst % width).any():
+        rows = store[:store.size - store.size % width].reshape(-1, width)
+        s_idx, d_idx = src // width, dst // width
 
         def move():
-            store[d_idx] = store[s_idx]
+            rows[d_idx] = rows[s_idx]
         return move
     segs = (dst, src, lens)
 

@@ -84,11 +84,10 @@ class RankPlan:
             p, np.asarray(origin, dtype=np.int64), np.asarray(target, dtype=np.int64))
         if self.slot_codes.size == 0:
             return np.full(codes.shape, -1, dtype=np.int64)
-        sorter = np.argsort(self.slot_codes, kind="stable")
-        pos = np.minimum(np.searchsorted(self.slot_codes, codes, sorter=sorter),
-                         self.slot_codes.size - 1)
-        found = sorter[pos]
-        return np.where(self.slot_codes[found] == codes, found, -1)
+        order = np.argsort(self.slot_codes, kind="stable")
+        ordered = self.slot_codes[order]
+        pos = np.minimum(np.searchsorted(ordered, codes), self.slot_codes.size - 1)
+        return np.where(ordered[pos] == codes, order[pos], -1)
 
     def bind(self, layout, packets=1):
         """Return the :class:`BoundPlan` for the sizes of ``layout`` (a :class:`Layout`).
@@ -189,13 +188,16 @@ def compile_rank(sched, q, rank, root_rank=0):
     codes = np.concatenate([in_codes, out_codes, recv_codes])
     uniq, first = np.unique(codes, return_index=True)
     slot_codes = codes[np.sort(first)]
-    sorter = np.argsort(slot_codes, kind="stable")
+    by_code = np.argsort(slot_codes, kind="stable")
+    sorted_codes = slot_codes[by_code]
 
     def lookup(c, what):
-        pos = np.searchsorted(slot_codes, c, sorter=sorter)
-        pos = np.minimum(pos, max(slot_codes.size - 1, 0))
-        found = sorter[pos] if slot_codes.size else pos
-        bad = slot_codes[found] != c if slot_codes.size else np.ones(c.size, dtype=bool)
+        if slot_codes.size == 0:
+            found, bad = np.zeros(c.size, dtype=np.int64), np.ones(c.size, dtype=bool)
+        else:
+            pos = np.minimum(np.searchsorted(sorted_codes, c), slot_codes.size - 1)
+            found = by_code[pos]
+            bad = sorted_codes[pos] != c
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             node, key = divmod(int(c[i]), ks)
