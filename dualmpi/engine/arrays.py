@@ -52,7 +52,7 @@ def block_key(p, origin, target):
     Works elementwise on numpy arrays.
 
     >>> block_key(4, 0, -1), block_key(4, 3, 2)
-    (10, 23)
+    (10, 28)
     """
     return (np.asarray(origin, dtype=np.int64) + 2) * (p + 1) + np.asarray(target, dtype=np.int64) + 1 \
         if isinstance(origin, np.ndarray) or isinstance(target, np.ndarray) \
