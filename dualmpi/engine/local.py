@@ -118,7 +118,7 @@ def run_inprocess(schedule, size, clock=None, packets=1):
     >>> from dualmpi.topology import DualCube
     >>> res = run_inprocess(build_schedule("alltoall", DualCube(2)), 3)
     >>> res.verified, res.delivered, res.messages
-    (True, 56, 80)
+    (True, 56, 128)
     """
     topo, coll, root = schedule.topo, schedule.collective, schedule.root
     p = topo.num_nodes

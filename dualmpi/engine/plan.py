@@ -155,7 +155,7 @@ def compile_rank(sched, q, rank, root_rank=0):
     >>> a = from_schedule(build_schedule("allgather", Hypercube(2)))
     >>> plan = compile_rank(a, q=2, rank=0)
     >>> plan.num_slots, int(plan.send["round"].size), int(plan.local["round"].size)
-    (8, 2, 2)
+    (8, 4, 2)
     """
     p = sched.topo.num_nodes
     if q < 1 or p % q:
