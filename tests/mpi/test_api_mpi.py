@@ -13,7 +13,7 @@ import pytest
 
 import dualmpi
 from dualmpi.collectives import build_schedule
-from dualmpi.errors import DualmpiError, InputError, LinkError, RankCountError
+from dualmpi.errors import DualmpiError, RankCountError
 from dualmpi.topology import from_spec
 
 MPI = pytest.importorskip("mpi4py.MPI")
@@ -287,6 +287,7 @@ def test_alltoallv_matches_mpi(slot, dtype, displs, form):
 
 
 @pytest.mark.mpi
+@pytest.mark.mpi
 @pytest.mark.slow
 @pytest.mark.parametrize("slot", SLOTS)
 def test_bcast_and_scatter_every_root(slot):
@@ -482,7 +483,9 @@ def _read_only(n):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("case", list(_bad_calls()))
+@pytest.mark.parametrize("case", _sample(list(_bad_calls()), keep=[
+    "bcast-root-too-big", "alltoall-sizes", "alltoall-dtypes", "allgather-noncontiguous",
+    "alltoallv-negative-count"]))
 @pytest.mark.parametrize("slot", ["one0", "many0"])
 def test_bad_input_raises_the_same_error_everywhere(slot, case):
     """Bad arguments on every rank: InputError with the same message on every rank; the
@@ -524,7 +527,8 @@ ONE_BAD = {
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("case", list(ONE_BAD))
+@pytest.mark.parametrize("case", _sample(list(ONE_BAD), keep=[
+    "bcast-noncontiguous", "alltoall-read-only", "alltoallv-counts"]))
 @pytest.mark.parametrize("slot", ["one0", "many0"])
 def test_one_bad_rank_names_itself_to_the_others(slot, case):
     """Only the last rank passes a bad buffer: it gets its own message, every other rank an
@@ -588,7 +592,12 @@ def test_rank_count_errors_from_the_constructor():
     ({"packets": 0}, "bad packets 0: 'auto' or 1..1024"),
     ({"packets": "many"}, "bad packets 'many'"),
     ({"shape": "ts=x"}, ""),
-], ids=["watchdog", "packets-0", "packets-text", "shape-text"])
+    ({"variant": "bogus"}, "bad variant 'bogus'"),
+    ({"algorithms": {"alltoal": "ring"}}, "bad algorithms key 'alltoal'"),
+    ({"algorithms": {"bcast": "ring"}}, "no algorithm 'ring' for bcast"),
+    ({"stream": "yes"}, "bad stream 'yes'"),
+], ids=["watchdog", "packets-0", "packets-text", "shape-text", "variant", "algorithms-key",
+        "algorithms-name", "stream"])
 def test_bad_options_from_the_constructor(kwargs, words):
     """Bad options raise InputError on every rank before any communication."""
     spec = ONE_NODE.get(SIZE, MANY_NODES.get(SIZE, ["hypercube:n=6"]))[0]
@@ -672,6 +681,22 @@ def test_send_to_a_non_neighbour_is_a_link_error(slot):
     assert _agree(not problems), problems
 
 
+@pytest.mark.mpi(min_size=2)
+def test_recv_into_a_short_buffer_is_refused():
+    """A message longer than the receive buffer: DualmpiError on the receiver, nothing hangs."""
+    net = _net("one0")
+    v = net.topology.neighbor(RANK, 1)
+    err = None
+    if RANK < v:
+        net.Send(np.arange(5.0), v, tag=9)
+    else:
+        err = _error_of(lambda: net.Recv(np.zeros(3), v, tag=9))
+    want = (None if RANK < v else
+            ("DualmpiError", f"rank {RANK}: receive buffer too small: rank {v} sent 40 bytes, "
+                             "the buffer has 24"))
+    assert _agree(err == want and _still_works(net)), err
+
+
 @pytest.mark.mpi
 @pytest.mark.parametrize("slot", ["many0"])
 def test_point_to_point_needs_one_node_per_rank(slot):
@@ -703,14 +728,13 @@ def test_options_keep_results(slot, name):
     """Every option leaves the results those of MPI (verify: and no checksum failure)."""
     spec, options = _spec(slot), OPTIONS[name]
     problems = []
+    if "algorithms" in options and not (spec.startswith(("dualcube", "hypercube"))
+                                        and from_spec(spec).num_nodes >= 4):
+        # no Hamiltonian cycle: the ring allgather is refused by the constructor, on every rank
+        err = _error_of(lambda: dualmpi.Comm(WORLD, spec, **options))
+        assert _agree(_same_error_everywhere(err, "InputError", "need a Hamiltonian cycle")), err
+        return
     with dualmpi.Comm(WORLD, spec, watchdog=60, **options) as net:
-        p = net.topology.num_nodes
-        if "algorithms" in options and not (spec.startswith(("dualcube", "hypercube")) and p >= 4):
-            # no Hamiltonian cycle: the ring allgather is refused on every rank, at the call
-            err = _error_of(lambda: net.Allgather(np.zeros(1), np.zeros(SIZE)))
-            ok = _same_error_everywhere(err, "DualmpiError", "need a Hamiltonian cycle")
-            assert _agree(ok and _still_works(net)), err
-            return
         # 17000 doubles: above PACKETS_ABOVE (pipelined unless packets=1); from 32 ranks on
         # the pieces of Allgather and Alltoall stay small (pipelining is covered up to 8 ranks)
         for n in (7, 17000):
@@ -735,9 +759,6 @@ def test_options_keep_results(slot, name):
 
 
 @pytest.mark.mpi(min_size=2)
-@pytest.mark.xfail(strict=True, reason="point-to-point shares the graph communicator and tags "
-                   "with the collectives' persistent requests (a pending Irecv matches a "
-                   "collective's message)")
 def test_point_to_point_does_not_match_collective_traffic():
     """A receive pending across a collective gets the later Send, not the collective's data
     (in MPI, point-to-point and collectives never match each other)."""
