@@ -357,7 +357,7 @@ class Comm:
 
     def Barrier(self):
         """Synchronise the ranks (a control-plane barrier, under the watchdog)."""
-        self._transport.control("barrier", self._transport.graph.Barrier)
+        self._transport.barrier()
 
     # -- point to point, neighbours only -------------------------------------------------------
     def _neighbour(self, peer, what):
@@ -482,8 +482,7 @@ class Comm:
 
     def _control_allreduce(self, send, recv, op):
         """An ``Allreduce`` of control data (counts, times, verdicts) under the watchdog."""
-        self._transport.control("a control-plane reduction", self._transport.graph.Allreduce,
-                                send, recv, op)
+        self._transport.allreduce(send, recv, op)
 
     def _key(self, coll):
         """Return ``(collective, algorithm)`` of a CLI collective name."""
@@ -619,8 +618,7 @@ class Comm:
         flat[-1] = self.rank + 1 if problem else 0
         both = np.concatenate([flat, -flat])
         out = np.zeros_like(both)
-        graph = self._transport.graph
-        self._transport.control(f"{name} argument check", graph.Allreduce, both, out, MPI.MAX)
+        self._transport.allreduce(both, out, MPI.MAX, f"the {name} argument check")
         hi, lo = out[:width], -out[width:]
         if problem:
             raise InputError(problem)

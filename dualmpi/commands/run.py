@@ -191,6 +191,8 @@ def main(args):
         if net is None:
             net = nets[coll == "ring-allgather"] = open_comm(world, topo, q, args, options)
         for size in sizes:
+            if rank0:
+                print(f"[{coll} size={size}] running", flush=True)
             row = run_collective(net, coll, size, root // q, _iters_for(size, args.iters),
                                  args.warmup)
             row["paper_rounds"] = paper_steps(coll, topo)
@@ -363,7 +365,7 @@ def _add_baseline(row, net, coll, size, root, iters, warmup):
     """Time the native collective and add its figures and the emulated/native ratio to ``row``."""
     from ..executors.native_baseline import run_native
 
-    native = run_native(net.comm, base_collective(coll), size, root, iters, warmup)
+    native = run_native(net, base_collective(coll), size, root, iters, warmup)
     row.update({k: v for k, v in native.items()
                 if k.startswith("native_")})
     row["ratio"] = row["t_avg"] / row["native_t_avg"] if row["native_t_avg"] > 0 else None

@@ -24,6 +24,14 @@ __all__ = ["MPITransport", "MPIRunner", "StreamRunner", "rank_graph"]
 
 _TAG_MOD = 1 << 15
 
+#: Graces past the deadline (s): a rank waiting in a round fires first (0.1 s per round, at most
+#: 5 s: it knows whom it waits for), then rank 0 waiting in the control plane (it lists the ranks
+#: that have not answered), last the other ranks waiting for rank 0.
+ROOT_GRACE, OTHER_GRACE = 5.5, 8.0
+
+#: Tag of the roll call on the user's communicator when a :class:`MPITransport` is built.
+ROLL_TAG = 32000
+
 
 def rank_graph(topo, q, rank):
     """Return the ranks adjacent to ``rank``: those playing a neighbour of one of its nodes.
@@ -58,15 +66,41 @@ class MPITransport:
         self.topo, self.q = topo, q
         self.rank = comm.Get_rank()
         self.peers = rank_graph(topo, q, self.rank)
+        label = f"rank {self.rank}" + (f" (nodes {self.rank * q}..{self.rank * q + q - 1})"
+                                       if q > 1 else f" (node {self.rank})")
+        self.watchdog = Watchdog(label, watchdog, comm.Abort)
+        self._roll_call(comm)
+        self.watchdog.arm("building the graph communicator", ())
         self.graph = comm.Create_dist_graph_adjacent(self.peers, self.peers, reorder=False)
         if self.graph.Get_rank() != self.rank:  # pragma: no cover - reorder=False guarantees it
             raise DualmpiError("the graph communicator renumbered the ranks")
         self._peer_set = frozenset(self.peers)
         #: point-to-point calls of the user get their own context: they never match the plans'
         self.p2p = self.graph.Dup()
-        label = f"rank {self.rank}" + (f" (nodes {self.rank * q}..{self.rank * q + q - 1})"
-                                       if q > 1 else f" (node {self.rank})")
-        self.watchdog = Watchdog(label, watchdog, self.graph.Abort)
+        #: the control plane (barriers, verdicts, timings): messages through rank 0, so a wait
+        #: can always name the ranks that have not answered
+        self.ctl = comm.Dup()
+        self.watchdog.disarm()
+
+    def _roll_call(self, comm):
+        """Every rank checks in with rank 0 before the collective set-up, so a rank that never
+        arrives is named (tag :data:`ROLL_TAG` on the user's communicator)."""
+        wd, size = self.watchdog, comm.Get_size()
+        token = np.zeros(1, dtype=np.int8)
+        if self.rank == 0:
+            reqs = [comm.Irecv(np.zeros(1, dtype=np.int8), r, ROLL_TAG) for r in range(1, size)]
+            pending = list(range(1, size))
+            while pending:
+                wd.arm("the set-up of dualmpi.Comm", tuple(pending), grace=ROOT_GRACE)
+                for i in MPI.Request.Waitsome(reqs) or []:
+                    pending.remove(i + 1)
+            wd.disarm()
+            MPI.Request.Waitall([comm.Isend(token, r, ROLL_TAG) for r in range(1, size)])
+        else:
+            wd.arm("the set-up of dualmpi.Comm (checking in with rank 0)", (0,), grace=OTHER_GRACE)
+            comm.Send(token, 0, ROLL_TAG)
+            comm.Recv(token, 0, ROLL_TAG)
+            wd.disarm()
 
     def prepare(self, bound, plan, verify=False, shape=None, drop=None, signature=0):
         """Return an :class:`MPIRunner` of ``bound`` (options: see :class:`MPIRunner`)."""
@@ -82,17 +116,65 @@ class MPITransport:
         return StreamRunner(self, plan, nbytes)
 
     def control(self, what, call, *args):
-        """Run a blocking control-plane call (barrier, reduction) under the watchdog."""
+        """Run a blocking call (a point-to-point wait) under the watchdog."""
         self.watchdog.arm(what, ())
         try:
             return call(*args)
         finally:
             self.watchdog.disarm()
 
+    def allreduce(self, send, recv, op, what="a control-plane reduction"):
+        """Combine numpy array ``send`` over the ranks into ``recv`` (control data only).
+
+        Rank 0 gathers every rank's array, waiting under the watchdog with the list of
+        ranks that have not sent yet (so a stopped rank is named), combines them and
+        sends the result back; the other ranks wait for rank 0 with a longer grace, so
+        rank 0's diagnostic is the one printed.  ``op``: ``MPI.SUM``, ``MAX`` or ``MIN``.
+        """
+        ctl, wd, me = self.ctl, self.watchdog, self.rank
+        size = ctl.Get_size()
+        send = np.ascontiguousarray(send)
+        if op == MPI.SUM:
+            combine = np.add
+        elif op == MPI.MAX:
+            combine = np.maximum
+        elif op == MPI.MIN:
+            combine = np.minimum
+        else:
+            raise DualmpiError(f"control-plane reductions take MPI.SUM, MAX or MIN, not {op}")
+        tag = 77
+        if me == 0:
+            parts = [np.empty_like(send) for _ in range(size - 1)]
+            reqs = [ctl.Irecv(parts[r - 1], r, tag) for r in range(1, size)]
+            pending = list(range(1, size))
+            while pending:
+                wd.arm(what, tuple(pending), grace=ROOT_GRACE)
+                done = MPI.Request.Waitsome(reqs) or []
+                wd.disarm()
+                for i in done:
+                    pending.remove(i + 1)
+            out = send.copy()
+            for part in parts:
+                combine(out, part, out=out)
+            MPI.Request.Waitall([ctl.Isend(out, r, tag) for r in range(1, size)])
+            recv[...] = out.reshape(recv.shape)
+        else:
+            wd.arm(f"{what} (sending to rank 0)", (0,), grace=OTHER_GRACE)
+            ctl.Send(send, 0, tag)
+            wd.arm(f"{what} (waiting for rank 0's answer)", (0,), grace=OTHER_GRACE)
+            ctl.Recv(recv, 0, tag)
+            wd.disarm()
+
+    def barrier(self, what="a barrier"):
+        """Synchronise the ranks through rank 0 (see :meth:`allreduce`)."""
+        one = np.zeros(1, dtype=np.int8)
+        self.allreduce(one, one.copy(), MPI.MAX, what)
+
     def free(self):
         """Stop the watchdog and free the graph communicator."""
         self.watchdog.close()
         if self.graph != MPI.COMM_NULL:
+            self.ctl.Free()
             self.p2p.Free()
             self.graph.Free()
 

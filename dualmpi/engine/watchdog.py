@@ -48,9 +48,13 @@ class Watchdog:
                                             daemon=True)
             self._thread.start()
 
-    def arm(self, where, waiting_for):
-        """Start the clock: waiting in ``where`` (a round index or a text) for ``waiting_for``."""
-        self.state = (time.monotonic(), where, waiting_for)
+    def arm(self, where, waiting_for, grace=None):
+        """Start the clock: waiting in ``where`` (a round index or a text) for ``waiting_for``.
+
+        ``grace`` (seconds) replaces the default grace (see :meth:`limit`).
+        """
+        self.state = (time.monotonic(), where, waiting_for) if grace is None else \
+            (time.monotonic(), where, waiting_for, grace)
 
     def disarm(self):
         """The wait is over."""
@@ -63,7 +67,7 @@ class Watchdog:
 
     def diagnostic(self, state, now):
         """Return the one-line diagnostic for a wait that passed the deadline."""
-        start, where, peers = state
+        start, where, peers = state[:3]
         place = f"in round {where}" if isinstance(where, int) else f"in {where}"
         if peers:
             who = "rank" if isinstance(self.who, str) and self.who.startswith("rank") else "node"
@@ -82,7 +86,10 @@ class Watchdog:
         grace lets the wait that started the stall fire first, so the diagnostic names it.
         """
         where = state[1]
-        grace = 0.1 * min(where, 50) if isinstance(where, int) else 5.0
+        if len(state) > 3:
+            grace = state[3]
+        else:
+            grace = 0.1 * min(where, 50) if isinstance(where, int) else 5.0
         return state[0] + self.deadline + grace
 
     def _watch(self):
@@ -98,5 +105,6 @@ class Watchdog:
             if state is not None and now >= self.limit(state) and not self.fired:
                 self.fired = True
                 print(self.diagnostic(state, now), file=self.stream, flush=True)
+                time.sleep(0.5)  # let the launcher forward the line before the job is killed
                 self.abort(3)
                 return

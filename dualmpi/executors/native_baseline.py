@@ -54,28 +54,40 @@ def _call(collective, comm, root, send, recv):
         comm.Alltoall([send, MPI.BYTE], [recv, MPI.BYTE])
 
 
-def run_native(comm, collective, size, root=0, iters=1, warmup=0):
-    """Time the native MPI collective (OSU method) and verify its result; same dict on every rank."""
+def run_native(net, collective, size, root=0, iters=1, warmup=0):
+    """Time the native MPI collective (OSU method) and verify its result; same dict on every rank.
+
+    ``net`` is the :class:`dualmpi.Comm` of the emulated run: the native collective runs on
+    its communicator (``net.comm``); barriers, verdicts and timings go through dualmpi's
+    control plane and every wait is under its watchdog.
+    """
+    comm = net.comm
     root = root or 0
     times = []
     send, recv, want = _buffers(collective, comm, root, size)
+    control = net._transport.control
     for it in range(warmup + iters):
         if collective == "bcast" and comm.Get_rank() != root:
             send[:] = 0
-        comm.Barrier()
+        net.Barrier()
         t0 = MPI.Wtime()
-        _call(collective, comm, root, send, recv)
+        control(f"the native MPI_{collective.capitalize()} (baseline)", _call, collective, comm,
+                root, send, recv)
         t1 = MPI.Wtime()
         if it >= warmup:
             times.append(t1 - t0)
     got = send if collective == "bcast" else recv
-    ok = comm.allreduce(1 if np.array_equal(got, want) else 0, op=MPI.MIN)
     avg = float(np.mean(times)) if times else 0.0
+    mine = np.array([0 if np.array_equal(got, want) else 1, avg, -avg])
+    top = np.zeros(3)
+    net._control_allreduce(mine, top, MPI.MAX)
+    total = np.zeros(1)
+    net._control_allreduce(np.array([avg]), total, MPI.SUM)
     return {
         "collective": collective,
         "size": size,
-        "native_verified": bool(ok),
-        "native_t_min": comm.allreduce(avg, op=MPI.MIN),
-        "native_t_avg": comm.allreduce(avg, op=MPI.SUM) / comm.Get_size(),
-        "native_t_max": comm.allreduce(avg, op=MPI.MAX),
+        "native_verified": bool(top[0] == 0),
+        "native_t_min": float(-top[2]),
+        "native_t_avg": float(total[0]) / comm.Get_size(),
+        "native_t_max": float(top[1]),
     }

@@ -1,5 +1,6 @@
 """Options of an emulated run: link shaping, switching, packets and the model clock (pure)."""
 
+import math
 from dataclasses import dataclass
 
 from ..errors import InputError
@@ -59,7 +60,7 @@ def make_options(shape=None, switching="store-and-forward", packets=8, model=Non
         modeled = _params(model, switching)
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    if watchdog is None or watchdog < 0:
+    if watchdog is None or not math.isfinite(watchdog) or watchdog < 0:
         raise InputError(f"bad watchdog deadline {watchdog!r}: seconds >= 0 (0 disables it)")
     return RunOptions(shaped, switching, packets, modeled, float(watchdog), _drop(drop))
 

@@ -63,7 +63,7 @@ def run_bench(world, topo, cfg, progress=print):
             row["model"] = model
             row["native_t_avg"] = None
             if cfg.baseline and shape is None:
-                native = run_native(world, coll, size, cfg.root or 0, iters, 1)
+                native = run_native(net, coll, size, cfg.root or 0, iters, 1)
                 row["native_t_avg"] = native["native_t_avg"]
                 row["native_verified"] = native["native_verified"]
             rows_coll.append(row)
