@@ -227,20 +227,26 @@ def main(args):
 def estimate_memory(colls, sizes, ranks, q):
     """Refuse (on every rank alike) sizes whose buffers would not fit in this machine's memory.
 
-    Per rank: the user's send and receive buffers, the pattern to check against, and the
-    engine's store (the blocks its ``q`` nodes hold, about as large again), all ranks of
-    the job sharing the machine's memory.
+    ``sizes`` are node-level blocks.  Per rank: the user's send and receive buffers and the
+    pattern to check against (a rank's piece holds ``q`` or ``q * q`` blocks), and the
+    engine's store (about the blocks its nodes hold), all ranks sharing the machine.
+
+    >>> estimate_memory(["alltoall"], [1 << 26], 32, 1)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dualmpi.resources.ResourceError: 32 ranks x buffers and store of the largest size needs 320 GiB...
     """
     from ..resources import require_memory
 
     worst = 0
     for coll in colls:
+        base = base_collective(coll)
         for size in sizes:
-            per = {"bcast": 3 * size * (1 + q), "scatter": size * (2 * ranks + 3 + q)}.get(
-                coll, 0)
-            if not per:
-                per = 4 * ranks * size + 2 * ranks * size * q  # buffers, pattern, store
-            worst = max(worst, per)
+            piece = size * {"scatter": q, "allgather": q, "alltoall": q * q}.get(base, 1)
+            user = {"bcast": 2 * piece, "scatter": piece * (ranks + 2)}.get(base, 3 * ranks * piece)
+            store = {"bcast": q * size, "scatter": 2 * q * ranks * size}.get(
+                base, (2 if base == "alltoall" else q + 1) * ranks * piece)
+            worst = max(worst, user + store)
     require_memory(worst * ranks, f"{ranks} ranks x buffers and store of the largest size")
 
 
