@@ -175,8 +175,10 @@ def main(args):
                          f"node of a rank (a multiple of {q})")
     if options.drop is not None:
         topo.check_node(options.drop[1])
-        if not 0 <= options.drop[0] < 1 << 20:
-            raise InputError(f"--inject-drop {args.inject_drop}: no such round")
+        rounds = max(build_schedule(c, topo, root).num_rounds for c in colls)
+        if not 0 <= options.drop[0] < rounds:
+            raise InputError(f"--inject-drop {args.inject_drop}: no such round (the schedules "
+                             f"have rounds 0..{rounds - 1})")
     if "ring-allreduce" in colls and q != 1:
         raise InputError("ring-allreduce needs one node per rank")
     estimate_memory(colls, sizes, world.Get_size(), q)
