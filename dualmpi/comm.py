@@ -39,12 +39,23 @@ def _mpi():
     return MPI
 
 
+_DTYPE_CODES = {}
+
+
 def _parse_buf(spec, what, MPI, writable=True):
-    """Return ``(array, nbytes_view, itemsize, dtype_code)`` of an mpi4py-style buffer.
+    """Return ``(bytes, itemsize, dtype_code)`` of an mpi4py-style buffer (a uint8 view).
 
     Takes a numpy array, a buffer-protocol object, ``[buf, datatype]``, ``[buf, count]``
     or ``[buf, count, datatype]``.
     """
+    if type(spec) is np.ndarray:  # the common case, kept short
+        flags = spec.flags
+        if flags.c_contiguous and (flags.writeable or not writable):
+            dtype = spec.dtype
+            code = _DTYPE_CODES.get(dtype)
+            if code is not None:
+                raw = spec.view(np.uint8) if spec.ndim == 1 else spec.reshape(-1).view(np.uint8)
+                return raw, dtype.itemsize, code
     count = datatype = None
     if isinstance(spec, (list, tuple)):
         if not 1 <= len(spec) <= 3:
@@ -83,6 +94,8 @@ def _parse_buf(spec, what, MPI, writable=True):
         raise InputError(f"{what}: object arrays cannot be sent (dtype {dtype})")
     raw = arr.reshape(-1).view(np.uint8) if arr.size else np.zeros(0, np.uint8)
     itemsize = dtype.itemsize
+    if datatype is None and count is None and not dtype.hasobject and dtype.fields is None:
+        _DTYPE_CODES.setdefault(dtype, zlib.crc32(dtype.str.encode()))
     if count is not None:
         if count < 0 or count * itemsize > raw.size:
             raise InputError(f"{what}: count {count} of {dtype} needs {count * itemsize} bytes, "
@@ -165,6 +178,7 @@ class Comm:
         self._engine = Engine(topo, q, self._transport, packets_above=above,
                               packet_bytes=PACKET_BYTES, stream=stream, **self.options)
         self._agreed = set()
+        self._fast, self._gen = {}, 0
         self._baseline = None
         self._p2p = {}
         self._IN_PLACE = MPI.IN_PLACE
@@ -633,11 +647,18 @@ class Comm:
         self._agreed.add(key)
 
     def _runner(self, collective, root, nbytes):
-        if self._engine is None:
+        engine = self._engine
+        if engine is None:
             raise DualmpiError(f"{collective}: the communicator was freed")
-        return self._engine.runner(self.rank, collective, nbytes, root, self.variant,
-                                   self.algorithms.get(collective),
-                                   packets=None if self.packets == "auto" else self.packets)
+        if self._gen != engine.evictions:
+            self._fast, self._gen = {}, engine.evictions
+        key = (collective, root, nbytes)
+        run = self._fast.get(key)
+        if run is None:
+            run = self._fast[key] = engine.runner(
+                self.rank, collective, nbytes, root, self.variant, self.algorithms.get(collective),
+                packets=None if self.packets == "auto" else self.packets)
+        return run
 
 
 _FIELDS = {"Bcast": ("root", "message size", "datatype"),

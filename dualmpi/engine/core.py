@@ -91,6 +91,8 @@ class Engine:
                                                                    max_packets)
         self._schedules = {}
         self._plans = {}
+        #: Runners dropped from the cache so far (a client's own cache must then be refreshed).
+        self.evictions = 0
         self._bound = OrderedDict()
 
     def schedule(self, collective, root=0, variant="corrected", algorithm=None):
@@ -163,6 +165,7 @@ class Engine:
         run.hop_rounds, run.steps = self.counts(collective, root_rank * self.q, variant, algorithm)
         self._bound[sig] = run
         while len(self._bound) > CACHE_SIZE:
+            self.evictions += 1
             _, old = self._bound.popitem(last=False)
             self._retire(old)
             old.free()
@@ -210,6 +213,7 @@ class Engine:
 
     def free(self):
         """Release every runner's resources."""
+        self.evictions += 1
         while self._bound:
             _, run = self._bound.popitem()
             run.free()

@@ -251,8 +251,13 @@ class MPIRunner:
             self._checks.append(checks)
         self._fast = not (verify or shape is not None)
         user, at, length = bound.copy_in
-        self.copy_in = (at, user, length)  # (destination, source, length) for copy_segments
-        self.copy_out = bound.copy_out
+        # (destination, source, length) as Python ints: no numpy scalar in the call path
+        self.copy_in = list(zip(at.tolist(), user.tolist(), length.tolist()))
+        self.copy_out = list(zip(*(c.tolist() for c in bound.copy_out)))
+        self._trail_mv = memoryview(self._trailers.view(np.uint8))
+        self._zeros = bytes(self._trailers.nbytes)
+        self._expect = memoryview(np.full(self._trailers.size, self.signature,
+                                          dtype=np.uint64).view(np.uint8))
 
     def _spec(self, offs, lens):
         """Return an mpi4py buffer spec for the segments ``(offs, lens)`` of the store."""
@@ -269,9 +274,10 @@ class MPIRunner:
         """Run the plan once: copy ``send`` in, every round, copy ``recv`` out (uint8 arrays)."""
         store = self.store
         if send is not None:
-            copy_segments(store, send, self.copy_in)
-        trailers = self._trailers
-        trailers[:] = 0
+            for a, b, n in self.copy_in:
+                store[a:a + n] = send[b:b + n]
+        trail = self._trail_mv
+        trail[:] = self._zeros
         try:
             self._rounds(store)
         except MPI.Exception as exc:
@@ -279,13 +285,15 @@ class MPIRunner:
             raise DualmpiError(f"rank {self.transport.rank}: {exc.Get_error_string()} in a round "
                                "of the plan (the ranks called different collectives or passed "
                                "buffers of different sizes)") from None
-        if trailers.size and (trailers != self.signature).any():
+        if trail != self._expect:
+            trailers = self._trailers
             k, peer = self._senders[int(np.flatnonzero(trailers != self.signature)[0])]
             raise DualmpiError(f"rank {self.transport.rank}: in round {k} rank {peer} sent a message "
                                "of another call (the ranks called different collectives or passed "
                                "buffers of different sizes); the received data is not used")
         if recv is not None:
-            copy_segments(recv, store, self.copy_out)
+            for a, b, n in self.copy_out:
+                recv[a:a + n] = store[b:b + n]
         self.calls += 1
 
     def _rounds(self, store):
