@@ -30,6 +30,10 @@ __all__ = ["Comm", "PACKETS_ABOVE"]
 PACKETS_ABOVE = 1 << 17
 PACKET_BYTES = 1 << 16
 
+#: Pieces of at least this many bytes run zero-copy when a caller reuses its buffers (below it
+#: the copies cost less than looking the buffers up); docs/performance.md.
+ZERO_COPY_ABOVE = 1 << 15
+
 _CODES = {"Bcast": 1, "Scatter": 2, "Allgather": 3, "Alltoall": 4, "Alltoallv": 5}
 
 
@@ -178,7 +182,8 @@ class Comm:
         self._engine = Engine(topo, q, self._transport, packets_above=above,
                               packet_bytes=PACKET_BYTES, stream=stream, **self.options)
         self._agreed = set()
-        self._fast, self._gen = {}, 0
+        self._fast, self._gen, self._last = {}, 0, {}
+        self._zero_copy = q == 1 and not verify and shape is None and drop is None
         self._baseline = None
         self._p2p = {}
         self._IN_PLACE = MPI.IN_PLACE
@@ -217,8 +222,8 @@ class Comm:
         except InputError as exc:
             problem = str(exc)
         self._agree("Bcast", sig, problem)
-        run = self._runner("bcast", root, raw.size)
-        run.run(raw if self.rank == root else None, None if self.rank == root else raw)
+        send, recv = (raw, None) if self.rank == root else (None, raw)
+        self._runner("bcast", root, raw.size, send, recv, (buf, None)).run(send, recv)
 
     def Scatter(self, sendbuf, recvbuf, root=0):
         """Scatter rank ``root``'s ``sendbuf`` in equal pieces (mirrors ``Comm.Scatter``)."""
@@ -251,8 +256,9 @@ class Comm:
         except InputError as exc:
             problem = str(exc)
         self._agree("Scatter", sig, problem)
-        run = self._runner("scatter", root, sig[1])
-        run.run(send if self.rank == root else None, recv)
+        send = send if self.rank == root else None
+        self._runner("scatter", root, sig[1], send, recv,
+                     (sendbuf if self.rank == root else None, recvbuf)).run(send, recv)
 
     def Allgather(self, sendbuf, recvbuf):
         """Gather every rank's ``sendbuf`` into every ``recvbuf`` (mirrors ``Comm.Allgather``)."""
@@ -276,9 +282,7 @@ class Comm:
         except InputError as exc:
             problem = str(exc)
         self._agree("Allgather", sig, problem)
-        key = "allgather"
-        run = self._runner(key, 0, sig[0])
-        run.run(send, recv)
+        self._runner("allgather", 0, sig[0], send, recv, (sendbuf, recvbuf)).run(send, recv)
 
     def Alltoall(self, sendbuf, recvbuf):
         """The total exchange: piece ``j`` of ``sendbuf`` to rank ``j`` (mirrors ``Comm.Alltoall``)."""
@@ -301,8 +305,7 @@ class Comm:
         except InputError as exc:
             problem = str(exc)
         self._agree("Alltoall", sig, problem)
-        run = self._runner("alltoall", 0, sig[0])
-        run.run(send, recv)
+        self._runner("alltoall", 0, sig[0], send, recv, (sendbuf, recvbuf)).run(send, recv)
 
     def Alltoallv(self, sendbuf, *args, sdispls=None, rdispls=None):
         """The total exchange with a count per pair (mirrors ``Comm.Alltoallv``).
@@ -646,13 +649,36 @@ class Comm:
                                  f"(from {int(lo[i])} to {int(hi[i])})")
         self._agreed.add(key)
 
-    def _runner(self, collective, root, nbytes):
+    def _runner(self, collective, root, nbytes, send=None, recv=None, objs=None):
+        """Return the runner of a call: zero-copy when the same buffers come back.
+
+        With one node per rank, no option that needs the store and pieces of at least
+        :data:`ZERO_COPY_ABOVE` bytes, a call with the same buffer objects ``objs`` as the
+        previous call of the same kind gets a runner bound to their memory (no copy in or
+        out; the runner keeps a reference to them, so their memory stays where it is while
+        it is cached); other calls copy through the store.
+        """
         engine = self._engine
         if engine is None:
             raise DualmpiError(f"{collective}: the communicator was freed")
         if self._gen != engine.evictions:
             self._fast, self._gen = {}, engine.evictions
         key = (collective, root, nbytes)
+        if objs is not None and self._zero_copy and nbytes >= ZERO_COPY_ABOVE:
+            ids = (id(objs[0]), id(objs[1]))
+            zkey = (key, ids)
+            run = self._fast.get(zkey)
+            if run is not None and run.pinned[0] is objs[0] and run.pinned[1] is objs[1]:
+                return run
+            if self._last.get(key) == ids and not _overlap(send, recv):
+                run = self._fast[zkey] = engine.runner(
+                    self.rank, collective, nbytes, root, self.variant,
+                    self.algorithms.get(collective),
+                    packets=None if self.packets == "auto" else self.packets,
+                    buffers=(send, recv))
+                run.pinned = objs
+                return run
+            self._last[key] = ids
         run = self._fast.get(key)
         if run is None:
             run = self._fast[key] = engine.runner(
@@ -718,6 +744,11 @@ def _nodes_per_rank(topo, size, q):
         raise RankCountError(f"{topo.spec} has {p} nodes, but {size} ranks with {q} nodes each "
                              f"play {q * size}; run {hint} ranks")
     return int(q)
+
+
+def _overlap(a, b):
+    """True when two buffers may share memory (IN_PLACE): they cannot be bound separately."""
+    return a is not None and b is not None and np.may_share_memory(a, b)
 
 
 def _variant(variant):

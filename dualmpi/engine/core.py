@@ -135,13 +135,21 @@ class Engine:
         return int(min(self.max_packets, -(-biggest // self.packet_bytes)))
 
     def runner(self, rank, collective, nbytes, root_rank=0, variant="corrected", algorithm=None,
-               sdispls=None, rdispls=None, packets=None):
-        """Return the transport's runner of one collective and size (cached)."""
+               sdispls=None, rdispls=None, packets=None, buffers=None):
+        """Return the transport's runner of one collective and size (cached).
+
+        ``buffers=(send, recv)``: a zero-copy runner bound to those arrays (cached by their
+        addresses; one node per rank, no reductions).
+        """
+        where = None if buffers is None else tuple(
+            None if b is None else (b.ctypes.data, b.size) for b in buffers)
+        if where is not None:  # a zero-copy runner belongs to its caller: not shared
+            where = where + (object(),)
         if sdispls is None and rdispls is None and isinstance(nbytes, int):
-            sig = (rank, collective, root_rank, variant, algorithm, nbytes, packets)
+            sig = (rank, collective, root_rank, variant, algorithm, nbytes, packets, where)
         else:
             sig = (rank, collective, root_rank, variant, algorithm, _hashable(nbytes),
-                   _hashable(sdispls), _hashable(rdispls), packets)
+                   _hashable(sdispls), _hashable(rdispls), packets, where)
         hit = self._bound.get(sig)
         if hit is not None:
             self._bound.move_to_end(sig)
@@ -161,7 +169,8 @@ class Engine:
         # what every rank of a correct program has in common (not the rank, not displacements)
         key = repr((collective, root_rank, variant, algorithm, _hashable(nbytes), packets)).encode()
         signature = zlib.crc32(key) << 32 | zlib.crc32(key[::-1])
-        run = self.transport.prepare(bound, plan, signature=signature, **self.options)
+        extra = {} if buffers is None else {"layout": layout, "buffers": buffers}
+        run = self.transport.prepare(bound, plan, signature=signature, **extra, **self.options)
         run.hop_rounds, run.steps = self.counts(collective, root_rank * self.q, variant, algorithm)
         self._bound[sig] = run
         while len(self._bound) > CACHE_SIZE:

@@ -102,14 +102,19 @@ class MPITransport:
             comm.Recv(token, 0, ROLL_TAG)
             wd.disarm()
 
-    def prepare(self, bound, plan, verify=False, shape=None, drop=None, signature=0):
-        """Return an :class:`MPIRunner` of ``bound`` (options: see :class:`MPIRunner`)."""
+    def prepare(self, bound, plan, verify=False, shape=None, drop=None, signature=0,
+                layout=None, buffers=None):
+        """Return an :class:`MPIRunner` of ``bound`` (options: see :class:`MPIRunner`).
+
+        ``buffers=(send, recv)`` (uint8 arrays, with ``layout``) binds the plan to those
+        buffers: see :class:`MPIRunner`.
+        """
         for rnd in bound.rounds:
             for peer, _, _ in rnd.sends + rnd.recvs:
                 if peer not in self._peer_set:  # pragma: no cover - plans follow the links
                     raise DualmpiError(f"rank {self.rank} would exchange with rank {peer}, "
                                        "which plays no neighbour of its nodes")
-        return MPIRunner(self, bound, plan, verify, shape, drop, signature)
+        return MPIRunner(self, bound, plan, verify, shape, drop, signature, layout, buffers)
 
     def prepare_stream(self, plan, nbytes):
         """Return a :class:`StreamRunner` of the streamed total exchange."""
@@ -198,9 +203,16 @@ class MPIRunner:
     store shared by all sends); a receiver that gets another signature — ranks running
     different calls, e.g. one rank passing a buffer of another size — raises
     :class:`~dualmpi.errors.DualmpiError` instead of returning wrong data.
+
+    With ``buffers=(send, recv)`` (one node per rank) the runner is *zero-copy*: the slots
+    of the blocks the rank starts with are the user's send buffer, those it delivers are
+    the receive buffer, and the requests address them directly (``MPI_BOTTOM`` and
+    absolute addresses), so nothing is copied in or out but a rank's own block.  It runs
+    only with those very buffers (the engine caches it by their addresses).
     """
 
-    def __init__(self, transport, bound, plan, verify=False, shape=None, drop=None, signature=0):
+    def __init__(self, transport, bound, plan, verify=False, shape=None, drop=None, signature=0,
+                 layout=None, buffers=None):
         self.transport, self.bound, self.plan = transport, bound, plan
         self.calls = 0
         self.checksum_failures = 0
@@ -216,6 +228,12 @@ class MPIRunner:
         self._trailers = self.store[sig_at + 8:].view(np.uint64)
         self._senders = []
         trail_at = sig_at + 8
+        self.absolute = buffers is not None
+        self._own = []
+        if self.absolute:
+            bound, self._own = self._relocate(bound, plan, layout, buffers)
+            base = self.store.ctypes.data
+            sig_at, trail_at = base + sig_at, base + trail_at
         self._types, self._reqs, self._loop, self._checks = [], [], [], []
         crc_at = bound.nbytes
         drop_round = None
@@ -259,8 +277,35 @@ class MPIRunner:
         self._expect = memoryview(np.full(self._trailers.size, self.signature,
                                           dtype=np.uint64).view(np.uint8))
 
+    def _relocate(self, bound, plan, layout, buffers):
+        """Rebind ``bound`` with slots at absolute addresses in the user's buffers and the store."""
+        send, recv = buffers
+        at = self.store.ctypes.data + bound.slot_offset
+        in_slots, in_rows = plan.inputs
+        out_slots, out_rows = plan.outputs
+        if send is not None and in_slots.size:
+            at[in_slots] = send.ctypes.data + layout.inputs(plan.rank)[3]
+        own = []
+        if recv is not None and out_slots.size:
+            user = layout.outputs(plan.rank)[3]
+            taken = np.isin(out_slots, in_slots)
+            at[out_slots[~taken]] = recv.ctypes.data + user[~taken]
+            if send is not None:
+                pos_in = dict(zip(in_slots.tolist(), layout.inputs(plan.rank)[3].tolist()))
+                for s_, u in zip(out_slots[taken].tolist(), user[taken].tolist()):
+                    n = int(bound.slot_size[s_])
+                    if n:
+                        own.append((u, pos_in[s_], n))
+        return plan.bind(layout, bound.packets, at), own
+
     def _spec(self, offs, lens):
         """Return an mpi4py buffer spec for the segments ``(offs, lens)`` of the store."""
+        if self.absolute:
+            if offs.size == 0:
+                return [MPI.BOTTOM, 0, MPI.BYTE]
+            dtype = MPI.BYTE.Create_hindexed(lens.tolist(), offs.tolist()).Commit()
+            self._types.append(dtype)
+            return [MPI.BOTTOM, 1, dtype]
         if offs.size == 0:
             return [self.store[0:0], MPI.BYTE]
         if offs.size == 1:
@@ -273,7 +318,7 @@ class MPIRunner:
     def run(self, send=None, recv=None):
         """Run the plan once: copy ``send`` in, every round, copy ``recv`` out (uint8 arrays)."""
         store = self.store
-        if send is not None:
+        if send is not None and not self.absolute:
             for a, b, n in self.copy_in:
                 store[a:a + n] = send[b:b + n]
         trail = self._trail_mv
@@ -292,8 +337,12 @@ class MPIRunner:
                                "of another call (the ranks called different collectives or passed "
                                "buffers of different sizes); the received data is not used")
         if recv is not None:
-            for a, b, n in self.copy_out:
-                recv[a:a + n] = store[b:b + n]
+            if self.absolute:
+                for a, b, n in self._own:
+                    recv[a:a + n] = send[b:b + n]
+            else:
+                for a, b, n in self.copy_out:
+                    recv[a:a + n] = store[b:b + n]
         self.calls += 1
 
     def _rounds(self, store):

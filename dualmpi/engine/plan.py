@@ -89,13 +89,15 @@ class RankPlan:
         pos = np.minimum(np.searchsorted(ordered, codes), self.slot_codes.size - 1)
         return np.where(ordered[pos] == codes, order[pos], -1)
 
-    def bind(self, layout, packets=1):
+    def bind(self, layout, packets=1, positions=None):
         """Return the :class:`BoundPlan` for the sizes of ``layout`` (a :class:`Layout`).
 
         ``packets > 1`` pipelines: every row becomes ``packets`` pieces, piece ``j`` of
-        a row of round ``k`` moving in round ``k + j``.
+        a row of round ``k`` moving in round ``k + j``.  ``positions`` (one integer per
+        slot) places the slots elsewhere than at their store offsets — absolute addresses
+        in the user's buffers for zero-copy runs; segments are then merged in that space.
         """
-        return _bind(self, layout, max(1, int(packets)))
+        return _bind(self, layout, max(1, int(packets)), positions)
 
 
 @dataclass
@@ -274,7 +276,7 @@ def merge_segments(group, off, length):
     return group[start], off[start], merged
 
 
-def _bind(plan, layout, packets):
+def _bind(plan, layout, packets, positions=None):
     """Compute slot offsets and every round's segments (see :meth:`RankPlan.bind`)."""
     p = plan.p
     origin, target, is_block = plan.slot_blocks()
@@ -294,6 +296,7 @@ def _bind(plan, layout, packets):
     np.cumsum(size, out=offset[1:])
     nbytes = int(offset[-1])
     offset = offset[:-1]
+    where = offset if positions is None else np.asarray(positions, dtype=np.int64)
 
     # messages and bytes per directed link leaving this rank's nodes (sends and local moves)
     link_src = np.concatenate([rows["send"]["src"], rows["local"]["src"]])
@@ -308,14 +311,14 @@ def _bind(plan, layout, packets):
         n = r["round"].size
         if packets == 1:
             return (r["round"], r["order"], np.zeros(n, dtype=np.int64), length,
-                    [offset[r[c]] for c in cols])
+                    [where[r[c]] for c in cols])
         piece = np.tile(np.arange(packets, dtype=np.int64), n)
         rep = np.repeat(np.arange(n), packets)
         total = length[rep]
         start = total // packets * piece + np.minimum(piece, total % packets)
         plen = total // packets + (piece < total % packets)
         return (r["round"][rep] + piece, r["order"][rep], piece, plen,
-                [offset[r[c]][rep] + start for c in cols])
+                [where[r[c]][rep] + start for c in cols])
 
     s_rnd, s_ord, s_pc, s_len, (s_off,) = expand(rows["send"], row_len["send"], "slot")
     r_rnd, r_ord, r_pc, r_len, (r_off, r_fin) = expand(rows["recv"], row_len["recv"], "slot",

@@ -1,0 +1,47 @@
+"""Print the markdown table of ``benchmarks/engine.py`` results files (docs/performance.md).
+
+    python benchmarks/table.py benchmarks/results/engine_*.json
+"""
+
+import json
+import sys
+
+
+def fmt_us(seconds):
+    """Return microseconds with 3 significant figures."""
+    us = seconds * 1e6
+    return f"{us:.3g}" if us < 1000 else f"{us:,.0f}"
+
+
+def main(paths):
+    for path in paths:
+        with open(path) as fh:
+            data = json.load(fh)
+        meta = data["meta"]
+        load = "/".join(f"{x:.1f}" for x in meta["loadavg_start"][:1] + meta["loadavg_end"][:1])
+        print(f"\n**{meta['spec']}, {meta['ranks']} ranks** (`{path}`; load average {load} at "
+              f"start/end, {meta['repeats']} interleaved repeats, medians)\n")
+        before = meta.get("before") is not None
+        neighbor = any("neighbor/floor" in r for r in data["rows"])
+        head = ["collective", "block (B)", "pieces", "dualmpi (µs)", "floor (µs)", "native (µs)",
+                "dualmpi/floor", "dualmpi/native"]
+        if before:
+            head += ["before/native", "speed-up vs before"]
+        if neighbor:
+            head += ["neighbour colls/floor"]
+        print("| " + " | ".join(head) + " |")
+        print("|" + "|".join("---" if i < 1 else "---:" for i in range(len(head))) + "|")
+        for r in data["rows"]:
+            med = r["median"]
+            cells = [r["collective"], f"{r['size']:,}", str(r["packets"]), fmt_us(med["dualmpi"]),
+                     fmt_us(med["floor"]), fmt_us(med["native"]), f"{r['dualmpi/floor']:.2f}",
+                     f"{r['dualmpi/native']:.2f}"]
+            if before:
+                cells += [f"{r['before/native']:.2f}", f"{r['before/dualmpi']:.2f}"]
+            if neighbor:
+                cells += [f"{r['neighbor/floor']:.2f}"]
+            print("| " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
