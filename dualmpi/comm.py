@@ -507,13 +507,27 @@ class Comm:
             return "allgather", "ring"
         return coll, self.algorithms.get(coll)
 
-    def _counts(self, coll, root=0):
+    def _streamed(self, coll, root, nbytes):
+        """Return the streamed runner of ``coll`` at ``nbytes`` (no array schedule), or None."""
+        if nbytes is None or coll != "alltoall":
+            return None
+        run = self._runner(coll, root, nbytes)
+        return run if run.bound is None else None
+
+    def _counts(self, coll, root=0, nbytes=None):
         """Return ``(hop rounds, steps)`` of collective ``coll`` (root a rank)."""
+        run = self._streamed(coll, root, nbytes)
+        if run is not None:
+            return run.hop_rounds, run.steps_count
         name, algorithm = self._key(coll)
         return self._engine.counts(name, root * self.q, self.variant, algorithm)
 
-    def _algorithm(self, coll, root=0):
+    def _algorithm(self, coll, root=0, nbytes=None):
         """Return the name of the algorithm that runs ``coll``."""
+        if self._streamed(coll, root, nbytes) is not None:
+            from .engine.arrays import alltoall_name
+
+            return alltoall_name(self.topology) + " (streamed)"
         name, algorithm = self._key(coll)
         return self._engine.schedule(name, root * self.q, self.variant, algorithm).algorithm
 
@@ -521,7 +535,7 @@ class Comm:
         """Return the pieces each block of ``coll`` is cut into at ``nbytes``."""
         name, _ = self._key(coll)
         run = self._runner(name if coll != "ring-allreduce" else coll, root, nbytes)
-        return run.bound.packets
+        return 1 if run.bound is None else run.bound.packets
 
     def _verify_blocks(self, base, got, want, root=0, block=None):
         """Count the node-level blocks this rank's nodes hold correctly after a collective.

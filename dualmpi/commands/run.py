@@ -318,11 +318,11 @@ def run_collective(net, coll, size, root=0, iters=1, warmup=0, salt=0):
     spread = np.array([avg, -avg, avg])
     top = np.zeros(3)
     net._control_allreduce(spread, top, MPI.MAX)
-    hop_rounds, steps = net._counts(coll, root)
+    hop_rounds, steps = net._counts(coll, root, piece)
     n = max(iters, 1)
     return {
         "collective": coll,
-        "algorithm": net._algorithm(coll, root),
+        "algorithm": net._algorithm(coll, root, piece),
         "spec": net.topology.spec,
         "root": root * net.q if base in ("bcast", "scatter") else None,
         "size": size,

@@ -32,6 +32,7 @@ __all__ = [
     "from_schedule",
     "alltoall_arrays",
     "check_links",
+    "alltoall_name",
 ]
 
 
@@ -265,6 +266,15 @@ def alltoall_arrays(topo, variant="corrected", checks=4, seed=0):
             rounds.append(RoundRows(t, h, a, b, np.arange(s.size, dtype=np.int64), origin, target,
                                     src_key, dst_key))
             messages += int(s.size)
-    name = {"DualCube": "dual-cube Algorithms 3+4", "MetaCube": "metacube Algorithms 1-4",
+    return ArraySchedule("alltoall", alltoall_name(topo), topo, None, rounds, p - 1, messages)
+
+
+def alltoall_name(topo):
+    """Return the name of the total-exchange algorithm on ``topo``.
+
+    >>> from dualmpi.topology import DualCube
+    >>> alltoall_name(DualCube(2))
+    'dual-cube Algorithms 3+4'
+    """
+    return {"DualCube": "dual-cube Algorithms 3+4", "MetaCube": "metacube Algorithms 1-4",
             "Hypercube": "e-cube total exchange"}.get(type(topo).__name__, "total exchange")
-    return ArraySchedule("alltoall", name, topo, None, rounds, p - 1, messages)
