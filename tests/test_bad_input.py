@@ -114,7 +114,33 @@ SIZES = [
 ]
 
 
-@pytest.mark.parametrize("ranks, argv, pattern", RANK_COUNT + SPECS + TOO_LARGE + ROOTS + SIZES)
+#: Issue 14: options that must be refused before anything is measured.
+HARDENING = [
+    case(2, ["run", SPEC, "--json", "/nonexistent/dir/out.json", *QUICK],
+         r"--json /nonexistent/dir/out.json: the directory /nonexistent/dir does not exist",
+         "run-json-missing-dir"),
+    case(2, ["soak", SPEC, "--json", "/nonexistent/dir/out.json", "--iterations", "1"],
+         r"the directory /nonexistent/dir does not exist", "soak-json-missing-dir"),
+    case(2, ["bench", "dualcube:r=1", "--json", "/nonexistent/dir/b.json", "--sizes", "0",
+             "--coll-sizes", "0"], r"the directory /nonexistent/dir does not exist",
+         "bench-json-missing-dir"),
+    case(2, ["run", SPEC, "--sizes", "1099511627776", "--iters", "1", "--warmup", "0"],
+         r"needs [0-9.]+ TiB, the machine has", "sizes-1TiB"),
+    case(2, ["run", SPEC, "--sizes", "1000000000", "--iters", "1", "--warmup", "0"],
+         r"needs [0-9.]+ GiB, the machine has", "sizes-1e9"),
+    case(2, ["run", SPEC, "--watchdog", "nan", *QUICK], r"bad watchdog deadline nan",
+         "watchdog-nan"),
+    case(2, ["run", SPEC, "--collective", "bcast", "--inject-drop", "99:0", *QUICK],
+         r"--inject-drop 99:0: no such round", "inject-drop-round"),
+    case(2, ["run", SPEC, "--collective", "bcast", "--inject-drop", "1:9", *QUICK],
+         rf"node 9 out of range for {SPEC}", "inject-drop-node"),
+    case(1, ["run", "hypercube:n=16", "--collective", "allgather", "--sizes", "1024"],
+         r"needs [0-9.]+ TiB", "one-rank-hypercube-16-allgather"),
+]
+
+
+@pytest.mark.parametrize("ranks, argv, pattern",
+                         RANK_COUNT + SPECS + TOO_LARGE + ROOTS + SIZES + HARDENING)
 def test_bad_input_every_rank_reports(env, tmp_path, ranks, argv, pattern):
     """The job fails within 30 s, no traceback, one identical ``dualmpi: error:`` line per rank."""
     job = run_job(dualmpi_cmd(ranks, *argv), env, LIMIT, cwd=tmp_path)
@@ -274,3 +300,15 @@ def test_bad_results_file_as_process(tmp_path, good_file, command, name):
     assert job.stdout == "" and "Traceback" not in job.stderr, job.stderr
     lines = job.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"dualmpi: error: {path}"), job.stderr
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("argv", [
+    ["--fail-random", "8"],                                 # every link failed
+    ["--collective", "bcast", "--fail-nodes", "0"],         # the root failed
+])
+def test_undeliverable_is_not_verified(env, argv):
+    """Faults that cut pairs off: the table says NO with the undeliverable count, exit 1."""
+    job = run_job(dualmpi_cmd(2, "run", SPEC, *argv, *QUICK), env, LIMIT)
+    assert job.returncode == 1 and not job.timed_out, job.stderr[-2000:]
+    assert "undeliverable" in job.stdout and " NO " in job.stdout, job.stdout
