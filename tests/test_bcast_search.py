@@ -13,7 +13,7 @@ from dualmpi.collectives.bcast_search import (
 )
 from dualmpi.collectives.schedule import Schedule
 from dualmpi.collectives.trees import tree_schedule_rounds
-from dualmpi.executors import run_inprocess
+from dualmpi.engine import run_inprocess
 from dualmpi.topology import from_spec
 
 

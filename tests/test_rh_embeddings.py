@@ -10,7 +10,7 @@ from dualmpi.cli import main as cli_main
 from dualmpi.collectives import build_schedule, count_conflicts, paper_steps
 from dualmpi.collectives.emulate import emulate_on
 from dualmpi.collectives.ring import ring_allgather
-from dualmpi.executors import run_inprocess
+from dualmpi.engine import run_inprocess
 from dualmpi.topology import Hypercube, ReducedHypercube
 from dualmpi.topology.hamiltonian import gray_code
 from dualmpi.topology.hypercube_emulation import HypercubeOnRH

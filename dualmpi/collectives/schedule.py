@@ -5,8 +5,9 @@ destination node for personalized data and :data:`ALL` for broadcast data.  A
 :class:`Transfer` moves a tuple of blocks, concatenated into one message, across
 one link in one round.  A :class:`Schedule` lists every transfer of a collective;
 :func:`node_program` projects it onto one node: in round ``t`` the node sends these
-blocks to these neighbours and expects those blocks from those neighbours.  Both
-executors (in-process and MPI) run only node programs.
+blocks to these neighbours and expects those blocks from those neighbours.  The engine
+(:mod:`dualmpi.engine`) compiles schedules into per-rank plans; the virtual clocks
+replay node programs.
 
 Rounds are numbered globally.  Each round belongs to a paper *step* (the papers'
 unit of time: one ``t_s + m t_w`` startup) and has a *hop* index inside that step

@@ -12,7 +12,7 @@ __all__ = ["RunOptions", "make_options"]
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How the MPI executor moves messages.
+    """How ``dualmpi run`` and ``bench`` set up the engine (see :class:`dualmpi.Comm`).
 
     Attributes
     ----------

@@ -2,8 +2,7 @@
 
 import numpy as np
 
-__all__ = ["block_pattern", "initial_value", "expected_value", "pack_blocks", "unpack_blocks",
-           "rank_buffers"]
+__all__ = ["block_pattern", "expected_value", "rank_buffers"]
 
 #: Bytes generated per chunk, so a pattern needs little more memory than its payload.
 _CHUNK = 1 << 16
@@ -38,17 +37,6 @@ def block_pattern(origin, target, size, salt=0, out=None):
     return out
 
 
-def initial_value(key, u, size, salt=0):
-    """Return the bytes node ``u`` starts with for block ``key``.
-
-    A reduction segment ``(REDUCED, j)`` starts as node ``u``'s own contribution
-    ``block_pattern(u, j)``; every other block is its pattern.
-    """
-    if key[0] == _REDUCED:
-        return block_pattern(u, key[1], size, salt)
-    return block_pattern(*key, size, salt)
-
-
 def expected_value(key, num_nodes, size, salt=0):
     """Return the bytes block ``key`` must hold at the end (a reduction: the sum mod 256)."""
     if key[0] == _REDUCED:
@@ -57,24 +45,6 @@ def expected_value(key, num_nodes, size, salt=0):
             total += block_pattern(u, key[1], size, salt)
         return total
     return block_pattern(*key, size, salt)
-
-
-def pack_blocks(store, blocks, size, out=None):
-    """Concatenate the blocks of ``store`` (dict key -> uint8 array) into one message buffer."""
-    buf = np.empty(len(blocks) * size, dtype=np.uint8) if out is None else out
-    for n, key in enumerate(blocks):
-        buf[n * size:(n + 1) * size] = store[key]
-    return buf
-
-
-def unpack_blocks(store, blocks, size, buf, reduce=False):
-    """Split a received message buffer into its blocks and put (or, reducing, add) them into ``store``."""
-    for n, key in enumerate(blocks):
-        part = buf[n * size:(n + 1) * size]
-        if reduce:
-            store[key] = store[key] + part  # uint8 arithmetic wraps: the sum mod 256
-        else:
-            store[key] = part
 
 
 def rank_buffers(collective, ranks, rank, root, nbytes, salt=0):
