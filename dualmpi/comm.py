@@ -34,7 +34,7 @@ PACKET_BYTES = 1 << 16
 #: the copies cost less than looking the buffers up); docs/performance.md.
 ZERO_COPY_ABOVE = 1 << 15
 
-_CODES = {"Bcast": 1, "Scatter": 2, "Allgather": 3, "Alltoall": 4, "Alltoallv": 5}
+_CODES = {"Bcast": 1, "Scatter": 2, "Allgather": 3, "Alltoall": 4, "Alltoallv": 5, "Schedule": 6}
 
 
 def _mpi():
@@ -482,19 +482,12 @@ class Comm:
     def reset_stats(self):
         """Start counting :meth:`stats` from zero."""
         self._baseline = None
-        self._baseline = {**self.stats(), "links": {}}
-        self._baseline["links"] = self._raw_links()
-
-    def _raw_links(self):
-        base, self._baseline = self._baseline, None
-        links = self.stats()["links"]
-        self._baseline = base
-        return links
+        self._baseline = self.stats()  # the totals so far, per link too
 
     # -- for dualmpi's own clients (run, bench, soak) ---------------------------------------------
     def _collective(self, name, send, recv, nbytes, root=0):
         """Run schedule ``name`` (e.g. ``"ring-allreduce"``) on uint8 buffers; no argument checks."""
-        self._agree("Alltoallv", (zlib.crc32(name.encode()), nbytes), None)
+        self._agree("Schedule", (zlib.crc32(name.encode()), nbytes), None)
         self._runner(name, root, nbytes).run(send, recv)
 
     def _control_allreduce(self, send, recv, op):
@@ -705,7 +698,8 @@ _FIELDS = {"Bcast": ("root", "message size", "datatype"),
            "Scatter": ("root", "piece size", "datatype"),
            "Allgather": ("piece size", "datatype"),
            "Alltoall": ("piece size", "datatype"),
-           "Alltoallv": ("count vector",)}
+           "Alltoallv": ("count vector",),
+           "Schedule": ("schedule", "piece size")}
 
 
 def _vspec(spec):
