@@ -219,7 +219,9 @@ def main(args):
         if args.json:
             meta = metadata(world, topo, args)
             meta["nodes_per_rank"] = q
-            write_json_atomic({"format": "dualmpi-run/2", "meta": meta, "rows": rows}, args.json)
+            from ..model.results import RUN_FORMAT
+
+            write_json_atomic({"format": RUN_FORMAT, "meta": meta, "rows": rows}, args.json)
             print(f"results written to {args.json}")
     good = all(r["verified"] and r["link_violations"] == 0 and r.get("native_verified", True)
                and not r.get("undeliverable") for r in rows)

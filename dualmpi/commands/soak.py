@@ -75,6 +75,6 @@ def main(args):
     if comm.Get_rank() == 0:
         print(" ".join(f"{k}={v}" for k, v in totals.items()))
         if args.json:
-            write_json_atomic({"format": "dualmpi-soak/2", "meta": metadata(comm, topo, args),
+            write_json_atomic({"format": "dualmpi-soak/1", "meta": metadata(comm, topo, args),
                                "soak": totals}, args.json)
     return 1 if bad else 0
