@@ -676,6 +676,7 @@ class Comm:
             zkey = (key, ids)
             run = self._fast.get(zkey)
             if run is not None and run.pinned[0] is objs[0] and run.pinned[1] is objs[1]:
+                self._last_runner = run
                 return run
             if self._last.get(key) == ids and not _overlap(send, recv):
                 run = self._fast[zkey] = engine.runner(
@@ -684,6 +685,7 @@ class Comm:
                     packets=None if self.packets == "auto" else self.packets,
                     buffers=(send, recv))
                 run.pinned = objs
+                self._last_runner = run
                 return run
             self._last[key] = ids
         run = self._fast.get(key)
@@ -691,6 +693,7 @@ class Comm:
             run = self._fast[key] = engine.runner(
                 self.rank, collective, nbytes, root, self.variant, self.algorithms.get(collective),
                 packets=None if self.packets == "auto" else self.packets)
+        self._last_runner = run
         return run
 
 
