@@ -160,7 +160,7 @@ class Comm:
                  stream="auto"):
         MPI = _mpi()
         topo = topology if isinstance(topology, Topology) else from_spec(topology)
-        size, p = comm.Get_size(), topo.num_nodes
+        size = comm.Get_size()
         q = _nodes_per_rank(topo, size, nodes_per_rank)
         if watchdog is None or not np.isfinite(watchdog) or watchdog < 0:
             raise InputError(f"bad watchdog {watchdog!r}: seconds >= 0 (0 disables it)")
@@ -234,11 +234,11 @@ class Comm:
             if in_place and self.rank != root:
                 raise InputError("Scatter: MPI.IN_PLACE is only for the root's recvbuf")
             if not in_place:
-                recv, item, code = _parse_buf(recvbuf, "Scatter recvbuf", self._MPI)
+                recv, _, code = _parse_buf(recvbuf, "Scatter recvbuf", self._MPI)
             if self.rank == root:
-                send, sitem, scode = _parse_buf(sendbuf, "Scatter sendbuf", self._MPI, False)
+                send, _, scode = _parse_buf(sendbuf, "Scatter sendbuf", self._MPI, False)
                 if in_place:
-                    item, code = sitem, scode
+                    code = scode
                     if send.size % self.size:
                         raise InputError(f"Scatter: sendbuf has {send.size} bytes, not a "
                                          f"multiple of {self.size} ranks")

@@ -9,6 +9,7 @@ dimensions); for k = 0 it is the hypercube's binomial tree.
 """
 
 __all__ = [
+    "spread",
     "gray_walk_dims",
     "allgather_dims",
     "broadcast_sequence",
@@ -113,20 +114,33 @@ def exchange_rounds(topo, dims):
     know = [1 << u for u in range(p)]
     rounds = []
     for dim in dims:
-        nbr = [int(topo.neighbor(u, dim)) for u in range(p)]
-        sends = []
-        for u in range(p):
-            extra = know[u] & ~know[nbr[u]]
-            if extra:
-                sends.append((u, nbr[u], extra))
-        for u, v, extra in sends:
-            know[v] |= extra
+        sends = spread(know, ((u, int(topo.neighbor(u, dim))) for u in range(p)))
         if sends:
-            rounds.append([(u, v, _bits(extra)) for u, v, extra in sends])
+            rounds.append(sends)
     missing = [u for u in range(p) if know[u] != (1 << p) - 1]
     if missing:
         raise ValueError(f"dimension sequence leaves node {missing[0]} without every block")
     return rounds
+
+
+def spread(know, pairs):
+    """One exchange round: over each ``(u, v)`` of ``pairs`` node ``u`` sends what ``v`` lacks.
+
+    ``know`` (a list of integer bit sets, one per node) is updated after the whole round;
+    returns the round as ``(sender, receiver, origins)``, messages that carry nothing left out.
+
+    >>> know = [0b01, 0b10]
+    >>> spread(know, [(0, 1), (1, 0)]), know
+    ([(0, 1, [0]), (1, 0, [1])], [3, 3])
+    """
+    sends = []
+    for u, v in pairs:
+        extra = know[u] & ~know[v]
+        if extra:
+            sends.append((u, v, extra))
+    for u, v, extra in sends:
+        know[v] |= extra
+    return [(u, v, _bits(extra)) for u, v, extra in sends]
 
 
 def _bits(x):

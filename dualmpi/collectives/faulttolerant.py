@@ -11,7 +11,7 @@
 Failed nodes take no part; pairs the faults cut off are listed as ``undeliverable``.
 """
 
-from .dimorder import broadcast_sequence, gather_sequence, greedy_tree
+from .dimorder import broadcast_sequence, gather_sequence, greedy_tree, spread
 from .schedule import ALL, Round, Schedule, Transfer
 from .trees import tree_schedule_rounds
 
@@ -68,18 +68,11 @@ def _gather(topo, dims):
     rounds = []
 
     def exchange(dim):
-        sends = []
-        for u in range(p):
-            v = int(topo.neighbor(u, dim))
-            if topo.is_link(u, v):
-                extra = know[u] & ~know[v]
-                if extra:
-                    sends.append((u, v, extra))
-        for u, v, extra in sends:
-            know[v] |= extra
+        pairs = ((u, int(topo.neighbor(u, dim))) for u in range(p))
+        sends = spread(know, ((u, v) for u, v in pairs if topo.is_link(u, v)))
         if sends:
             rounds.append(Round(len(rounds), 0, [
-                Transfer(u, v, tuple((o, ALL) for o in _bits(extra))) for u, v, extra in sends]))
+                Transfer(u, v, tuple((o, ALL) for o in origins)) for u, v, origins in sends]))
         return bool(sends)
 
     for dim in dims:
@@ -114,14 +107,3 @@ def _alltoall(topo, base, name):
                 step_rounds[h].transfers.append(Transfer(a, b, (key,), header=key))
         rounds += step_rounds
     return Schedule("alltoall", name, topo, None, rounds, base.steps)
-
-
-def _bits(x):
-    """Return the positions of the one bits of ``x``, ascending."""
-    out, i = [], 0
-    while x:
-        if x & 1:
-            out.append(i)
-        x >>= 1
-        i += 1
-    return out

@@ -14,7 +14,7 @@ Three constructions that need only the topology's links and routes:
 """
 
 from ..topology.analysis import distances_from, neighbor_table
-from .dimorder import _bits
+from .dimorder import spread
 
 __all__ = ["greedy_broadcast_tree", "cycling_exchange_rounds", "shift_destination"]
 
@@ -87,16 +87,9 @@ def cycling_exchange_rounds(topo, dims):
     while any(k != full for k in know):
         d = dims[t % len(dims)]
         t += 1
-        sends = []
-        for u in range(p):
-            v = nbr[u][d - 1]
-            extra = know[u] & ~know[v]
-            if extra:
-                sends.append((u, v, extra))
-        for u, v, extra in sends:
-            know[v] |= extra
+        sends = spread(know, ((u, nbr[u][d - 1]) for u in range(p)))
         if sends:
-            rounds.append([(u, v, _bits(extra)) for u, v, extra in sends])
+            rounds.append(sends)
             idle = 0
         else:
             idle += 1

@@ -1,6 +1,5 @@
 """``dualmpi run``: the papers' collectives as real message passing, one node per MPI rank."""
 
-import json
 import socket
 import sys
 from datetime import datetime, timezone

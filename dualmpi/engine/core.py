@@ -3,8 +3,8 @@
 :class:`Engine` owns the caches — structural plans per (collective, root, variant),
 bound plans per byte sizes — and hands a bound plan to its transport, which turns it
 into something that runs (:class:`~dualmpi.engine.mpi.MPITransport`: persistent
-requests on the graph communicator; :class:`~dualmpi.engine.local.LocalTransport`:
-all ranks in one process).  Nothing here imports :mod:`mpi4py`.
+requests on the graph communicator; the in-memory runs of :mod:`dualmpi.engine.local`
+compile and bind every rank's plan directly).  Nothing here imports :mod:`mpi4py`.
 """
 
 import zlib
@@ -13,7 +13,6 @@ from collections import OrderedDict
 import numpy as np
 
 from ..collectives import build_schedule
-from ..collectives.schedule import COLLECTIVES
 from ..errors import DualmpiError
 from ..topology import DualCube, Hypercube, MetaCube
 from .arrays import alltoall_arrays, from_schedule
@@ -234,8 +233,3 @@ def _hashable(x):
         return None if x is None else int(x)
     arr = np.asarray(x, dtype=np.int64)
     return (arr.shape, arr.tobytes())
-
-
-def collectives_supported():
-    """Return the collectives the engine runs (the papers' four and alltoallv)."""
-    return COLLECTIVES + ("alltoallv",)
