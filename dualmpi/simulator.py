@@ -127,7 +127,7 @@ def simulate(topo, collective, root=0, variant="corrected", method="auto", clock
     return out
 
 
-def virtual_times(out, clock, size, schedule=None):
+def virtual_times(out, clock, size, schedule=None, clock_result=None):
     """Return the times of one simulated collective under link parameters ``clock``.
 
     ``paper_time`` is the schedule's formula ``ts*t_s + tw*m*t_w + th*t_h`` (every
@@ -138,7 +138,9 @@ def virtual_times(out, clock, size, schedule=None):
     flow model where a message holds its whole route); ``clock_time`` is the virtual
     clock's time of the replayed schedule (pipelined cut-through: bodies overlap on a
     link only while both stream through it; None without a schedule, e.g. the stream
-    method).  Store-and-forward gives only ``clock_time``.
+    method; ``clock_result``, a ``{time, contention_delay, delayed_hops}`` the caller has
+    already computed, e.g. the clock ``dualmpi run`` replays, is taken instead of
+    replaying ``schedule``).  Store-and-forward gives only ``clock_time``.
 
     >>> from dualmpi.topology import from_spec
     >>> v = simulate(from_spec("dualcube:r=3"), "alltoall", clock=ClockParams(2e-6, 1e-9, 5e-8),
@@ -158,8 +160,9 @@ def virtual_times(out, clock, size, schedule=None):
     sharing = out.get("link_sharing")
     res["sharing_bound"] = formula(sharing["model"]) if cut and sharing else None
     res["clock_time"] = res["contention_delay"] = res["delayed_hops"] = None
-    if schedule is not None:
-        ct = schedule_time(schedule, size, clock)
+    ct = clock_result if clock_result is not None else (
+        schedule_time(schedule, size, clock) if schedule is not None else None)
+    if ct is not None:
         res.update(clock_time=ct["time"], contention_delay=ct["contention_delay"],
                    delayed_hops=ct["delayed_hops"])
     for key in ("sharing_bound", "clock_time"):

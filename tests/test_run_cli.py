@@ -143,3 +143,26 @@ def test_run_baseline_adds_native_time_and_ratio(mpi_env, tmp_path):
         assert row["verified"] is True and row["native_verified"] is True, row
         assert row["native_t_avg"] > 0, row
         assert row["ratio"] == pytest.approx(row["t_avg"] / row["native_t_avg"]), row
+
+
+def test_run_reports_link_sharing_and_shared_clock(mpi_env, tmp_path):
+    """8 ranks, D_2 alltoall, cut-through --model: JSON link sharing > 1 where simulate says so,
+    t_model the shared-bandwidth clock (above the paper's T), per-call times and their median."""
+    from dualmpi.executors.clock import ClockParams
+    from dualmpi.simulator import simulate
+    from dualmpi.topology import from_spec
+
+    out = tmp_path / "out.json"
+    proc = dualmpi_run(mpi_env, 8, SPEC, "--collective", "alltoall", "--sizes", "65536",
+                       "--iters", "2", "--warmup", "0", "--switching", "cut-through",
+                       "--model", "ts=2e-6,tw=1e-9,th=5e-8", "--json", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "link sharing" in proc.stdout and "t_paper us" in proc.stdout
+    (row,) = json.loads(out.read_text())["rows"]
+    want = simulate(from_spec(SPEC), "alltoall", clock=ClockParams(2e-6, 1e-9, 5e-8), size=65536)
+    assert row["link_sharing"] == want["link_sharing"] and row["link_sharing"]["max"] == 2
+    clock = row["virtual"]["model_clock"]
+    assert clock["clock_time"] == pytest.approx(want["virtual"]["clock_time"])
+    assert clock["clock_time"] == pytest.approx(row["virtual"]["time"])
+    assert clock["clock_time"] > 1.2 * clock["paper_time"] and clock["contention_delay"] > 0
+    assert len(row["t_calls"]) == 2 and min(row["t_calls"]) <= row["t_med"] <= max(row["t_calls"])

@@ -9,12 +9,12 @@ from ..collectives import COLLECTIVES, EXTRA_COLLECTIVES, build_schedule, paper_
 from ..collectives.schedule import base_collective
 from ..errors import InputError
 from ..executors.options import make_options
-from ..simulator import simulate
+from ..simulator import simulate, virtual_times
 from .common import (add_fault_args, apply_faults, check_output_path, format_table,
                      load_topology, topology_arg, write_json_atomic)
 
 __all__ = ["add_parser", "main", "parse_sizes", "check_runnable", "run_collective", "open_comm",
-           "DEFAULT_SIZES", "MAX_RUN_NODES"]
+           "format_sharing", "DEFAULT_SIZES", "MAX_RUN_NODES"]
 
 DEFAULT_SIZES = (8, 1024, 65536)
 
@@ -39,8 +39,11 @@ def add_parser(sub):
         "one node (or a block of nodes) and sends only over the topology's links. The buffers are "
         "filled with a verifiable pattern and every received byte is checked after the call; per "
         "collective and size it prints verified, rounds (paper vs measured), messages, link "
-        "violations and the wall time min/avg/max over ranks (OSU method: warm-up, barrier "
-        "outside the timer).",
+        "violations, link sharing (per step, the most messages of the step on one directed "
+        "link; docs/model.md, 'Link sharing') and the wall time min/avg/max over ranks (OSU "
+        "method: warm-up, barrier outside the timer). With --model the virtual clock's time "
+        "is reported as t_model; under cut-through its links share their bandwidth, as in "
+        "`dualmpi simulate`, and t_paper is the paper's formula T for comparison.",
         epilog="example: mpiexec -n 32 python -m mpi4py -m dualmpi run dualcube:r=3 "
         "--collective all --json out.json",
     )
@@ -68,7 +71,9 @@ def add_parser(sub):
                    "the engine pipelines blocks above 128 KiB in 64 KiB pieces)")
     p.add_argument("--model", metavar="ts=S,tw=S,th=S",
                    help="parameters of the virtual model clock whose time is reported as "
-                   "t_model (default: the --shape parameters)")
+                   "t_model (default: the --shape parameters); with --switching cut-through "
+                   "messages sharing a link share its bandwidth, and t_paper (the formula) "
+                   "is shown beside it")
     p.add_argument("--watchdog", type=float, default=120.0, metavar="SECONDS",
                    help="abort the job when a node waits longer than this in one round, naming "
                    "the node, the round and the neighbour it waits for (default 120; 0: off)")
@@ -181,9 +186,8 @@ def main(args):
     if "ring-allreduce" in colls and q != 1:
         raise InputError("ring-allreduce needs one node per rank")
     estimate_memory(colls, sizes, world.Get_size(), q)
-    # the schedules' coefficients for the JSON rows (replayed up to 4096 nodes)
-    models = {c: simulate(topo, c, root)["model"] if topo.num_nodes <= 4096 else None
-              for c in colls}
+    # the schedules' coefficients and link sharing for the rows (replayed up to 4096 nodes)
+    sims = {c: simulate(topo, c, root) if topo.num_nodes <= 4096 else None for c in colls}
     rank0 = world.Get_rank() == 0
     rows = []
     nets = {}
@@ -197,8 +201,10 @@ def main(args):
             row = run_collective(net, coll, size, root // q, _iters_for(size, args.iters),
                                  args.warmup)
             row["paper_rounds"] = paper_steps(coll, topo)
-            row["model"] = models[coll]
-            row["virtual"] = _virtual(topo, coll, root, size, options) if rank0 else {}
+            sim = sims[coll]
+            row["model"] = None if sim is None else sim["model"]
+            row["link_sharing"] = None if sim is None else sim["link_sharing"]
+            row["virtual"] = _virtual(topo, coll, root, size, options, sim) if rank0 else {}
             if hasattr(topo, "describe_faults"):
                 from ..collectives.faulttolerant import undeliverable
 
@@ -273,6 +279,9 @@ def run_collective(net, coll, size, root=0, iters=1, warmup=0, salt=0):
 
     OSU method: warm-up calls, a barrier before each timed call (outside the timer);
     the receive buffer is cleared before the last call, whose result is checked.
+    ``t_min``/``t_avg``/``t_max`` are over ranks of each rank's mean time; ``t_calls``
+    has, per timed call, the slowest rank's time (when that call was complete) and
+    ``t_med`` is their median.
     """
     import numpy as np
     from mpi4py import MPI
@@ -319,6 +328,9 @@ def run_collective(net, coll, size, root=0, iters=1, warmup=0, salt=0):
     spread = np.array([avg, -avg, avg])
     top = np.zeros(3)
     net._control_allreduce(spread, top, MPI.MAX)
+    # per timed call, the slowest rank: when that call of the collective was complete
+    slowest = np.zeros(len(times))
+    net._control_allreduce(np.asarray(times, dtype=float), slowest, MPI.MAX)
     hop_rounds, steps = net._counts(coll, root, piece)
     n = max(iters, 1)
     return {
@@ -344,6 +356,8 @@ def run_collective(net, coll, size, root=0, iters=1, warmup=0, salt=0):
         "t_min": float(-top[1]),
         "t_avg": float(total_avg(net, avg)),
         "t_max": float(top[0]),
+        "t_calls": [float(t) for t in slowest],
+        "t_med": float(np.median(slowest)) if len(times) else 0.0,
         "switching": "cut-through" if net._packets_for(coll, piece) > 1 else "store-and-forward",
         "packets": net._packets_for(coll, piece),
         "shape": None if net.options["shape"] is None else dict(zip(("ts", "tw", "th"),
@@ -361,13 +375,41 @@ def total_avg(net, avg):
     return out[0] / net.Get_size()
 
 
-def _virtual(topo, coll, root, size, options):
-    """Return the virtual clocks' coefficients (and predicted time) from the schedule, or {}."""
+def _virtual(topo, coll, root, size, options, sim=None):
+    """Return the virtual clocks' coefficients (and predicted time) from the schedule, or {}.
+
+    With a model clock (``--model`` or ``--shape``) ``model_clock`` holds what
+    ``dualmpi simulate --json`` reports as ``virtual`` for the same parameters
+    (:func:`dualmpi.simulator.virtual_times`): the paper's formula time, the step bound
+    with link sharing and this clock's time, whose cut-through links share their
+    bandwidth (``ClockParams.contention``, "shared" unless set otherwise).
+    """
     if topo.num_nodes > (256 if base_collective(coll) == "alltoall" else 4096):
         return {}
     from ..engine.virtual import replay_clocks
 
-    return replay_clocks(build_schedule(coll, topo, root), size, options.model_clock)
+    clock = options.model_clock
+    out = replay_clocks(build_schedule(coll, topo, root), size, clock)
+    if clock is not None and sim is not None:
+        mine = {"time": out["time"], "contention_delay": out["contention_delay"][-1],
+                "delayed_hops": out["delayed_hops"][-1]}
+        out["model_clock"] = virtual_times(sim, clock, size, clock_result=mine)
+    return out
+
+
+def format_sharing(sharing):
+    """Return a row's link sharing as table text: the most messages on one link, in how many steps.
+
+    >>> format_sharing({"per_step": [1, 2, 2], "max": 2, "steps_shared": 2, "shared_messages": 8})
+    '2 (2/3 steps)'
+    >>> format_sharing({"per_step": [1, 1], "max": 1, "steps_shared": 0, "shared_messages": 0})
+    '1 (0/2 steps)'
+    >>> format_sharing(None)
+    '-'
+    """
+    if not sharing:
+        return "-"
+    return f"{sharing['max']} ({sharing['steps_shared']}/{len(sharing['per_step'])} steps)"
 
 
 def _add_baseline(row, net, coll, size, root, iters, warmup):
@@ -385,6 +427,13 @@ def _progress(row):
     mark = "ok" if row["verified"] else "FAILED"
     model = row["virtual"].get("time")
     extra = "" if model is None else f" t_model={model * 1e6:.1f} us"
+    paper = row["virtual"].get("model_clock", {}).get("paper_time")
+    if paper:
+        extra += f" (paper's T {paper * 1e6:.1f} us)"
+    sharing = row.get("link_sharing")
+    if sharing:
+        extra += (f" link sharing max {sharing['max']} in {sharing['steps_shared']}/"
+                  f"{len(sharing['per_step'])} steps, {sharing['shared_messages']} link uses shared")
     print(f"[{row['collective']} size={row['size']}] {mark} "
           f"rounds {row['rounds']}/{row['paper_rounds']} t_avg={row['t_avg'] * 1e6:.1f} us{extra}",
           flush=True)
@@ -393,19 +442,25 @@ def _progress(row):
 def _table(rows):
     """Return the results table."""
     head = ("collective", "size", "verified", "delivered/expected", "rounds paper/measured",
-            "hop rounds", "messages", "link violations", "t_min us", "t_avg us", "t_max us")
+            "hop rounds", "messages", "link violations", "link sharing", "t_min us", "t_avg us",
+            "t_max us")
     body = [
         (r["collective"], r["size"], "yes" if r["verified"] and not r.get("undeliverable")
          else "NO", f"{r['delivered']}/{r['expected']}"
          + (f" ({len(r['undeliverable'])} undeliverable)" if r.get("undeliverable") else ""),
          f"{r['paper_rounds']}/{r['rounds']}", r["hop_rounds"], r["messages"],
-         r["link_violations"], f"{r['t_min'] * 1e6:.1f}", f"{r['t_avg'] * 1e6:.1f}",
+         r["link_violations"], format_sharing(r.get("link_sharing")),
+         f"{r['t_min'] * 1e6:.1f}", f"{r['t_avg'] * 1e6:.1f}",
          f"{r['t_max'] * 1e6:.1f}")
         for r in rows
     ]
     if rows and "time" in rows[0]["virtual"]:
         head += ("t_model us",)
         body = [b + (f"{r['virtual']['time'] * 1e6:.1f}",) for b, r in zip(body, rows)]
+        papers = [r["virtual"].get("model_clock", {}).get("paper_time") for r in rows]
+        if any(t is not None for t in papers):
+            head += ("t_paper us",)
+            body = [b + ("-" if t is None else f"{t * 1e6:.1f}",) for b, t in zip(body, papers)]
     if rows and "native_t_avg" in rows[0]:
         head += ("native t_avg us", "emulated/native")
         body = [b + (f"{r['native_t_avg'] * 1e6:.1f}",
