@@ -55,15 +55,15 @@ def partition(comm, halo="auto"):
     R = comm.Get_size()
     if halo not in ("auto", "p2p", "alltoallv"):
         raise ValueError(f"cg: bad halo {halo!r}: auto, p2p or alltoallv")
+    from ..topology import Topology
+
     path, mode = tuple(range(R)), "p2p"
-    try:
-        topo, q = comm.topology, comm.q
-    except AttributeError:  # a plain MPI communicator: every pair may talk
-        topo = None
-    if topo is not None:
+    topo = getattr(comm, "topology", None)  # mpi4py's Comm.topology is an int
+    if isinstance(topo, Topology):
         from ..collectives.ring import default_cycle
         from ..errors import DualmpiError
 
+        q = comm.q
         try:
             path = tuple(default_cycle(topo)) if q == 1 else path
             mode = "p2p" if q == 1 else "alltoallv"
