@@ -279,3 +279,53 @@ def test_hypercube_costs_less_than_the_dualcube_for_the_same_calls():
     d3, _ = record.model_time(calls, from_spec("dualcube:r=3"))
     q5, _ = record.model_time(calls, from_spec("hypercube:n=5"))
     assert d3 > q5
+
+
+def test_allreduce_priced_as_the_engine_runs_it():
+    """An allreduce costs the chosen algorithm's steps (one hop each) and words of the vector."""
+    topo = from_spec("dualcube:r=2")
+    c = record.DEFAULT_CLOCK
+    t, _ = record.model_time([("allreduce", 8, None)], topo)
+    try:
+        from dualmpi.collectives.allreduce import choose, costs
+    except ImportError:  # before the engine's reductions: the allgather pattern, whole vector
+        k = simulate(topo, "allgather")["model"]
+        steps, words, hops = k["ts"], k["ts"], k["th"]
+    else:
+        table = costs(topo)
+        steps, words = table[choose(8, table)]
+        hops = steps
+    assert t == pytest.approx(steps * c["ts"] + words * 8 * c["tw"] + hops * c["th"])
+
+
+#: The one line each example prints on rank 0 at 8 ranks (default spec dualcube:r=2).
+EXAMPLE_LINES = {
+    "fft": r"fft2 128x128 complex128 on dualcube:r=2 \(8 ranks\): OK \(equals numpy\.fft\.fft2 "
+           r"and native MPI\), 256 link messages, [0-9.]+ ms",
+    "sort": r"sort 32768 uint64 keys on dualcube:r=2 \(8 ranks\): OK \(sorted permutation of the "
+            r"input\), largest bucket \d+, 320 link messages, [0-9.]+ ms",
+    "summa": r"summa 128x128 float64 on dualcube:r=2 \(8 ranks\): OK \(equals A @ B\), 8 "
+             r"broadcasts, 56 link messages, [0-9.]+ ms",
+    "cg": r"cg on the 32x32 Poisson grid on dualcube:r=2 \(8 ranks, halo p2p\): OK \(\d+ "
+          r"iterations as native MPI, residual [0-9.e+-]+\), \d+ link messages, [0-9.]+ ms",
+}
+
+
+@pytest.mark.parametrize("kernel", sorted(EXAMPLE_LINES))
+def test_example_at_8_ranks(kernel):
+    """examples/KERNEL.py runs on D_2 and prints its one OK line (rank 0 only)."""
+    import re
+
+    import dualmpi
+    from mpi_helpers import (REPO, assert_no_traceback, mpi_cmd, needs_mpiexec, ompi_env,
+                             run_job)
+
+    if needs_mpiexec.args[0]:
+        pytest.skip(needs_mpiexec.kwargs["reason"])
+    if kernel == "cg" and not hasattr(dualmpi.Comm, "Allreduce"):
+        pytest.skip("examples/cg.py needs dualmpi.Comm.Allreduce")
+    job = run_job(mpi_cmd(8, REPO / "examples" / f"{kernel}.py"), ompi_env(240), timeout=300)
+    assert not job.timed_out and job.returncode == 0, job.stdout + job.stderr[-3000:]
+    assert_no_traceback(job)
+    lines = job.stdout.splitlines()
+    assert len(lines) == 1 and re.fullmatch(EXAMPLE_LINES[kernel], lines[0]), job.stdout

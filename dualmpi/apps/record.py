@@ -106,19 +106,25 @@ def _coefficients(topo, collective, root, cache):
     return cache[key]
 
 
-def _allreduce_coefficients(topo, cache):
-    """Return ``(steps, th)`` of an allreduce: the lead's schedule if the simulator has one.
+def _allreduce_coefficients(topo, q, nbytes, cache):
+    """Return ``(ts, tw, th)`` of an allreduce of ``nbytes`` as :class:`dualmpi.Comm` runs it.
 
-    Otherwise the all-to-all broadcast pattern with a combine at every step (the dual-cube
-    paper, Section 5): the allgather's steps and hops, the whole vector in every step.
+    With the engine's reductions (:mod:`dualmpi.collectives.allreduce`): the algorithm
+    its ``choose`` picks for the size, ``steps`` single-hop steps sending ``words``
+    vectors.  Without them: the all-to-all broadcast pattern with a combine at every
+    step (the dual-cube paper, Section 5): the allgather's steps and hops, the whole
+    vector in every step.
     """
-    from ..collectives import COLLECTIVES
-
-    if "allreduce" in COLLECTIVES:  # pragma: no cover - when the engine's reduction lands
-        m = _coefficients(topo, "allreduce", 0, cache)
-        return m["ts"], m["tw"], m["th"]
-    m = _coefficients(topo, "allgather", 0, cache)
-    return m["ts"], m["ts"], m["th"]
+    try:
+        from ..collectives.allreduce import choose, costs
+    except ImportError:
+        m = _coefficients(topo, "allgather", 0, cache)
+        return m["ts"], m["ts"], m["th"]
+    key = (topo.spec, "allreduce-costs", q)
+    if key not in cache:
+        cache[key] = costs(topo, q)
+    steps, words = cache[key][choose(nbytes, cache[key])]
+    return steps, words, steps
 
 
 def model_time(calls, topo, q=1, clock=None, cache=None):
@@ -128,7 +134,8 @@ def model_time(calls, topo, q=1, clock=None, cache=None):
     (:func:`dualmpi.simulator.simulate`, the papers' formula at one block of ``m``
     bytes), where ``m`` is the node-level block: a rank's piece split over its
     ``q`` nodes (``Allgather``) or into ``q*q`` sub-blocks (``Alltoall(v)``), the whole
-    buffer for ``Bcast`` and ``Allreduce``.  ``Alltoallv`` also pays the all-gather
+    buffer for ``Bcast`` (``Allreduce``: the algorithm the engine picks for the size,
+    :func:`_allreduce_coefficients`).  ``Alltoallv`` also pays the all-gather
     of the counts that :meth:`dualmpi.Comm.Alltoallv` runs first (``2R + 2`` int64 per
     rank) and its exchange at the largest piece.  A run of consecutive ``send`` calls
     (one halo exchange) is one step over one link: ``t_s + m*t_w + t_h`` with its
@@ -194,7 +201,7 @@ def model_time(calls, topo, q=1, clock=None, cache=None):
             t = (cost(m=-(-counts // q), **_coefficients(topo, "allgather", 0, cache))
                  + cost(m=-(-nbytes // (q * q)), **_coefficients(topo, "alltoall", 0, cache)))
         elif kind == "allreduce":
-            ts, tw, th = _allreduce_coefficients(topo, cache)
+            ts, tw, th = _allreduce_coefficients(topo, q, nbytes, cache)
             t = cost(ts, tw, th, nbytes)
         else:
             raise ValueError(f"unknown call kind {kind!r} ({', '.join(KINDS)})")
