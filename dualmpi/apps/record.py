@@ -2,7 +2,7 @@
 
 import numpy as np
 
-__all__ = ["Recorder", "model_time", "call_sizes", "DEFAULT_CLOCK", "KINDS"]
+__all__ = ["Recorder", "model_time", "call_sizes", "merge_sends", "DEFAULT_CLOCK", "KINDS"]
 
 #: Link parameters of the model time, those of ``dualmpi model`` and ``dualmpi simulate``:
 #: t_s = 2 us, t_w = 1 ns/B, t_h = 50 ns.
@@ -85,6 +85,24 @@ class Recorder:
         """Note and forward ``Isend``."""
         self.calls.append(("send", _nbytes(buf), int(dest)))
         return self.comm.Isend(buf, dest, tag)
+
+
+def merge_sends(calls):
+    """Return ``calls`` with each run of consecutive sends as one ``("send", largest, None)``.
+
+    A halo exchange is one step whichever number of neighbours a rank has, so every
+    rank has the same list (the ends of a path send one message, the others two).
+
+    >>> merge_sends([("send", 8, 1), ("send", 16, 2), ("allreduce", 8, None), ("send", 8, 1)])
+    [('send', 16, None), ('allreduce', 8, None), ('send', 8, None)]
+    """
+    out = []
+    for kind, nbytes, root in calls:
+        if kind == "send" and out and out[-1][0] == "send":
+            out[-1] = ("send", max(out[-1][1], nbytes), None)
+        else:
+            out.append((kind, nbytes, None if kind == "send" else root))
+    return out
 
 
 def call_sizes(calls):

@@ -5,9 +5,9 @@ import os
 import numpy as np
 
 from ..apps import KERNELS, cg, fft, sort, summa
-from ..apps.record import DEFAULT_CLOCK, Recorder, call_sizes, model_time
+from ..apps.record import DEFAULT_CLOCK, Recorder, call_sizes, merge_sends, model_time
 from ..comm import Comm
-from ..errors import InputError
+from ..errors import DualmpiError, InputError
 from ..topology import Hypercube
 from .common import check_output_path, format_table, load_topology, topology_arg, write_json_atomic
 from .run import check_runnable, metadata
@@ -133,9 +133,14 @@ def run_kernel(kernel, comm, world, n, repeats, seed=0):
             times.append(t1 - t0)
     times = np.array(times)
     world.Allreduce(MPI.IN_PLACE, times, op=MPI.MAX)
-    sizes = call_sizes(rec.calls)
+    mine = merge_sends(rec.calls)
+    counts = world.allgather(len(mine))
+    if min(counts) != max(counts):  # pragma: no cover - a kernel whose ranks call differently
+        raise DualmpiError(f"{kernel}: the ranks made {min(counts)} to {max(counts)} calls; "
+                           "their sizes cannot be agreed")
+    sizes = call_sizes(mine)
     world.Allreduce(MPI.IN_PLACE, sizes, op=MPI.MAX)
-    calls = [(k, int(m), r) for (k, _, r), m in zip(rec.calls, sizes)]
+    calls = [(k, int(m), r) for (k, _, r), m in zip(mine, sizes)]
     res = {"times": times.tolist(), "time": float(np.median(times)), "output": out,
            "block": block, "calls": calls, "messages": None, "bytes": None, "rounds": None}
     if comm is not world:
