@@ -34,7 +34,8 @@ PACKET_BYTES = 1 << 16
 #: the copies cost less than looking the buffers up); docs/performance.md.
 ZERO_COPY_ABOVE = 1 << 15
 
-_CODES = {"Bcast": 1, "Scatter": 2, "Allgather": 3, "Alltoall": 4, "Alltoallv": 5, "Schedule": 6}
+_CODES = {"Bcast": 1, "Scatter": 2, "Allgather": 3, "Alltoall": 4, "Alltoallv": 5, "Schedule": 6,
+          "Reduce": 7, "Allreduce": 8, "Scan": 9, "Exscan": 10}
 
 
 def _mpi():
@@ -47,7 +48,7 @@ _DTYPE_CODES = {}
 
 
 def _parse_buf(spec, what, MPI, writable=True):
-    """Return ``(bytes, itemsize, dtype_code)`` of an mpi4py-style buffer (a uint8 view).
+    """Return ``(bytes, dtype, dtype_code)`` of an mpi4py-style buffer (a uint8 view).
 
     Takes a numpy array, a buffer-protocol object, ``[buf, datatype]``, ``[buf, count]``
     or ``[buf, count, datatype]``.
@@ -59,7 +60,7 @@ def _parse_buf(spec, what, MPI, writable=True):
             code = _DTYPE_CODES.get(dtype)
             if code is not None:
                 raw = spec.view(np.uint8) if spec.ndim == 1 else spec.reshape(-1).view(np.uint8)
-                return raw, dtype.itemsize, code
+                return raw, dtype, code
     count = datatype = None
     if isinstance(spec, (list, tuple)):
         if not 1 <= len(spec) <= 3:
@@ -105,7 +106,7 @@ def _parse_buf(spec, what, MPI, writable=True):
             raise InputError(f"{what}: count {count} of {dtype} needs {count * itemsize} bytes, "
                              f"the buffer has {raw.size}")
         raw = raw[:count * itemsize]
-    return raw, itemsize, zlib.crc32(dtype.str.encode())
+    return raw, dtype, zlib.crc32(dtype.str.encode())
 
 
 class Comm:
@@ -186,6 +187,8 @@ class Comm:
         self._zero_copy = q == 1 and not verify and shape is None and drop is None
         self._baseline = None
         self._p2p = {}
+        self._allreduce_costs = None
+        self._faulty = hasattr(topo, "alive")
         self._IN_PLACE = MPI.IN_PLACE
         self._MPI = MPI
 
@@ -332,11 +335,12 @@ class Comm:
             else:
                 raise InputError("Alltoallv takes (sendbuf, sendcounts, recvbuf, recvcounts) or "
                                  "([sendbuf, counts], [recvbuf, counts])")
-            recv, item, code = _parse_buf(rspec[0], "Alltoallv recvbuf", MPI)
+            recv, dtype, code = _parse_buf(rspec[0], "Alltoallv recvbuf", MPI)
+            item = dtype.itemsize
             rcounts, rd = _counts(rspec[1], rspec[2], R, "recv")
             if sspec[0] is self._IN_PLACE:
                 raise InputError("Alltoallv: MPI.IN_PLACE is not supported")
-            send, sitem, scode = _parse_buf(sspec[0], "Alltoallv sendbuf", MPI, False)
+            send, _, scode = _parse_buf(sspec[0], "Alltoallv sendbuf", MPI, False)
             if scode != code:
                 raise InputError("Alltoallv: sendbuf and recvbuf have different dtypes")
             scounts, sd = _counts(sspec[1], sspec[2], R, "send")
@@ -371,6 +375,90 @@ class Comm:
         run = self._engine.runner(self.rank, "alltoallv", sends * item, 0, self.variant,
                                   sdispls=sd * item, rdispls=rd * item, packets=1)
         run.run(send, recv)
+
+    # -- reductions -----------------------------------------------------------------------------
+    def Reduce(self, sendbuf, recvbuf, op=None, root=0):
+        """Reduce every rank's ``sendbuf`` into rank ``root``'s ``recvbuf`` (mirrors ``Comm.Reduce``).
+
+        ``op``: an ``MPI.Op`` (default ``MPI.SUM``) or a binary numpy ufunc, commutative
+        and associative.  The partial results travel the broadcast tree backwards
+        (:mod:`dualmpi.collectives.reduce`); ``recvbuf`` is significant at the root only,
+        where ``sendbuf`` may be ``MPI.IN_PLACE``.
+        """
+        self._reduction("Reduce", "reduce", sendbuf, recvbuf, op, root)
+
+    def Allreduce(self, sendbuf, recvbuf, op=None):
+        """Reduce every rank's ``sendbuf`` into every ``recvbuf`` (mirrors ``Comm.Allreduce``).
+
+        The algorithm is chosen per size (:func:`dualmpi.collectives.allreduce.choose`)
+        unless ``algorithms={"allreduce": ...}`` names one; ``sendbuf`` may be
+        ``MPI.IN_PLACE``.
+        """
+        self._reduction("Allreduce", "allreduce", sendbuf, recvbuf, op, 0)
+
+    def Scan(self, sendbuf, recvbuf, op=None):
+        """Inclusive prefix reduction over the ranks (mirrors ``Comm.Scan``)."""
+        self._reduction("Scan", "scan", sendbuf, recvbuf, op, 0)
+
+    def Exscan(self, sendbuf, recvbuf, op=None):
+        """Exclusive prefix reduction over the ranks (mirrors ``Comm.Exscan``).
+
+        Rank 0's ``recvbuf`` is left as it was (MPI leaves it undefined).
+        """
+        self._reduction("Exscan", "exscan", sendbuf, recvbuf, op, 0)
+
+    def _reduction(self, name, coll, sendbuf, recvbuf, op, root):
+        """Check, agree on and run one reduction (see :meth:`Reduce`)."""
+        from .ops import resolve
+
+        MPI = self._MPI
+        problem, sig, send, recv, combine = None, (0, 0, 0), None, None, None
+        try:
+            root = self._root(root)
+            significant = coll != "reduce" or self.rank == root
+            in_place = sendbuf is self._IN_PLACE
+            if in_place and not significant:
+                raise InputError(f"{name}: MPI.IN_PLACE is only for the root's sendbuf")
+            if significant:
+                recv, dtype, code = _parse_buf(recvbuf, f"{name} recvbuf", MPI)
+            if in_place:
+                send = recv
+            else:
+                send, sdtype, scode = _parse_buf(sendbuf, f"{name} sendbuf", MPI, False)
+                if not significant:
+                    dtype, code = sdtype, scode
+                elif scode != code:
+                    raise InputError(f"{name}: sendbuf and recvbuf have different dtypes")
+                elif send.size != recv.size:
+                    raise InputError(f"{name}: sendbuf has {send.size} bytes, recvbuf "
+                                     f"{recv.size}; they must match")
+            if self._faulty:
+                raise InputError(f"{name}: reductions do not run on a network with faults")
+            combine = resolve(MPI.SUM if op is None else op, dtype, name, MPI)
+            sig = (send.size, code, combine[1])
+            if coll == "reduce":
+                sig = (root,) + sig
+        except InputError as exc:
+            problem = str(exc)
+        self._agree(name, sig, problem)
+        nbytes = sig[-3]
+        if coll == "allreduce":
+            coll = "allreduce-" + self._allreduce_algorithm(nbytes)
+        run = self._engine.runner(self.rank, coll, nbytes, root, self.variant,
+                                  itemsize=dtype.itemsize, op=combine)
+        self._last_runner = run
+        run.run(send, recv)
+
+    def _allreduce_algorithm(self, nbytes):
+        """Return the allreduce algorithm for a vector of ``nbytes`` (chosen or as asked)."""
+        asked = self.algorithms.get("allreduce")
+        if asked not in (None, "default"):
+            return asked
+        from .collectives.allreduce import choose, costs
+
+        if self._allreduce_costs is None:
+            self._allreduce_costs = costs(self.topology, self.q)
+        return choose(nbytes, self._allreduce_costs)
 
     def Barrier(self):
         """Synchronise the ranks (a control-plane barrier, under the watchdog)."""
@@ -702,7 +790,11 @@ _FIELDS = {"Bcast": ("root", "message size", "datatype"),
            "Allgather": ("piece size", "datatype"),
            "Alltoall": ("piece size", "datatype"),
            "Alltoallv": ("count vector",),
-           "Schedule": ("schedule", "piece size")}
+           "Schedule": ("schedule", "piece size"),
+           "Reduce": ("root", "message size", "datatype", "operation"),
+           "Allreduce": ("message size", "datatype", "operation"),
+           "Scan": ("message size", "datatype", "operation"),
+           "Exscan": ("message size", "datatype", "operation")}
 
 
 def _vspec(spec):
@@ -773,9 +865,17 @@ def _algorithms(topo, algorithms):
     """Validate the ``algorithms`` option (every rank alike, before any communication)."""
     out = dict(algorithms or {})
     for coll, name in out.items():
-        if coll not in ("bcast", "scatter", "allgather", "alltoall"):
-            raise InputError(f"bad algorithms key {coll!r}: bcast, scatter, allgather or alltoall")
+        if coll not in ("bcast", "scatter", "allgather", "alltoall", "allreduce"):
+            raise InputError(f"bad algorithms key {coll!r}: bcast, scatter, allgather, alltoall "
+                             "or allreduce")
         if name in (None, "default"):
+            continue
+        if coll == "allreduce":
+            from .collectives.allreduce import available
+
+            if name not in available(topo):
+                raise InputError(f"no allreduce algorithm {name!r} on {topo.spec} (choose from "
+                                 f"{', '.join(available(topo))})")
             continue
         if coll != "allgather" or name != "ring":
             raise InputError(f"no algorithm {name!r} for {coll} (allgather has 'ring')")

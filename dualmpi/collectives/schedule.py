@@ -66,8 +66,21 @@ class Transfer:
     #: ``(origin, target)`` of the routed message this hop belongs to, for multi-hop routes;
     #: further items (a tag making the header unique) are passed on to the router.
     header: tuple = None
-    #: When True the receiver adds the blocks into its own copies (a reduction step).
-    reduce: bool = False
+    #: When True the receiver combines the blocks into its own copies (a reduction step);
+    #: a tuple gives one flag per block (False: the block is stored, as in a plain transfer).
+    reduce: object = False
+    #: The blocks as the receiver files them, when they differ from ``blocks`` (an
+    #: exclusive scan stores a neighbour's contribution under a block of its own).
+    into: tuple = None
+    #: True for a routed message carried by the nodes in between in transit buffers: only
+    #: the last hop's receiver (``header[1]``) holds (or combines) its one block.
+    transit: bool = False
+
+    def reduce_flags(self):
+        """Return one reduce flag per block."""
+        if isinstance(self.reduce, tuple):
+            return self.reduce
+        return (bool(self.reduce),) * len(self.blocks)
 
 
 @dataclass
@@ -100,6 +113,8 @@ class Schedule:
     router : callable or None
         ``router(current, src, dst)``: the next hop a node chooses for a routed message
         from its header; ``None`` means the topology's own :meth:`Topology.next_hop`.
+    initial : dict or None
+        The blocks each node starts with, when not :func:`initial_blocks`'s.
     """
 
     collective: str
@@ -109,6 +124,9 @@ class Schedule:
     rounds: list
     steps: int
     router: object = None
+    #: ``{node: [blocks]}`` each node starts with, when not those of :func:`initial_blocks`
+    #: (reductions: only the nodes that play a rank's contribution hold one).
+    initial: dict = None
 
     def next_hop(self, current, src, dst, *tag):
         """Return the next hop node ``current`` chooses for the message ``src -> dst``.

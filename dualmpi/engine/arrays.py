@@ -86,8 +86,9 @@ class RoundRows:
     target: np.ndarray
     src_key: np.ndarray
     dst_key: np.ndarray
-    #: True for a reduction round: the receiver combines the blocks into its own copies.
-    reduce: bool = False
+    #: Per row (or one bool for the round): the receiver combines the block into its own
+    #: copy (a reduction) instead of storing it.
+    reduce: object = False
 
     @property
     def size(self):
@@ -152,12 +153,15 @@ def from_schedule(schedule, strict=True, problems=None):
 
     topo = schedule.topo
     p = topo.num_nodes
-    held = [set(initial_blocks(schedule.collective, topo, schedule.root, u)) for u in range(p)]
+    if schedule.initial is not None:
+        held = [set(schedule.initial.get(u, ())) for u in range(p)]
+    else:
+        held = [set(initial_blocks(schedule.collective, topo, schedule.root, u)) for u in range(p)]
+    carriers = _Carriers(p)
     rounds, messages = [], 0
     for t, rnd in enumerate(schedule.rounds):
-        cols = [[] for _ in range(5)]  # src, dst, msg, origin, target
+        cols = [[] for _ in range(8)]  # src, dst, msg, origin, target, src_key, dst_key, reduce
         arrived = []
-        reduce = False
         for m, tr in enumerate(rnd.transfers):
             if not topo.is_link(tr.src, tr.dst):
                 raise LinkError(tr.src, tr.dst, topo.spec)
@@ -169,7 +173,10 @@ def from_schedule(schedule, strict=True, problems=None):
                     if strict:
                         raise DualmpiError(text)
                     problems.append(text)
-            lacking = [key for key in tr.blocks if key not in held[tr.src]]
+            carried = tr.transit and tr.header is not None
+            first = not carried or tr.src == tr.header[0]
+            last = not carried or tr.dst == tr.header[1]
+            lacking = [key for key in tr.blocks if key not in held[tr.src]] if first else []
             if lacking:
                 text = (f"round {t}: node {tr.src} sends {len(lacking)} block(s) it does not hold "
                         f"to {tr.dst}, e.g. {lacking[0]}")
@@ -177,20 +184,69 @@ def from_schedule(schedule, strict=True, problems=None):
                     raise DualmpiError(text)
                 problems.append(text)
                 continue
-            reduce = reduce or tr.reduce
+            if carried and len(tr.blocks) != 1:
+                raise DualmpiError(f"round {t}: a message carried in transit holds one block, "
+                                   f"{tr.header} has {len(tr.blocks)}")
+            src_key = None if first else carriers.take(tr.src, tr.header, t)
+            dst_key = None if last else carriers.put(tr.dst, tr.header, t)
+            into = tr.into if tr.into is not None and last else tr.blocks
             messages += 1
-            for key in tr.blocks:
-                for col, value in zip(cols, (tr.src, tr.dst, m, key[0], key[1])):
+            for key, dest, red in zip(tr.blocks, into, tr.reduce_flags()):
+                skey = block_key(p, *key) if src_key is None else src_key
+                dkey = block_key(p, *dest) if dst_key is None else dst_key
+                for col, value in zip(cols, (tr.src, tr.dst, m, key[0], key[1], skey, dkey,
+                                             bool(red) and last)):
                     col.append(value)
-                arrived.append((tr.dst, key))
+                if last:
+                    arrived.append((tr.dst, dest))
+        carriers.end_round(t)
         for v, key in arrived:
             held[v].add(key)
-        src, dst, msg, origin, target = (np.array(c, dtype=np.int64) if c else _empty() for c in cols)
-        rounds.append(RoundRows(rnd.step, rnd.hop, src, dst, msg, origin, target,
-                                block_key(p, origin, target), block_key(p, origin, target),
-                                reduce))
+        src, dst, msg, origin, target, skey, dkey = (
+            np.array(c, dtype=np.int64) if c else _empty() for c in cols[:7])
+        red = np.array(cols[7], dtype=bool)
+        rounds.append(RoundRows(rnd.step, rnd.hop, src, dst, msg, origin, target, skey, dkey,
+                                red if red.any() else False))
     return ArraySchedule(schedule.collective, schedule.algorithm, topo, schedule.root, rounds,
                          schedule.steps, messages)
+
+
+class _Carriers:
+    """Transit buffers of routed messages carried through nodes (``Transfer.transit``).
+
+    A buffer is busy from the round a message lands in it to the round it is sent on
+    (both included), so a node never receives into a buffer it is sending from.
+    """
+
+    def __init__(self, p):
+        self.p = p
+        self.busy = {}   # node -> set of buffer indices
+        self.where = {}  # header -> (node, index)
+        self.freed = []
+
+    def put(self, node, header, t):
+        busy = self.busy.setdefault(node, set())
+        i = 0
+        while i in busy:
+            i += 1
+        if i >= 2 * self.p:
+            raise DualmpiError(f"round {t}: node {node} would carry more than {2 * self.p} "
+                               "routed messages at once")
+        busy.add(i)
+        self.where[header] = (node, i)
+        return transit_key(self.p, i % 2, i // 2)
+
+    def take(self, node, header, t):
+        at = self.where.pop(header, None)
+        if at is None or at[0] != node:
+            raise DualmpiError(f"round {t}: node {node} forwards {header}, which it does not carry")
+        self.freed.append(at)
+        return transit_key(self.p, at[1] % 2, at[1] // 2)
+
+    def end_round(self, t):
+        for node, i in self.freed:
+            self.busy[node].discard(i)
+        self.freed = []
 
 
 def check_links(topo, src, dst):

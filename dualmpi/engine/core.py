@@ -16,10 +16,11 @@ from ..collectives import build_schedule
 from ..errors import DualmpiError
 from ..topology import DualCube, Hypercube, MetaCube
 from .arrays import alltoall_arrays, from_schedule
-from .layout import Layout
+from .layout import Layout, layout_kind
 from .plan import compile_rank
 
-__all__ = ["Engine", "array_schedule", "copy_segments", "CACHE_SIZE", "STREAM_ABOVE"]
+__all__ = ["Engine", "array_schedule", "reduction_schedule", "copy_segments", "CACHE_SIZE",
+           "STREAM_ABOVE", "REDUCTIONS"]
 
 #: Bound plans kept per engine (least recently used dropped first).
 CACHE_SIZE = 64
@@ -31,13 +32,17 @@ STREAM_ABOVE = 1 << 22
 _VECTOR_ALLTOALL = (Hypercube, DualCube, MetaCube)
 
 
-def array_schedule(topo, collective, root=0, variant="corrected", algorithm=None):
+def array_schedule(topo, collective, root=0, variant="corrected", algorithm=None, q=1):
     """Return the :class:`~dualmpi.engine.arrays.ArraySchedule` of a collective on ``topo``.
 
     ``alltoall`` and ``alltoallv`` share the total exchange; on hypercubes, dual-cubes and
     metacubes it is built with numpy (fast for thousands of nodes), elsewhere from the
-    schedule.  ``algorithm="ring"`` selects the Hamiltonian-ring allgather.
+    schedule.  ``algorithm="ring"`` selects the Hamiltonian-ring allgather.  The
+    reductions (``reduce``, ``allreduce-<algorithm>``, ``scan``, ``exscan``) depend on
+    ``q``: only the first node of each rank contributes.
     """
+    if collective in REDUCTIONS or collective.startswith("allreduce-"):
+        return from_schedule(reduction_schedule(topo, collective, root, variant, q))
     if collective == "alltoallv":
         collective = "alltoall"
     if algorithm == "ring" and collective == "allgather":
@@ -48,6 +53,24 @@ def array_schedule(topo, collective, root=0, variant="corrected", algorithm=None
     if collective == "alltoall" and type(topo) in _VECTOR_ALLTOALL:
         return alltoall_arrays(topo, variant)
     return from_schedule(build_schedule(collective, topo, root, variant))
+
+
+#: Engine collectives that combine with a reduction operator (besides ``allreduce-*``).
+REDUCTIONS = ("reduce", "scan", "exscan")
+
+
+def reduction_schedule(topo, collective, root=0, variant="corrected", q=1):
+    """Return the Transfer schedule of a reduction: ``reduce``, ``allreduce-<alg>``, ``scan``, ``exscan``."""
+    from ..collectives import allreduce, reduce, scan
+    from ..topology.faults import FaultyTopology
+
+    if isinstance(topo, FaultyTopology):
+        raise DualmpiError(f"{collective} does not run on a network with faults")
+    if collective == "reduce":
+        return reduce.build(topo, root, q, variant)
+    if collective in ("scan", "exscan"):
+        return scan.build(topo, q, exclusive=collective == "exscan")
+    return allreduce.build(topo, collective[len("allreduce-"):], q, variant)
 
 
 def copy_segments(dst, src, segments):
@@ -97,9 +120,10 @@ class Engine:
     def schedule(self, collective, root=0, variant="corrected", algorithm=None):
         """Return the cached array schedule of ``collective`` (root a *node*)."""
         key = (collective if collective != "alltoallv" else "alltoall", root
-               if collective in ("bcast", "scatter") else None, variant, algorithm)
+               if collective in ("bcast", "scatter", "reduce") else None, variant, algorithm)
         if key not in self._schedules:
-            self._schedules[key] = array_schedule(self.topo, collective, root, variant, algorithm)
+            self._schedules[key] = array_schedule(self.topo, collective, root, variant, algorithm,
+                                                  self.q)
         return self._schedules[key]
 
     def counts(self, collective, root=0, variant="corrected", algorithm=None):
@@ -134,21 +158,28 @@ class Engine:
         return int(min(self.max_packets, -(-biggest // self.packet_bytes)))
 
     def runner(self, rank, collective, nbytes, root_rank=0, variant="corrected", algorithm=None,
-               sdispls=None, rdispls=None, packets=None, buffers=None):
+               sdispls=None, rdispls=None, packets=None, buffers=None, itemsize=1, op=None):
         """Return the transport's runner of one collective and size (cached).
 
         ``buffers=(send, recv)``: a zero-copy runner bound to those arrays (cached by their
-        addresses; one node per rank, no reductions).
+        addresses; one node per rank, no reductions).  Reductions take ``op=(key, code,
+        combine)`` (:func:`dualmpi.ops.resolve`): ``combine(src, dst)`` combines byte array
+        ``src`` into ``dst`` (whole elements of ``itemsize`` bytes), ``key`` names it in the
+        cache and ``code`` in the messages' call signature.
         """
+        if op is not None:
+            packets = 1  # a combined block moves whole
         where = None if buffers is None else tuple(
             None if b is None else (b.ctypes.data, b.size) for b in buffers)
         if where is not None:  # a zero-copy runner belongs to its caller: not shared
             where = where + (object(),)
+        opkey = None if op is None else (op[0], itemsize)
+        opcode = None if op is None else (op[1], itemsize)
         if sdispls is None and rdispls is None and isinstance(nbytes, int):
-            sig = (rank, collective, root_rank, variant, algorithm, nbytes, packets, where)
+            sig = (rank, collective, root_rank, variant, algorithm, nbytes, packets, where, opkey)
         else:
             sig = (rank, collective, root_rank, variant, algorithm, _hashable(nbytes),
-                   _hashable(sdispls), _hashable(rdispls), packets, where)
+                   _hashable(sdispls), _hashable(rdispls), packets, where, opkey)
         hit = self._bound.get(sig)
         if hit is not None:
             self._bound.move_to_end(sig)
@@ -160,15 +191,18 @@ class Engine:
             self._bound[sig] = run
             return run
         plan = self.rank_plan(rank, collective, root_rank, variant, algorithm)
-        layout = Layout("allreduce" if collective == "ring-allreduce" else collective,
-                        self.topo.num_nodes, self.q, nbytes, root_rank, sdispls, rdispls)
+        layout = Layout(layout_kind(collective), self.topo.num_nodes, self.q, nbytes, root_rank,
+                        sdispls, rdispls, itemsize)
         if packets is None:
             packets = self.packets_for(layout, collective)
         bound = plan.bind(layout, packets)
         # what every rank of a correct program has in common (not the rank, not displacements)
-        key = repr((collective, root_rank, variant, algorithm, _hashable(nbytes), packets)).encode()
+        key = repr((collective, root_rank, variant, algorithm, _hashable(nbytes), packets,
+                    opcode)).encode()
         signature = zlib.crc32(key) << 32 | zlib.crc32(key[::-1])
         extra = {} if buffers is None else {"layout": layout, "buffers": buffers}
+        if op is not None:
+            extra["combine"] = op[2]
         run = self.transport.prepare(bound, plan, signature=signature, **extra, **self.options)
         run.hop_rounds, run.steps = self.counts(collective, root_rank * self.q, variant, algorithm)
         self._bound[sig] = run

@@ -14,7 +14,15 @@ them each node-level block is:
   ``q*q`` sub-blocks, sub-block ``i*q + j`` going from node ``a*q + i`` to node
   ``b*q + j``.
 * ``allreduce``: ``p`` segments of the vector, segment ``j`` a reduction block
-  ``(REDUCED, j)`` (used by the ring allreduce).
+  ``(REDUCED, j)`` (the ``ring-allreduce`` schedule of ``dualmpi run``).
+* ``reduce``, ``reduce-all``, ``exscan``: the typed reductions.  Rank ``r``'s vector
+  is the block ``(REDUCED, ALL)`` of its first node (its other nodes start with
+  nothing); the result is read from the same block of the root's first node
+  (``reduce``), of every rank's first node (``reduce-all``: allreduce by a tree or
+  recursive doubling, scan), or from block ``(REDUCED, 0)`` of every rank but 0
+  (``exscan``).
+* ``reduce-segments``: as ``reduce-all``, the vector cut into ``p`` segments of whole
+  elements, ``(REDUCED, j)`` (reduce-scatter + allgather).
 
 With ``q = 1`` every block is exactly the piece of the MPI call.
 """
@@ -26,7 +34,23 @@ from ..collectives.schedule import ALL, REDUCED
 __all__ = ["split_sizes", "split_offsets", "Layout", "COLLECTIVE_LAYOUTS"]
 
 #: Collectives whose user buffers a :class:`Layout` describes.
-COLLECTIVE_LAYOUTS = ("bcast", "scatter", "allgather", "alltoall", "alltoallv", "allreduce")
+COLLECTIVE_LAYOUTS = ("bcast", "scatter", "allgather", "alltoall", "alltoallv", "allreduce",
+                      "reduce", "reduce-all", "exscan", "reduce-segments")
+
+#: The layout of each engine collective whose name is not a layout's.
+_KINDS = {"ring-allgather": "allgather", "ring-allreduce": "allreduce",
+          "allreduce-tree": "reduce-all", "allreduce-exchange": "reduce-all",
+          "allreduce-rsag": "reduce-segments", "allreduce-ring": "reduce-segments",
+          "scan": "reduce-all"}
+
+
+def layout_kind(collective):
+    """Return the layout of an engine collective (``"allreduce-rsag"`` -> ``"reduce-segments"``).
+
+    >>> layout_kind("scan"), layout_kind("bcast")
+    ('reduce-all', 'bcast')
+    """
+    return _KINDS.get(collective, collective)
 
 
 def split_sizes(total, parts, index):
@@ -65,11 +89,14 @@ class Layout:
     nbytes : int or numpy.ndarray
         ``bcast``: the buffer's bytes; ``scatter``, ``allgather``, ``alltoall``: the
         bytes of one rank's piece; ``allreduce``: the bytes of one segment;
-        ``alltoallv``: the ``R x R`` matrix of bytes rank ``a`` sends rank ``b``.
+        ``alltoallv``: the ``R x R`` matrix of bytes rank ``a`` sends rank ``b``;
+        the reductions: the bytes of the vector.
     root : int
         The root *rank* of bcast and scatter.
     sdispls, rdispls : numpy.ndarray, optional
         ``alltoallv``: this rank's byte displacements of each piece (default: packed).
+    itemsize : int
+        ``reduce-segments``: segments hold whole elements of this many bytes.
 
     Examples
     --------
@@ -81,8 +108,9 @@ class Layout:
     [0, 2, 8, 10]
     """
 
-    def __init__(self, collective, p, q, nbytes, root=0, sdispls=None, rdispls=None):
+    def __init__(self, collective, p, q, nbytes, root=0, sdispls=None, rdispls=None, itemsize=1):
         self.collective, self.p, self.q = collective, p, q
+        self.itemsize = itemsize
         self.ranks = p // q
         self.root = root
         self.root_node = root * q
@@ -104,8 +132,11 @@ class Layout:
             return split_sizes(self.nbytes, q, target % q)
         if coll == "allgather":
             return split_sizes(self.nbytes, q, origin % q)
-        if coll == "allreduce":
+        if coll in ("allreduce", "reduce", "reduce-all", "exscan"):
             return np.full(origin.shape, self.nbytes, dtype=np.int64)
+        if coll == "reduce-segments":
+            n = self.nbytes // self.itemsize
+            return np.where(target < 0, self.nbytes, split_sizes(n, self.p, target) * self.itemsize)
         if coll == "alltoall":
             return split_sizes(self.nbytes, q * q, (origin % q) * q + target % q)
         return split_sizes(self.matrix[origin // q, target // q], q * q,
@@ -136,6 +167,10 @@ class Layout:
             node = np.repeat(mine, p)
             seg = np.tile(every, q)
             return _rows(node, np.full(node.size, REDUCED), seg, seg * self.nbytes)
+        if coll in ("reduce", "reduce-all", "exscan"):
+            return _rows([rank * q], [REDUCED], [ALL], [0])
+        if coll == "reduce-segments":
+            return self._segments(rank)
         node = np.repeat(mine, p)
         target = np.tile(every, q)
         sub = (node % q) * q + target % q
@@ -170,6 +205,14 @@ class Layout:
         if coll == "allreduce":
             node = np.full(p, rank * q)
             return _rows(node, np.full(p, REDUCED), every, every * self.nbytes)
+        if coll == "reduce":
+            return _rows([rank * q], [REDUCED], [ALL], [0]) if rank == self.root else _none()
+        if coll == "reduce-all":
+            return _rows([rank * q], [REDUCED], [ALL], [0])
+        if coll == "exscan":
+            return _rows([rank * q], [REDUCED], [0], [0]) if rank else _none()
+        if coll == "reduce-segments":
+            return self._segments(rank)
         node = np.tile(mine, p)
         origin = np.repeat(every, q)
         sub = (origin % q) * q + node % q
@@ -180,6 +223,12 @@ class Layout:
             displs = _displs(col, self.rdispls)
             off = displs[origin // q] + split_offsets(col[origin // q], q * q, sub)
         return _rows(node, origin, node, off)
+
+    def _segments(self, rank):
+        """The ``p`` segments of the vector, held by rank ``rank``'s first node."""
+        every = np.arange(self.p, dtype=np.int64)
+        off = split_offsets(self.nbytes // self.itemsize, self.p, every) * self.itemsize
+        return _rows(np.full(self.p, rank * self.q), np.full(self.p, REDUCED), every, off)
 
 
 def _displs(counts, displs):

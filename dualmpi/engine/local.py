@@ -18,20 +18,42 @@ from .layout import Layout
 from .plan import compile_rank
 from .virtual import replay_clocks
 
-__all__ = ["LocalRunner", "run_local", "RunResult", "run_inprocess"]
+__all__ = ["LocalRunner", "LocalTransport", "run_local", "RunResult", "run_inprocess"]
 
 
 class LocalRunner:
     """One rank's bound plan with its store, run by :func:`run_local` together with the others."""
 
-    def __init__(self, bound, plan):
-        self.bound, self.plan = bound, plan
+    def __init__(self, bound, plan, combine=None):
+        self.bound, self.plan, self.combine = bound, plan, combine
         self.store = np.zeros(bound.nbytes, dtype=np.uint8)
         self.rounds = {rnd.index: rnd for rnd in bound.rounds}
         self.calls = 0
 
     def free(self):
         """Nothing to release."""
+
+
+class LocalTransport:
+    """Builds :class:`LocalRunner` objects: an :class:`~dualmpi.engine.core.Engine` without MPI.
+
+    One engine with this transport hands out every rank's runner (``rank`` is an
+    argument of :meth:`~dualmpi.engine.core.Engine.runner`); :func:`run_local` runs
+    them together.
+
+    >>> from dualmpi.engine.core import Engine
+    >>> from dualmpi.topology import DualCube
+    >>> eng = Engine(DualCube(2), 1, LocalTransport())
+    >>> runs = [eng.runner(r, "allgather", 2) for r in range(8)]
+    >>> out = [np.zeros(16, np.uint8) for _ in range(8)]
+    >>> run_local(runs, [np.full(2, r, np.uint8) for r in range(8)], out)
+    >>> out[5].tolist()[::2]
+    [0, 1, 2, 3, 4, 5, 6, 7]
+    """
+
+    def prepare(self, bound, plan, signature=0, combine=None, **options):
+        """Return a :class:`LocalRunner` (the engine's options are ignored)."""
+        return LocalRunner(bound, plan, combine)
 
 
 def run_local(runners, sends=None, recvs=None):
@@ -68,7 +90,11 @@ def run_local(runners, sends=None, recvs=None):
             src, dst, lens = rnd.combines
             for a, b, n in zip(src.tolist(), dst.tolist(), lens.tolist()):
                 target = run.store[b:b + n]
-                np.add(target, run.store[a:a + n], out=target)
+                if run.combine is not None:
+                    if n:
+                        run.combine(run.store[a:a + n], target)
+                else:
+                    np.add(target, run.store[a:a + n], out=target)
         if wire:
             raise AssertionError(f"round {k}: messages nobody received: {sorted(wire)}")
     for r, run in enumerate(runners):
@@ -180,7 +206,7 @@ def _written(plan):
     origin, target, is_block = plan.slot_blocks()
     held = set()
     in_slots = plan.inputs[0]
-    recv_slots = np.concatenate([plan.recv["final"], plan.local["dest"]])
+    recv_slots = np.concatenate([plan.recv["final"], plan.local["final"]])
     for s in np.unique(np.concatenate([in_slots, recv_slots])).tolist():
         if s < is_block.size and is_block[s]:
             held.add((int(origin[s]), int(target[s])))

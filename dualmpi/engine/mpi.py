@@ -103,18 +103,20 @@ class MPITransport:
             wd.disarm()
 
     def prepare(self, bound, plan, verify=False, shape=None, drop=None, signature=0,
-                layout=None, buffers=None):
+                layout=None, buffers=None, combine=None):
         """Return an :class:`MPIRunner` of ``bound`` (options: see :class:`MPIRunner`).
 
         ``buffers=(send, recv)`` (uint8 arrays, with ``layout``) binds the plan to those
-        buffers: see :class:`MPIRunner`.
+        buffers: see :class:`MPIRunner`.  ``combine(src, dst)`` applies a reduction's
+        operator (default: bytes added modulo 256).
         """
         for rnd in bound.rounds:
             for peer, _, _ in rnd.sends + rnd.recvs:
                 if peer not in self._peer_set:  # pragma: no cover - plans follow the links
                     raise DualmpiError(f"rank {self.rank} would exchange with rank {peer}, "
                                        "which plays no neighbour of its nodes")
-        return MPIRunner(self, bound, plan, verify, shape, drop, signature, layout, buffers)
+        return MPIRunner(self, bound, plan, verify, shape, drop, signature, layout, buffers,
+                         combine)
 
     def prepare_stream(self, plan, nbytes):
         """Return a :class:`StreamRunner` of the streamed total exchange."""
@@ -212,7 +214,7 @@ class MPIRunner:
     """
 
     def __init__(self, transport, bound, plan, verify=False, shape=None, drop=None, signature=0,
-                 layout=None, buffers=None):
+                 layout=None, buffers=None, combine=None):
         self.transport, self.bound, self.plan = transport, bound, plan
         self.calls = 0
         self.checksum_failures = 0
@@ -265,7 +267,8 @@ class MPIRunner:
                 hold = sum(ts + tw * int(lens.sum()) + th for _, _, lens in rnd.sends)
             self._reqs += reqs
             self._loop.append((rnd.index, reqs, _mover(self.store, rnd.copies),
-                               _combiner(self.store, rnd.combines), peers, crcs, hold))
+                               _combiner(self.store, rnd.combines, combine), peers, crcs,
+                               hold))
             self._checks.append(checks)
         self._fast = not (verify or shape is not None)
         user, at, length = bound.copy_in
@@ -439,16 +442,22 @@ def _mover(store, copies):
 
 
 def _combiner(store, combines, op=None):
-    """Return a function adding received reduction blocks into their slots (bytes mod 256)."""
+    """Return a function combining a round's reduction blocks into their slots, or None.
+
+    ``op(src, dst)`` combines byte views (default: bytes added modulo 256).
+    """
     src, dst, lens = combines
     if src.size == 0:
         return None
-    pairs = list(zip(src.tolist(), dst.tolist(), lens.tolist()))
+    pairs = [(store[a:a + n], store[b:b + n])
+             for a, b, n in zip(src.tolist(), dst.tolist(), lens.tolist()) if n]
+    if op is None:
+        def op(x, y):
+            np.add(y, x, out=y)
 
     def combine():
-        for a, b, n in pairs:
-            target = store[b:b + n]
-            np.add(target, store[a:a + n], out=target)
+        for x, y in pairs:
+            op(x, y)
     return combine
 
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import DualmpiError
 from .arrays import block_key, key_space
-from .layout import Layout
+from .layout import Layout, layout_kind
 
 __all__ = ["RankPlan", "BoundPlan", "BoundRound", "compile_rank", "merge_segments"]
 
@@ -170,18 +170,17 @@ def compile_rank(sched, q, rank, root_rank=0):
     src, dst, msg = _concat(rounds, "src"), _concat(rounds, "dst"), _concat(rounds, "msg")
     origin, target = _concat(rounds, "origin"), _concat(rounds, "target")
     skey, dkey = _concat(rounds, "src_key"), _concat(rounds, "dst_key")
-    reduce_rounds = np.array([r.reduce for r in rounds], dtype=bool)
+    row_reduce = np.concatenate([np.broadcast_to(np.asarray(r.reduce, dtype=bool), (r.size,))
+                                 for r in rounds]) if rounds else np.zeros(0, dtype=bool)
+    reduce_rounds = np.array([bool(np.any(r.reduce)) for r in rounds], dtype=bool)
     own_s, own_d = src // q == rank, dst // q == rank
     keep = own_s | own_d
     rnd, order, src, dst, msg = rnd[keep], order[keep], src[keep], dst[keep], msg[keep]
     origin, target, skey, dkey = origin[keep], target[keep], skey[keep], dkey[keep]
     own_s, own_d = own_s[keep], own_d[keep]
-    reducing = reduce_rounds[rnd] if rnd.size else np.zeros(0, dtype=bool)
+    reducing = row_reduce[keep]
 
-    collective = "allreduce" if sched.collective in ("ring-allreduce", "allreduce") else \
-        sched.collective
-    if collective == "ring-allgather":
-        collective = "allgather"
+    collective = layout_kind(sched.collective)
     lay = Layout(collective, p, q, _zero_sizes(collective, p // q), root_rank)
     in_rows, out_rows = lay.inputs(rank), lay.outputs(rank)
     in_codes = in_rows[0] * ks + block_key(p, in_rows[1], in_rows[2])
@@ -213,11 +212,12 @@ def compile_rank(sched, q, rank, root_rank=0):
         src_slot[own_s] = lookup(src[own_s] * ks + skey[own_s], "sends")
     if own_d.any():
         dst_slot[own_d] = lookup(dst[own_d] * ks + dkey[own_d], "receives into")
-    # a reduction received from another rank lands in a scratch slot, then is combined
-    remote_red = own_d & ~own_s & reducing
-    scratch = int(np.count_nonzero(remote_red))
+    # a block to combine lands in a scratch slot (a copy of the sender's value at the start
+    # of the round, also between two nodes of this rank), then is combined into its slot
+    red_in = own_d & reducing
+    scratch = int(np.count_nonzero(red_in))
     scratch_slot = np.full(rnd.size, -1, dtype=np.int64)
-    scratch_slot[remote_red] = slot_codes.size + np.arange(scratch, dtype=np.int64)
+    scratch_slot[red_in] = slot_codes.size + np.arange(scratch, dtype=np.int64)
 
     peer_of_dst, peer_of_src = dst // q, src // q
     send_m = own_s & ~own_d
@@ -232,10 +232,10 @@ def compile_rank(sched, q, rank, root_rank=0):
         return out
 
     send = pick(send_m, peer=peer_of_dst, slot=src_slot, msg=msg, src=src, dst=dst)
-    recv = pick(recv_m, peer=peer_of_src, slot=np.where(remote_red, scratch_slot, dst_slot),
+    recv = pick(recv_m, peer=peer_of_src, slot=np.where(red_in, scratch_slot, dst_slot),
                 final=dst_slot, reduce=reducing)
-    local = pick(local_m, slot=src_slot, dest=dst_slot, msg=msg, src=src, dst=dst,
-                 reduce=reducing)
+    local = pick(local_m, slot=src_slot, dest=np.where(red_in, scratch_slot, dst_slot),
+                 final=dst_slot, msg=msg, src=src, dst=dst, reduce=reducing)
     in_slots = lookup(in_codes, "starts with")
     out_slots = lookup(out_codes, "delivers")
     kinds = np.where(slot_codes % ks < (p + 2) * (p + 1), 0, 1)
@@ -287,7 +287,8 @@ def _bind(plan, layout, packets, positions=None):
     rows = {name: getattr(plan, name) for name in ("send", "recv", "local")}
     row_len = {name: layout.size(r["origin"], r["target"]) for name, r in rows.items()}
     # transit and scratch slots take the largest block they ever hold
-    for name, slots in (("send", ("slot",)), ("recv", ("slot", "final")), ("local", ("slot", "dest"))):
+    for name, slots in (("send", ("slot",)), ("recv", ("slot", "final")),
+                        ("local", ("slot", "dest", "final"))):
         for col in slots:
             s = rows[name][col]
             if s.size:
@@ -323,8 +324,8 @@ def _bind(plan, layout, packets, positions=None):
     s_rnd, s_ord, s_pc, s_len, (s_off,) = expand(rows["send"], row_len["send"], "slot")
     r_rnd, r_ord, r_pc, r_len, (r_off, r_fin) = expand(rows["recv"], row_len["recv"], "slot",
                                                       "final")
-    l_rnd, l_ord, l_pc, l_len, (l_src, l_dst) = expand(rows["local"], row_len["local"], "slot",
-                                                      "dest")
+    l_rnd, l_ord, l_pc, l_len, (l_src, l_dst, l_fin) = expand(rows["local"], row_len["local"],
+                                                              "slot", "dest", "final")
     r_red = np.repeat(rows["recv"]["reduce"], packets) if packets > 1 else rows["recv"]["reduce"]
     l_red = np.repeat(rows["local"]["reduce"], packets) if packets > 1 else rows["local"]["reduce"]
     s_peer = np.repeat(rows["send"]["peer"], packets) if packets > 1 else rows["send"]["peer"]
@@ -346,8 +347,8 @@ def _bind(plan, layout, packets, positions=None):
             keep = n[a:b] > 0
             rounds.setdefault(k, _new_round(k))[kind].append((pr, o[a:b][keep], n[a:b][keep]))
     for kind, rr, oo, pc, a_off, b_off, ln, red in (
-            ("copies", l_rnd, l_ord, l_pc, l_src, l_dst, l_len, ~l_red),
-            ("combines", l_rnd, l_ord, l_pc, l_src, l_dst, l_len, l_red),
+            ("copies", l_rnd, l_ord, l_pc, l_src, l_dst, l_len, np.ones(l_red.shape, bool)),
+            ("combines", l_rnd, l_ord, l_pc, l_dst, l_fin, l_len, l_red),
             ("combines", r_rnd, r_ord, r_pc, r_off, r_fin, r_len, r_red)):
         sel = np.flatnonzero(red)
         if sel.size == 0:

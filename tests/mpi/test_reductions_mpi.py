@@ -1,0 +1,268 @@
+"""MPI tests of the reductions of :class:`dualmpi.Comm` against mpi4py's own.
+
+``Reduce``, ``Allreduce``, ``Scan`` and ``Exscan`` are called on the same buffers as
+``MPI.COMM_WORLD``'s; integer results must be equal, floating-point ones equal to
+rounding (the networks combine in another order).  Values are kept small enough that
+no integer sum overflows: Open MPI's AVX component saturates 8- and 16-bit sums where
+C (and dualmpi) wrap (open-mpi/ompi#8045, docs/api.md).  Run at N = 1, 2, 8, 32, 64 ranks
+(networks with one and with several nodes per rank); every rank finishes its
+communication, then the ranks agree on the verdict.
+"""
+
+import numpy as np
+import pytest
+
+import dualmpi
+
+MPI = pytest.importorskip("mpi4py.MPI")
+
+WORLD = MPI.COMM_WORLD
+SIZE = WORLD.Get_size()
+RANK = WORLD.Get_rank()
+BIG = SIZE >= 32
+
+#: Networks by rank count: one node per rank, then several.
+NETS = {
+    1: ["hypercube:n=0", "dualcube:r=1"],
+    2: ["dualcube:r=1", "dualcube:r=2"],
+    8: ["dualcube:r=2", "hypercube:n=3", "metacube:k=2,m=1", "ccc:n=3"],
+    32: ["dualcube:r=3", "hypercube:n=5"],
+    64: ["metacube:k=2,m=1", "hypercube:n=6"],
+}
+SPECS = NETS.get(SIZE, [])
+
+OPS = {"SUM": MPI.SUM, "PROD": MPI.PROD, "MIN": MPI.MIN, "MAX": MPI.MAX, "BAND": MPI.BAND,
+       "BOR": MPI.BOR, "BXOR": MPI.BXOR, "LAND": MPI.LAND, "LOR": MPI.LOR, "LXOR": MPI.LXOR}
+BITWISE = ("BAND", "BOR", "BXOR")
+DTYPES = {np.dtype(t).name: t for t in (np.float64, np.int32, np.int64, np.uint8, np.int16,
+                                        np.complex128, np.float32)}
+KINDS = ("Reduce", "Allreduce", "Scan", "Exscan")
+#: Elements: none, one, odd, and 64 KiB of the dtype (``None``).
+COUNTS = [0, 1, 7, None]
+
+_NETS = {}
+
+
+def _agree(ok):
+    """True when ``ok`` holds on every rank (collective)."""
+    return bool(WORLD.allreduce(1 if ok else 0, op=MPI.MIN))
+
+
+def _net(spec, **options):
+    key = repr((spec, sorted(options.items())))
+    if key not in _NETS:
+        _NETS[key] = dualmpi.Comm(WORLD, spec, watchdog=60, **options)
+    return _NETS[key]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _free_nets():
+    """Free the communicators at the end (same order on every rank)."""
+    yield
+    for key in sorted(_NETS):
+        _NETS.pop(key).Free()
+
+
+def _spec(i):
+    if i >= len(SPECS):
+        pytest.skip(f"no network {i} at {SIZE} rank(s)")
+    return SPECS[i]
+
+
+def _data(dtype, n, opname, seed=0):
+    """Rank-distinct values for which every op's result is exact in every dtype."""
+    rng = np.random.default_rng([RANK, n, seed])
+    dtype = np.dtype(dtype)
+    if opname == "PROD":
+        vals = rng.choice([1, -1] if dtype.kind != "u" else [1], size=n)
+    elif opname in BITWISE or opname.startswith("L"):
+        vals = rng.integers(0, 4, size=n)
+    else:
+        vals = rng.integers(0, 3, size=n) if dtype.itemsize <= 2 else rng.integers(-50, 50, n)
+    out = vals.astype(dtype)
+    if dtype.kind == "f" and opname == "SUM":
+        out += rng.standard_normal(n).astype(dtype)
+    if dtype.kind == "c":
+        out = out + 1j * rng.integers(-5, 5, n)
+    return out
+
+
+def _close(a, b):
+    if a.dtype.kind in "fc":
+        return a.shape == b.shape and np.allclose(a, b, rtol=1e-5, atol=1e-4)
+    return a.dtype == b.dtype and np.array_equal(a, b)
+
+
+def _check(net, kind, x, opname, root=0, in_place=False, op=None):
+    """Run ``kind`` on ``net`` and on WORLD with the same buffers; True when they agree here."""
+    op = OPS[opname] if op is None else op
+    n = x.size
+    mine, ref = np.full(n, 7, x.dtype), np.full(n, 7, x.dtype)
+    extra = (root,) if kind == "Reduce" else ()
+    if in_place:
+        mine[:] = x
+        ref[:] = x
+        send_m = send_r = MPI.IN_PLACE
+        if kind == "Reduce" and RANK != root:
+            send_m, send_r = x, x
+    else:
+        send_m = send_r = x
+    getattr(net, kind)(send_m, mine, op, *extra)
+    getattr(WORLD, kind)(send_r, ref, op, *extra)
+    if kind == "Reduce" and RANK != root:
+        return True
+    if kind == "Exscan" and RANK == 0:
+        return np.all(mine == 7) if not in_place else True  # left as it was
+    return _close(mine, ref)
+
+
+def _grid():
+    """(kind, op, dtype) combinations, sampled from 32 ranks on."""
+    out = []
+    for kind in KINDS:
+        for opname in OPS:
+            for dname, dtype in DTYPES.items():
+                kind_of = np.dtype(dtype).kind
+                if (opname in BITWISE or opname.startswith("L")) and kind_of not in "iu":
+                    continue  # MPI defines them on integers only
+                if opname in ("MIN", "MAX") and kind_of == "c":
+                    continue  # nor MIN/MAX on complex numbers
+                keep = dname in ("float64", "int32") and opname in ("SUM", "MAX", "PROD")
+                slow = (BIG and not (keep and kind in ("Allreduce", "Scan"))) or \
+                    dname not in ("float64", "int32", "int64", "uint8")
+                out.append(pytest.param(kind, opname, dtype, id=f"{kind}-{opname}-{dname}",
+                                        marks=pytest.mark.slow if slow else ()))
+    return out
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("kind, opname, dtype", _grid())
+@pytest.mark.parametrize("net_index", [0, 1])
+def test_reductions_match_mpi(net_index, kind, opname, dtype):
+    """Every kind, op and dtype, counts 0/1/7/64 KiB, equal to mpi4py's result."""
+    net = _net(_spec(net_index))
+    ok = True
+    for count in COUNTS:
+        n = 65536 // np.dtype(dtype).itemsize if count is None else count
+        x = _data(dtype, n, opname)
+        ok &= _check(net, kind, x, opname, root=SIZE - 1)
+    assert _agree(ok)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("net_index", [0, 1])
+def test_reduce_every_root_and_in_place(net_index):
+    """Reduce at every root (four from 32 ranks), with and without MPI.IN_PLACE; the
+    others in place too."""
+    net = _net(_spec(net_index))
+    roots = range(SIZE) if SIZE <= 8 else sorted({0, 1, SIZE // 2 + 1, SIZE - 1})
+    ok = True
+    for root in roots:
+        for in_place in (False, True):
+            ok &= _check(net, "Reduce", _data(np.int64, 33, "SUM", root), "SUM", root, in_place)
+    for kind in ("Allreduce", "Scan", "Exscan"):
+        ok &= _check(net, kind, _data(np.float64, 1000, "SUM"), "SUM", in_place=True)
+    assert _agree(ok)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("net_index", [0, 1, 2, 3])
+def test_every_allreduce_algorithm(net_index):
+    """Each algorithm the network has, forced by name, at a short and a long vector."""
+    from dualmpi.collectives.allreduce import available
+
+    spec = _spec(net_index)
+    topo = dualmpi.topology.from_spec(spec)
+    ok = True
+    for alg in available(topo):
+        net = _net(spec, algorithms={"allreduce": alg})
+        for n in (3, 20000):
+            ok &= _check(net, "Allreduce", _data(np.int64, n, "SUM", 5), "SUM")
+            ok &= _check(net, "Allreduce", _data(np.float64, n, "MAX", 6), "MAX")
+    assert _agree(ok)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("net_index", [0, 1])
+def test_ufunc_and_user_op(net_index):
+    """A numpy ufunc and a commutative ``MPI.Op.Create`` op give MPI's results."""
+    net = _net(_spec(net_index))
+    x = _data(np.int64, 100, "SUM", 9)
+    mine, ref = np.zeros(100, np.int64), np.zeros(100, np.int64)
+    net.Allreduce(x, mine, np.add)
+    WORLD.Allreduce(x, ref, MPI.SUM)
+    ok = _close(mine, ref)
+    user = MPI.Op.Create(lambda a, b, t: np.maximum(np.frombuffer(a, np.int64),
+                                                    np.frombuffer(b, np.int64),
+                                                    out=np.frombuffer(b, np.int64)), True)
+    try:
+        net.Scan(x, mine, user)
+        WORLD.Scan(x, ref, MPI.MAX)
+        ok &= _close(mine, ref)
+    finally:
+        user.Free()
+    assert _agree(ok)
+
+
+@pytest.mark.mpi
+def test_reductions_count_their_link_messages():
+    """An allreduce sends messages over links only, and as many as its schedule has."""
+    from dualmpi.collectives.allreduce import build
+
+    net = _net(_spec(0))
+    net.reset_stats()
+    x = np.arange(SIZE * 4, dtype=np.float64)
+    net.Allreduce(x, np.empty_like(x))
+    st = net.stats()
+    alg = net._allreduce_algorithm(x.nbytes)
+    sched = build(net.topology, alg, net.q)
+    mine = sum(1 for _, _, tr in sched.transfers() if tr.src // net.q == RANK)
+    topo = net.topology
+    links_ok = all(topo.is_link(u, v) for (u, v) in st["links"])
+    assert _agree(st["messages"] == mine and links_ok), (st["messages"], mine)
+
+
+def _error(call):
+    try:
+        call()
+    except dualmpi.errors.DualmpiError as exc:
+        return type(exc).__name__, str(exc)
+    return None
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("case", ["op-disagrees", "bitwise-float", "non-commutative",
+                                  "in-place-non-root", "sizes", "not-an-op"])
+def test_bad_reductions_raise_everywhere(case):
+    """Bad arguments: the same InputError on every rank, and the communicator still works."""
+    net = _net(_spec(0))
+    x = np.ones(5)
+    calls = {
+        "op-disagrees": (lambda: net.Allreduce(x, np.empty(5), MPI.SUM if RANK else MPI.MAX),
+                         "ranks disagree on the operation" if SIZE > 1 else None),
+        "bitwise-float": (lambda: net.Allreduce(x, np.empty(5), MPI.BAND),
+                          "does not apply to float64"),
+        "non-commutative": (lambda: net.Allreduce(x, np.empty(5), noncomm),
+                            "not commutative"),
+        "in-place-non-root": (lambda: net.Reduce(MPI.IN_PLACE, np.empty(5), MPI.SUM,
+                                                 root=0) if SIZE > 1 else
+                              net.Reduce(x, np.empty(6), MPI.SUM),
+                              "MPI.IN_PLACE is only for the root" if SIZE > 1 else "must match"),
+        "sizes": (lambda: net.Scan(x, np.empty(6)), "Scan: sendbuf has 40 bytes, recvbuf 48"),
+        "not-an-op": (lambda: net.Exscan(x, np.empty(5), "sum"), "is not a reduction operation"),
+    }
+    noncomm = MPI.Op.Create(lambda a, b, t: None, False)
+    try:
+        call, words = calls[case]
+        err = _error(call)
+    finally:
+        noncomm.Free()
+    errs = WORLD.allgather(err)
+    if words is None:  # one rank: nothing to disagree with
+        ok = err is None
+    else:
+        ok = (all(e is not None and e[0] == "InputError" for e in errs)
+              and any(words in e[1] for e in errs))
+    y = np.empty(5)
+    net.Allreduce(x, y)
+    assert _agree(ok and np.all(y == SIZE)), errs
