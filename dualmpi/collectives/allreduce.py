@@ -211,3 +211,40 @@ def _exchange(topo, givers):
         rounds.append(rnd)
     return rounds
 
+
+
+def table(specs):
+    """Return markdown rows: per network, the steps and words of every algorithm and of scan.
+
+    Each cell is ``steps / words`` (``words`` per byte of the vector); reduce and scan
+    give their paper steps and, for scan, the hop rounds its routes take.
+    """
+    from ..topology import from_spec
+    from . import reduce as reduce_mod
+    from . import scan as scan_mod
+
+    rows = ["| network | p | reduce | tree | exchange | rsag | ring | scan (hop rounds) |",
+            "|---|---|---|---|---|---|---|---|"]
+    for spec in specs:
+        topo = from_spec(spec)
+        cells = []
+        red = reduce_mod.build(topo, 0)
+        cells.append("%d / %d" % cost(red))
+        for alg in ALGORITHMS:
+            if alg in available(topo):
+                steps, words = cost(build(topo, alg))
+                cells.append(f"{steps} / {words:.3g}")
+            else:
+                cells.append("—")
+        sc = scan_mod.build(topo)
+        cells.append(f"{sc.steps} ({sc.num_rounds})")
+        rows.append(f"| {spec} | {topo.num_nodes} | " + " | ".join(cells) + " |")
+    return rows
+
+
+if __name__ == "__main__":  # pragma: no cover - prints docs/algorithms.md's table
+    import sys
+
+    print("\n".join(table(sys.argv[1:] or ["hypercube:n=3", "dualcube:r=2", "hypercube:n=5",
+                                           "dualcube:r=3", "hypercube:n=6", "metacube:k=2,m=1",
+                                           "ccc:n=3"])))
