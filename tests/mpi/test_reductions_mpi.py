@@ -26,7 +26,7 @@ NETS = {
     1: ["hypercube:n=0", "dualcube:r=1"],
     2: ["dualcube:r=1", "dualcube:r=2"],
     8: ["dualcube:r=2", "hypercube:n=3", "metacube:k=2,m=1", "ccc:n=3"],
-    32: ["dualcube:r=3", "hypercube:n=5"],
+    32: ["dualcube:r=3", "metacube:k=2,m=1", "hypercube:n=5"],
     64: ["metacube:k=2,m=1", "hypercube:n=6"],
 }
 SPECS = NETS.get(SIZE, [])
