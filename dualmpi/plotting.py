@@ -20,7 +20,8 @@ from .errors import DualmpiError
 from .model.formulas import PATTERN_NAMES, PATTERNS, Coeffs, paper_formula, predict
 from .topology import from_spec
 
-__all__ = ["plot_report", "series", "group_fit", "series_quality", "panel_warnings", "clip_curve"]
+__all__ = ["plot_report", "plot_predictions", "series", "group_fit", "series_quality",
+           "panel_warnings", "clip_curve"]
 
 #: Model curves are not drawn below this fraction of the panel's smallest measured time.
 CURVE_FLOOR = 1e-2
@@ -396,3 +397,162 @@ def plot_report(analysis, path, pingpong_rows=None, title=None):
                  "when the fit does not describe the points", fontsize=10)
     fig.savefig(path, dpi=110)
     return path
+
+
+def _oversubscribed_box(ax, runs):
+    """Mark a panel whose measured points come from oversubscribed runs (red, on the panel)."""
+    over = [r for r in runs if r["oversubscribed"]]
+    if over:
+        text = "OVERSUBSCRIBED: " + ", ".join(
+            f"{r['ranks']} ranks on {r['cores']} cores" for r in _unique_ranks(over))
+        ax.text(0.02, 0.98, text + "\nmeasured wall times include waiting for a core",
+                transform=ax.transAxes, va="top", ha="left", fontsize=7, color="darkred",
+                bbox={"facecolor": "mistyrose", "edgecolor": "red", "boxstyle": "round"})
+
+
+def _unique_ranks(runs):
+    """Return one run per distinct rank count, in order."""
+    seen, out = set(), []
+    for r in runs:
+        if r["ranks"] not in seen:
+            seen.add(r["ranks"])
+            out.append(r)
+    return out
+
+
+def _prediction_panel(ax, doc, collective, colors):
+    """One collective: measured (median call, min-max bars) against the formula and the clock."""
+    for run in doc["runs"]:
+        rows = sorted((r for r in run["rows"] if r["collective"] == collective),
+                      key=lambda r: r["size"])
+        if not rows:
+            continue
+        c = colors[run["spec"]]
+        x = np.array([max(r["size"], 1) for r in rows], dtype=float)
+        y = np.array([r["measured"] for r in rows])
+        lo = np.array([r["spread"][0] for r in rows])
+        hi = np.array([r["spread"][1] for r in rows])
+        ax.errorbar(x, y, yerr=[y - lo, hi - y], fmt="o", color=c, capsize=3, ms=5,
+                    mfc="none" if run["oversubscribed"] else c,
+                    label=f"{run['spec']} measured ({run['ranks']} ranks)")
+        for key, style in (("clock", "-"), ("formula", ":")):
+            pts = [(xi, r[key]) for xi, r in zip(x, rows) if r[key] is not None]
+            if pts:
+                ax.plot(*zip(*pts), style, color=c, lw=1.3,
+                        label=f"{run['spec']} predicted: " + ("clock" if key == "clock" else
+                                                              "formula"))
+    errs = [abs(r["error"]["clock"]) for run in doc["runs"] for r in run["rows"]
+            if r["collective"] == collective and r["error"]["clock"] is not None]
+    med = f"{np.median(errs) * 100:.0f} %" if errs else "n/a"
+    _log_axes(ax, "block size m (bytes)", "time per call (s)")
+    ax.set_title(f"{PATTERN_NAMES.get(collective, collective)}: median |error| of the clock {med}",
+                 fontsize=9)
+    _oversubscribed_box(ax, doc["runs"])
+
+
+def _calibration_panel(ax, cal):
+    """The two-rank ping-pongs (t_min per size and hop count) and the fitted model lines."""
+    rows = cal.get("pingpong", [])
+    hops = sorted({r["hops"] for r in rows})
+    cmap = _cmap(max(len(hops), 1))
+    switching = cal.get("switching") or "cut-through"
+    for i, d in enumerate(hops):
+        pts = sorted((r["size"], r["t_min"], r["t_max"]) for r in rows if r["hops"] == d)
+        x = np.array([max(s, 1) for s, _, _ in pts], dtype=float)
+        y = np.array([t for _, t, _ in pts])
+        top = np.array([t for _, _, t in pts])
+        ax.errorbar(x, y, yerr=[np.zeros_like(y), top - y], fmt="o", color=cmap[i], ms=4,
+                    capsize=2, label=f"d = {d}")
+        for reg_index, reg in enumerate(cal["regimes"]):
+            fit = reg.get(switching)
+            xs = [s for s in x if regime_index(s, tuple(cal["boundaries"])) == reg_index]
+            if fit is None or not xs:
+                continue
+            p = fit["params"]
+            xs = np.array(xs)
+            model = (p["ts"] + xs * p["tw"] + d * (p["th"] or 0.0) if switching == "cut-through"
+                     else d * (p["ts"] + xs * p["tw"]))
+            ax.plot(xs, model, "-", color=cmap[i], lw=1)
+    r2 = ", ".join("-" if reg.get(switching) is None else _fmt_r2(reg[switching]["r2"])
+                   for reg in cal["regimes"])
+    _log_axes(ax, "message size (bytes)", "one-way time (s)")
+    ax.set_title(f"calibration, 2 ranks, d-hop chains: {switching} fit\nR2 per regime {r2}",
+                 fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    if cal.get("contended"):
+        ax.text(0.02, 0.98, f"CONTENDED: load average {cal['load']:.1f} on {cal['cores']} cores\n"
+                "before the 2 ranks started: other work shared the cores",
+                transform=ax.transAxes, va="top", ha="left", fontsize=7, color="darkred",
+                bbox={"facecolor": "mistyrose", "edgecolor": "red", "boxstyle": "round"})
+
+
+def _ratio_by_run_panel(ax, doc, colors):
+    """Measured / clock-predicted time per collective and network, next to ranks per core."""
+    width = 0.8 / max(len(doc["runs"]), 1)
+    for j, run in enumerate(doc["runs"]):
+        ratios = []
+        for coll in PATTERNS:
+            vals = [r["measured"] / r["clock"] for r in run["rows"]
+                    if r["collective"] == coll and r["clock"]]
+            ratios.append(float(np.median(vals)) if vals else np.nan)
+        xs = np.arange(len(PATTERNS)) + (j - (len(doc["runs"]) - 1) / 2) * width
+        ax.bar(xs, ratios, width, color=colors[run["spec"]],
+               hatch="//" if run["oversubscribed"] else None,
+               label=f"{run['spec']}: {run['ranks']} ranks / {run['cores']} cores")
+    ax.axhline(1.0, color="black", lw=0.8)
+    for run in _unique_ranks([r for r in doc["runs"] if r["oversubscribed"]]):
+        ax.axhline(run["ranks_per_core"], color="darkred", lw=0.8, ls="--")
+        ax.text(len(PATTERNS) - 0.55, run["ranks_per_core"], f"{run['ranks_per_core']:g} ranks/core",
+                color="darkred", fontsize=7, va="bottom", ha="right")
+    ax.set_yscale("log")
+    ax.set_xticks(np.arange(len(PATTERNS)), list(PATTERNS))
+    ax.set_ylabel("measured / predicted (clock), median over sizes")
+    ax.set_title("model error per collective (hatched: oversubscribed)", fontsize=9)
+    ax.legend(fontsize=7)
+
+
+def plot_predictions(doc, path):
+    """Write the predict-then-measure figure of a ``dualmpi-predict/1`` document.
+
+    Four panels (one per collective) with the measured median call and its min-max spread
+    against the two predictions (solid: the virtual clock, dotted: the formula), the
+    calibration's ping-pongs with the fitted lines, and measured/predicted per collective.
+    Panels with points from oversubscribed runs (more ranks than cores) say so in red,
+    and those points are drawn hollow.
+
+    Returns
+    -------
+    str
+        ``path``.
+    """
+    from matplotlib.figure import Figure
+
+    from .model.predict import check_document
+
+    check_document(doc)
+    palette = ("tab:blue", "tab:red", "tab:green", "tab:purple", "tab:orange", "tab:brown")
+    colors = {r["spec"]: palette[i % len(palette)] for i, r in enumerate(doc["runs"])}
+    fig = Figure(figsize=(15, 9.5), layout="constrained")
+    axes = fig.subplots(2, 3)
+    for ax, coll in zip((axes[0, 0], axes[0, 1], axes[1, 0], axes[1, 1]), PATTERNS):
+        _prediction_panel(ax, doc, coll, colors)
+    _calibration_panel(axes[0, 2], doc["calibration"])
+    _ratio_by_run_panel(axes[1, 2], doc, colors)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=8, frameon=False)
+    meta = doc["meta"]
+    load = meta.get("loadavg", {})
+    fig.suptitle("dualmpi predict: collectives predicted from a 2-rank calibration, then measured "
+                 f"({meta.get('host', '?')}, {meta.get('cores', '?')} cores, load average "
+                 f"{_fmt_load(load.get('start'))} at the start, {_fmt_load(load.get('end'))} "
+                 "at the end)\npoints: median call of the slowest rank, bars min-max over calls; "
+                 "solid: contention-aware virtual clock; dotted: schedule coefficients x "
+                 "cut-through fit", fontsize=10)
+    fig.savefig(path, dpi=100)
+    return path
+
+
+def _fmt_load(load):
+    """Return a load average triple as text."""
+    return "?" if not load else "/".join(f"{x:.1f}" for x in load)

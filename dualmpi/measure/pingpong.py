@@ -3,7 +3,9 @@
 The chain is the topology's route from one node to another; every rank on it relays
 the message, store-and-forward (whole message per hop) or cut-through (packets
 forwarded as they arrive).  The same loop with plain ``comm.Send``/``Recv`` and no
-link checks is the raw mpi4py baseline.
+link checks is the raw mpi4py baseline.  A chain may visit a rank more than once:
+:func:`bounce` is the d-hop chain between the two ends of one link (0, 1, 0, 1, ...),
+which measures the forwarding cost per hop on two ranks, without oversubscription.
 """
 
 import time
@@ -13,7 +15,7 @@ from mpi4py import MPI
 
 from ..executors.payload import block_pattern
 
-__all__ = ["chain", "pingpong"]
+__all__ = ["chain", "bounce", "pingpong"]
 
 
 def chain(topo, hops, src=0):
@@ -22,6 +24,20 @@ def chain(topo, hops, src=0):
         if topo.distance(src, v) == hops:
             return topo.route(src, v)
     raise ValueError(f"no node at distance {hops} from {src} in {topo.spec}")
+
+
+def bounce(a, b, hops):
+    """Return the ``hops``-link chain that goes back and forth over the link ``a``-``b``.
+
+    Every inner node receives the whole message and sends it on, as a forwarding node
+    of a routed message does, so two ranks measure ``hops`` forwarding steps.
+
+    >>> bounce(0, 1, 3)
+    [0, 1, 0, 1]
+    """
+    if hops < 1:
+        raise ValueError(f"a chain has at least one hop, got {hops}")
+    return [a if i % 2 == 0 else b for i in range(hops + 1)]
 
 
 def _hold(seconds):
@@ -62,7 +78,12 @@ def _pieces(buf, packets):
 def _leg(ends, buf, me, path, forward, shape, switching, packets):
     """Move ``buf`` one way along ``path`` (``forward`` or back), as this rank's part of it."""
     seq = path if forward else path[::-1]
-    i = seq.index(me)
+    for i in [k for k, node in enumerate(seq) if node == me]:  # in order: a rank may recur
+        _position(ends, buf, seq, i, shape, switching, packets)
+
+
+def _position(ends, buf, seq, i, shape, switching, packets):
+    """Play position ``i`` of the chain ``seq``: send, receive, or receive and forward."""
     last = len(seq) - 1
     n = buf.nbytes
     ct = switching == "cut-through"
@@ -98,6 +119,9 @@ def pingpong(net, path, size, iters, reps=3, warmup=2, raw=None, shape=None,
     communicator (e.g. ``COMM_WORLD``) for the unchecked baseline.  Same dict on
     every rank.  ``net`` is a :class:`dualmpi.Comm` with one node per rank.
     """
+    if len(set(path)) < len(path) and switching == "cut-through":
+        # a rank would have to send on while it still receives its own earlier pieces
+        raise ValueError("a chain that visits a rank twice is timed store-and-forward only")
     comm, me = net.comm, net.Get_rank()
     ends = _Ends(net, raw)
     on_chain = me in path

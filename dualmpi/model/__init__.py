@@ -3,7 +3,8 @@
 ``formulas``: the papers' costs as coefficients (ts, tw, th) of T = ts*t_s + tw*m*t_w + th*t_h;
 ``fit``: t_s, t_w, t_h from ping-pongs per protocol regime, and collectives predicted;
 ``results``: reading ``dualmpi bench`` files; ``analysis``: both over several files;
-``synthetic``: results files made from known parameters.  See docs/model.md.
+``synthetic``: results files made from known parameters; ``predict``: the collectives predicted
+from a two-rank calibration before they are measured.  See docs/model.md.
 """
 
 from .analysis import analyze
