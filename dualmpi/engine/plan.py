@@ -185,12 +185,16 @@ def compile_rank(sched, q, rank, root_rank=0):
     in_rows, out_rows = lay.inputs(rank), lay.outputs(rank)
     in_codes = in_rows[0] * ks + block_key(p, in_rows[1], in_rows[2])
     out_codes = out_rows[0] * ks + block_key(p, out_rows[1], out_rows[2])
-    recv_codes = dst[own_d & ~reducing] * ks + dkey[own_d & ~reducing]
+    stored = own_d & ~reducing
+    recv_codes = dst[stored] * ks + dkey[stored]
     codes = np.concatenate([in_codes, out_codes, recv_codes])
-    uniq, first = np.unique(codes, return_index=True)
-    slot_codes = codes[np.sort(first)]
-    by_code = np.argsort(slot_codes, kind="stable")
-    sorted_codes = slot_codes[by_code]
+    # slots in order of first appearance (inputs, outputs, then arrivals: the user's
+    # buffers map onto runs of the store); by_code[i] is the slot of the i-th smallest code
+    sorted_codes, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    appear = np.argsort(first, kind="stable")
+    slot_codes = sorted_codes[appear]
+    by_code = np.empty_like(appear)
+    by_code[appear] = np.arange(appear.size, dtype=appear.dtype)
 
     def lookup(c, what):
         if slot_codes.size == 0:
@@ -210,8 +214,11 @@ def compile_rank(sched, q, rank, root_rank=0):
     dst_slot = np.full(rnd.size, -1, dtype=np.int64)
     if own_s.any():
         src_slot[own_s] = lookup(src[own_s] * ks + skey[own_s], "sends")
-    if own_d.any():
-        dst_slot[own_d] = lookup(dst[own_d] * ks + dkey[own_d], "receives into")
+    # a stored arrival's slot is its own code's; a combined one must find a slot it holds
+    dst_slot[stored] = by_code[inverse.reshape(-1)[in_codes.size + out_codes.size:]]
+    combined = own_d & reducing
+    if combined.any():
+        dst_slot[combined] = lookup(dst[combined] * ks + dkey[combined], "receives into")
     # a block to combine lands in a scratch slot (a copy of the sender's value at the start
     # of the round, also between two nodes of this rank), then is combined into its slot
     red_in = own_d & reducing
