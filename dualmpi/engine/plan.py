@@ -221,10 +221,13 @@ def compile_rank(sched, q, rank, root_rank=0):
         dst_slot[combined] = lookup(dst[combined] * ks + dkey[combined], "receives into")
     # a block to combine lands in a scratch slot (a copy of the sender's value at the start
     # of the round, also between two nodes of this rank), then is combined into its slot
+    # (the scratch slots are reused from round to round: a round needs one per block it combines)
     red_in = own_d & reducing
-    scratch = int(np.count_nonzero(red_in))
+    red_rnd = rnd[red_in]  # in round order
+    within = np.arange(red_rnd.size, dtype=np.int64) - np.searchsorted(red_rnd, red_rnd)
+    scratch = int(within.max()) + 1 if within.size else 0
     scratch_slot = np.full(rnd.size, -1, dtype=np.int64)
-    scratch_slot[red_in] = slot_codes.size + np.arange(scratch, dtype=np.int64)
+    scratch_slot[red_in] = slot_codes.size + within
 
     peer_of_dst, peer_of_src = dst // q, src // q
     send_m = own_s & ~own_d
