@@ -92,6 +92,11 @@ def figure():
     FigureCanvasAgg(fig)
     axes = fig.subplots(2, len(CONFIGS), sharey="row")
     width = 0.38
+    docs = [load(t, k) for t, _, _, _ in CONFIGS for k in KERNELS]
+    docs = [d for d in docs if d]
+    repeats = "/".join(sorted({str(d["meta"]["repeats"]) for d in docs}))
+    lo = min(d["meta"]["load_average"][0] for d in docs)
+    hi = max(d["meta"]["load_average"][0] for d in docs)
     for col, (tag, spec, ranks, caption) in enumerate(CONFIGS):
         top, bottom = axes[0][col], axes[1][col]
         for i, kernel in enumerate(KERNELS):
@@ -116,12 +121,15 @@ def figure():
         for ax in (top, bottom):
             ax.set_xticks(range(len(KERNELS)))
             ax.set_xticklabels(KERNELS)
-            ax.legend(fontsize=8)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=8)
         bottom.set_yscale("log")
+        top.set_yscale("log")
     axes[0][0].set_ylabel("measured time / native MPI")
     axes[1][0].set_ylabel("model time, ms (t_s 2 us, t_w 1 ns/B, t_h 50 ns)")
     fig.suptitle("Application kernels: emulated network vs hypercube vs native MPI "
-                 "(median of 5 runs, slowest rank)", fontsize=11)
+                 f"(median of {repeats} runs, slowest rank; load average {lo:.0f}-{hi:.0f})",
+                 fontsize=11)
     fig.tight_layout()
     fig.savefig(FIGURE, dpi=110)
 
