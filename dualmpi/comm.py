@@ -34,7 +34,7 @@ PACKET_BYTES = 1 << 16
 #: the copies cost less than looking the buffers up); docs/performance.md.
 ZERO_COPY_ABOVE = 1 << 15
 
-_CODES = {"Bcast": 1, "Scatter": 2, "Allgather": 3, "Alltoall": 4, "Alltoallv": 5, "Schedule": 6,
+_CODES = {"Bcast": 1, "Scatter": 2, "Allgather": 3, "Alltoall": 4, "Alltoallv": 5,
           "Reduce": 7, "Allreduce": 8, "Scan": 9, "Exscan": 10}
 
 
@@ -573,11 +573,6 @@ class Comm:
         self._baseline = self.stats()  # the totals so far, per link too
 
     # -- for dualmpi's own clients (run, bench, soak) ---------------------------------------------
-    def _collective(self, name, send, recv, nbytes, root=0):
-        """Run schedule ``name`` (e.g. ``"ring-allreduce"``) on uint8 buffers; no argument checks."""
-        self._agree("Schedule", (zlib.crc32(name.encode()), nbytes), None)
-        self._runner(name, root, nbytes).run(send, recv)
-
     def _control_allreduce(self, send, recv, op):
         """An ``Allreduce`` of control data (counts, times, verdicts) under the watchdog."""
         self._transport.allreduce(send, recv, op)
@@ -586,6 +581,8 @@ class Comm:
         """Return ``(collective, algorithm)`` of a CLI collective name."""
         if coll == "ring-allgather":
             return "allgather", "ring"
+        if coll == "ring-allreduce":
+            return "allreduce-ring", None
         return coll, self.algorithms.get(coll)
 
     def _streamed(self, coll, root, nbytes):
@@ -615,7 +612,9 @@ class Comm:
     def _packets_for(self, coll, nbytes, root=0):
         """Return the pieces each block of ``coll`` is cut into at ``nbytes``."""
         name, _ = self._key(coll)
-        run = self._runner(name if coll != "ring-allreduce" else coll, root, nbytes)
+        if name.startswith("allreduce"):
+            return 1  # a combined block moves whole
+        run = self._runner(name, root, nbytes)
         return 1 if run.bound is None else run.bound.packets
 
     def _verify_blocks(self, base, got, want, root=0, block=None):
@@ -790,7 +789,6 @@ _FIELDS = {"Bcast": ("root", "message size", "datatype"),
            "Allgather": ("piece size", "datatype"),
            "Alltoall": ("piece size", "datatype"),
            "Alltoallv": ("count vector",),
-           "Schedule": ("schedule", "piece size"),
            "Reduce": ("root", "message size", "datatype", "operation"),
            "Allreduce": ("message size", "datatype", "operation"),
            "Scan": ("message size", "datatype", "operation"),

@@ -269,7 +269,10 @@ def open_comm(world, topo, q, args, options):
         packets = options.packets
     elif args.switching == "store-and-forward":
         packets = 1
+    # ring-allreduce is Allreduce (uint8, MPI.SUM: bytes added modulo 256) on the ring
     algorithms = {"allgather": "ring"} if args.collective == "ring-allgather" else None
+    if args.collective == "ring-allreduce":
+        algorithms = {"allreduce": "ring"}
     return Comm(world, topo, q, watchdog=options.watchdog, verify=getattr(args, "verify", False),
                 shape=shape, packets=packets, algorithms=algorithms, drop=options.drop)
 
@@ -301,7 +304,7 @@ def run_collective(net, coll, size, root=0, iters=1, warmup=0, salt=0):
         call = {"scatter": lambda: net.Scatter(send, recv, root),
                 "allgather": lambda: net.Allgather(send, recv),
                 "alltoall": lambda: net.Alltoall(send, recv),
-                "allreduce": lambda: net._collective("ring-allreduce", send, recv, piece)}[base]
+                "allreduce": lambda: net.Allreduce(send, recv)}[base]
     pristine = send.copy() if base == "bcast" and me == root else None
     times = []
     for it in range(warmup + iters):

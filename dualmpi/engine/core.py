@@ -167,7 +167,7 @@ class Engine:
         ``src`` into ``dst`` (whole elements of ``itemsize`` bytes), ``key`` names it in the
         cache and ``code`` in the messages' call signature.
         """
-        if op is not None or collective == "ring-allreduce":
+        if op is not None:
             packets = 1  # a combined block moves whole (scratch slots are per round)
         where = None if buffers is None else tuple(
             None if b is None else (b.ctypes.data, b.size) for b in buffers)

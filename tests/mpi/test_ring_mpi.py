@@ -46,8 +46,8 @@ def _run(topo, sched, size):
     from dualmpi.commands.run import run_collective
 
     coll, root = sched.collective, sched.root or 0
-    net = Comm(MPI.COMM_WORLD, topo, 1,
-               algorithms={"allgather": "ring"} if coll == "ring-allgather" else None)
+    ring = {"ring-allgather": {"allgather": "ring"}, "ring-allreduce": {"allreduce": "ring"}}
+    net = Comm(MPI.COMM_WORLD, topo, 1, algorithms=ring.get(coll))
     row = run_collective(net, coll, size, root, 2, 1)
     net.Free()
     return row
