@@ -39,7 +39,7 @@ from .reduce import contributors, reverse_rounds
 from .schedule import ALL, REDUCED, Round, Schedule, Transfer
 
 __all__ = ["ALGORITHMS", "build", "available", "choose", "cost", "costs", "MODEL_TS",
-           "MODEL_TW"]
+           "MODEL_TW", "reduce_scatter_allgather", "table"]
 
 #: The allreduce algorithms (see the module docstring).
 ALGORITHMS = ("tree", "exchange", "rsag", "ring")
@@ -118,21 +118,32 @@ def build(topo, algorithm="rsag", q=1, variant="corrected"):
             forward = build_schedule("allgather", topo, None, variant)
         else:
             forward = build_schedule("ring-allgather", topo)
-        defined = {u: set() for u in range(p)}
-        segments = [(REDUCED, j) for j in range(p)]
-        for c in givers:
-            defined[c].update(segments)
-        back = [r for r in reverse_rounds(forward, lambda b: (REDUCED, b[0]), defined)
-                if r.transfers]
-        rounds = back + [_renamed(r, lambda b: (REDUCED, b[0])) for r in forward.rounds]
+        rounds, initial = reduce_scatter_allgather(forward, q)
         name = f"reduce-scatter and allgather along the {forward.algorithm}"
-        initial = {c: list(segments) for c in givers}
         router = forward.router
     rounds = [r for r in rounds if r.transfers]
     for step, rnd in enumerate(rounds):
         rnd.step = step
     return Schedule(f"allreduce-{algorithm}", name, topo, None, rounds, len(rounds), router,
                     initial=initial)
+
+
+def reduce_scatter_allgather(forward, q=1):
+    """Return ``(rounds, initial)``: all-to-all broadcast ``forward`` run backwards, then forwards.
+
+    Backwards it is a reduce-scatter (segment ``(REDUCED, j)`` reduced towards node
+    ``j`` along the first arrivals of block ``(j, ALL)``), forwards it spreads the reduced
+    segments; ``initial`` gives the segments every ``q``-th node starts with.
+    """
+    p = forward.topo.num_nodes
+    givers = contributors(p, q)
+    defined = {u: set() for u in range(p)}
+    segments = [(REDUCED, j) for j in range(p)]
+    for c in givers:
+        defined[c].update(segments)
+    back = [r for r in reverse_rounds(forward, lambda b: (REDUCED, b[0]), defined) if r.transfers]
+    rounds = back + [_renamed(r, lambda b: (REDUCED, b[0])) for r in forward.rounds]
+    return rounds, {c: list(segments) for c in givers}
 
 
 def cost(schedule):

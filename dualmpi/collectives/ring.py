@@ -10,7 +10,7 @@ from ..errors import DualmpiError
 from ..topology import DualCube, Hypercube, ReducedHypercube
 from ..topology.hamiltonian import gray_code, hamiltonian_cycle, is_ring
 from ..topology.rh_embeddings import rh_ring
-from .schedule import ALL, REDUCED, Round, Schedule, Transfer
+from .schedule import ALL, Round, Schedule, Transfer
 
 __all__ = [
     "default_cycle",
@@ -94,11 +94,13 @@ def ring_allgather(topo, cycle):
 def ring_allreduce(topo, cycle):
     """Return the ring allreduce along ``cycle``: reduce-scatter then allgather, ``2(p - 1)`` rounds.
 
-    The data is cut into ``p`` segments ``(REDUCED, j)``, one per node ``j``.  In
-    round ``t < p - 1`` position ``i`` sends its partial sum of the segment of position
-    ``i - t`` to position ``i + 1``, which adds it to its own; afterwards position
-    ``i`` holds the full sum of the segment of position ``i + 1``, and ``p - 1`` ring
-    rounds more pass the finished segments around.
+    The data is cut into ``p`` segments ``(REDUCED, j)``, one per node ``j``.  The
+    reduce-scatter is :func:`ring_allgather` run backwards: in its round ``t`` position
+    ``i`` sends its partial result of the segment of position ``i + t + 1`` to position
+    ``i - 1``, which combines it with its own, so after ``p - 1`` rounds every node holds
+    its own segment reduced; then :func:`ring_allgather` passes the reduced segments
+    around (:func:`dualmpi.collectives.allreduce.reduce_scatter_allgather`, the same
+    construction as every network's ``rsag`` allreduce).
 
     Parameters
     ----------
@@ -120,21 +122,16 @@ def ring_allreduce(topo, cycle):
     --------
     >>> s = ring_allreduce(Hypercube(3), default_cycle(Hypercube(3)))
     >>> s.num_rounds, s.num_messages, s.rounds[0].transfers[0].reduce
-    (14, 112, True)
+    (14, 112, (True,))
     """
-    cycle = _check_cycle(topo, cycle)
-    p = len(cycle)
-    rounds = []
-    for t in range(2 * (p - 1)):
-        reduce = t < p - 1
-        shift = t if reduce else t - (p - 1) - 1
-        rounds.append(Round(t, 0, [
-            Transfer(cycle[i], cycle[(i + 1) % p], ((REDUCED, cycle[(i - shift) % p]),),
-                     reduce=reduce)
-            for i in range(p)
-        ]))
+    from .allreduce import reduce_scatter_allgather
+
+    forward = ring_allgather(topo, cycle)
+    rounds, _ = reduce_scatter_allgather(forward)
+    for t, rnd in enumerate(rounds):
+        rnd.step = t
     return Schedule("ring-allreduce", "ring allreduce (reduce-scatter, allgather) on a Hamiltonian "
-                    "cycle", topo, None, rounds, 2 * (p - 1))
+                    "cycle", topo, None, rounds, len(rounds))
 
 
 class RingCollective:
