@@ -216,6 +216,19 @@ def test_run_with_the_localhost_hostfile(tmp_path):
     assert json.loads((tmp_path / "out.json").read_text())["rows"][0]["verified"] is True
 
 
+@needs_mpiexec
+def test_run_an_application_kernel(tmp_path):
+    """``launch/run app KERNEL SPEC``: the rank count from the spec, a verified kernel and JSON."""
+    env = dict(os.environ, MPIEXEC_TIMEOUT="120")
+    proc = run(["bash", LAUNCH / "run", "app", "sort", "dualcube:r=1", "--size", "256",
+                "--repeats", "1", "--json", tmp_path / "app.json"], env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = json.loads((tmp_path / "app.json").read_text())["rows"]
+    assert rows and all(row["verified"] for row in rows)
+    proc = run(["bash", LAUNCH / "run", "app", "fft"], env=env)
+    assert proc.returncode == 2 and "Usage" in proc.stderr
+
+
 # -- paths with spaces (issue 14) ----------------------------------------------------------------
 @needs_mpiexec
 def test_run_with_spaces_in_the_launcher_path(tmp_path):
