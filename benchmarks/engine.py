@@ -11,7 +11,9 @@ For every collective and block size it times, interleaved within each repeat
 * ``dualmpi``: the public call (``net.Alltoall(send, recv)``): argument checks, copy
   in, the compiled plan's rounds, copy out;
 * ``floor``: the same compiled plan — the very persistent requests the call runs (its
-  zero-copy binding where it has one) — run by the smallest loop (``benchmarks/floor.py``);
+  zero-copy binding where it has one) — run by the smallest loop (``benchmarks/floor.py``):
+  the engine's compiled C loop called directly where it is built, and ``floor-python``,
+  the same loop in Python;
 * ``native``: the MPI library's own collective on the same buffers;
 * ``before`` (``--before``): the per-message engine dualmpi had before the compiled
   plans (commit 4043cad, extracted with ``git archive``), on the same schedule.
@@ -36,8 +38,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import dualmpi  # noqa: E402
 from dualmpi.collectives import COLLECTIVES, build_schedule  # noqa: E402
+from dualmpi.engine import cloop  # noqa: E402
 from dualmpi.topology import from_spec  # noqa: E402
-from floor import floor_loop, neighbor_loop  # noqa: E402
+from floor import floor_loop, neighbor_loop, python_loop  # noqa: E402
 
 BEFORE = "4043cad"
 
@@ -135,7 +138,7 @@ def main():
     sizes = [int(s) for s in args.sizes.split(",")]
     colls = args.collectives.split(",")
     load = [os.getloadavg()]
-    net = dualmpi.Comm(world, topo, watchdog=0)
+    net = dualmpi.Comm(world, topo)  # as a user gets it: the watchdog on
     old = load_before(world) if args.before else None
     rng = np.random.default_rng(me)
     rows = []
@@ -156,6 +159,8 @@ def main():
             runner = net._last_runner  # the floor runs exactly the requests the call runs
             variants = {"dualmpi": ours, "floor": floor_loop(runner),
                         "native": api_call(world, coll, send2, recv2)}
+            if getattr(runner, "_c", None) is not None:
+                variants["floor-python"] = python_loop(runner)
             if args.neighbor:
                 variants["floor-neighbor"] = neighbor_loop(runner)
             cleanup = None
@@ -180,6 +185,9 @@ def main():
                    "floor/native": med["floor"] / med["native"]}
             if "floor-neighbor" in med:
                 row["neighbor/floor"] = med["floor-neighbor"] / med["floor"]
+            row["compiled_loop"] = "floor-python" in med
+            if "floor-python" in med:
+                row["python/floor"] = med["floor-python"] / med["floor"]
             if "before" in med:
                 row["before/native"] = med["before"] / med["native"]
                 row["before/dualmpi"] = med["before"] / med["dualmpi"]
@@ -199,7 +207,8 @@ def main():
         meta = {"spec": args.spec, "ranks": ranks, "cores": os.cpu_count(),
                 "mpi_library": MPI.Get_library_version().splitlines()[0],
                 "loadavg_start": load[0], "loadavg_end": load[1], "repeats": args.repeats,
-                "before": BEFORE if args.before else None, "argv": sys.argv}
+                "before": BEFORE if args.before else None, "argv": sys.argv,
+                "compiled_loop": not cloop.reason(), "compiled_loop_reason": cloop.reason()}
         with open(args.json, "w") as fh:
             json.dump({"format": "dualmpi-engine-bench/1", "meta": meta, "rows": rows}, fh,
                       indent=2)

@@ -3,17 +3,30 @@
 ``floor_loop(runner)`` returns a function that runs the persistent requests of an
 :class:`dualmpi.engine.mpi.MPIRunner` round by round — ``Startall``, the local moves
 between a rank's own nodes, ``Waitall`` — and nothing else: no argument checks, no
-copy of the user's buffers in or out, no watchdog, no statistics.  It is what the
-topology's schedule costs on this host, the reference for dualmpi's own overhead
-(``benchmarks/engine.py``).
+copy of the user's buffers in or out, no watchdog, no statistics.  Where the engine's
+compiled loop is built (:mod:`dualmpi.engine.cloop`) the floor is that C loop called
+directly; ``python_loop`` is the same in Python.  It is what the topology's schedule
+costs on this host, the reference for dualmpi's own overhead (``benchmarks/engine.py``).
 """
 
 from mpi4py import MPI
 
-__all__ = ["floor_loop", "neighbor_loop"]
+__all__ = ["floor_loop", "python_loop", "neighbor_loop"]
 
 
 def floor_loop(runner):
+    """Return a no-argument function running ``runner``'s rounds once: the C loop, else Python."""
+    compiled = getattr(runner, "_c", None)
+    if compiled is not None:
+        fn, arg = compiled
+
+        def run():
+            fn(arg)
+        return run
+    return python_loop(runner)
+
+
+def python_loop(runner):
     """Return a no-argument function running ``runner``'s rounds once, as leanly as Python can."""
     rounds = [(reqs, move) for _, reqs, move, _, _, _, _ in runner._loop]
     startall, waitall = MPI.Prequest.Startall, MPI.Request.Waitall

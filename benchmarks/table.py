@@ -23,12 +23,15 @@ def main(paths):
               f"start/end, {meta['repeats']} interleaved repeats, medians)\n")
         before = meta.get("before") is not None
         neighbor = any("neighbor/floor" in r for r in data["rows"])
+        python = any("python/floor" in r for r in data["rows"])
         head = ["collective", "block (B)", "pieces", "dualmpi (µs)", "floor (µs)", "native (µs)",
                 "dualmpi/floor", "dualmpi/native"]
         if before:
             head += ["before/native", "speed-up vs before"]
         if neighbor:
             head += ["neighbour colls/floor"]
+        if python:
+            head += ["Python loop/floor"]
         print("| " + " | ".join(head) + " |")
         print("|" + "|".join("---" if i < 1 else "---:" for i in range(len(head))) + "|")
         for r in data["rows"]:
@@ -40,6 +43,8 @@ def main(paths):
                 cells += [f"{r['before/native']:.2f}", f"{r['before/dualmpi']:.2f}"]
             if neighbor:
                 cells += [f"{r['neighbor/floor']:.2f}"]
+            if python:
+                cells += [f"{r['python/floor']:.2f}" if "python/floor" in r else "—"]
             print("| " + " | ".join(cells) + " |")
 
 

@@ -188,6 +188,8 @@ class Comm:
         self._baseline = None
         self._p2p = {}
         self._allreduce_costs = None
+        #: the last call of each method, repeated without its checks (:meth:`_again`)
+        self._memo, self._settled = {}, False
         self._faulty = hasattr(topo, "alive")
         self._IN_PLACE = MPI.IN_PLACE
         self._MPI = MPI
@@ -209,6 +211,7 @@ class Comm:
 
     def Free(self):
         """Release the plans, persistent requests and the graph communicator."""
+        self._memo.clear()
         if self._engine is not None:
             self._engine.free()
             self._transport.free()
@@ -217,6 +220,8 @@ class Comm:
     # -- collectives ---------------------------------------------------------------------------
     def Bcast(self, buf, root=0):
         """Broadcast ``buf`` from rank ``root`` (mirrors :meth:`mpi4py.MPI.Comm.Bcast`)."""
+        if self._again("Bcast", (buf, root)):
+            return
         problem, raw, sig = None, None, (0, 0, 0)
         try:
             root = self._root(root)
@@ -226,10 +231,14 @@ class Comm:
             problem = str(exc)
         self._agree("Bcast", sig, problem)
         send, recv = (raw, None) if self.rank == root else (None, raw)
-        self._runner("bcast", root, raw.size, send, recv, (buf, None)).run(send, recv)
+        run = self._runner("bcast", root, raw.size, send, recv, (buf, None))
+        self._remember("Bcast", (buf, root), ((buf, True),), run, send, recv)
+        run.run(send, recv)
 
     def Scatter(self, sendbuf, recvbuf, root=0):
         """Scatter rank ``root``'s ``sendbuf`` in equal pieces (mirrors ``Comm.Scatter``)."""
+        if self._again("Scatter", (sendbuf, recvbuf, root)):
+            return
         problem, sig, send, recv = None, (0, 0, 0), None, None
         try:
             root = self._root(root)
@@ -260,11 +269,16 @@ class Comm:
             problem = str(exc)
         self._agree("Scatter", sig, problem)
         send = send if self.rank == root else None
-        self._runner("scatter", root, sig[1], send, recv,
-                     (sendbuf if self.rank == root else None, recvbuf)).run(send, recv)
+        run = self._runner("scatter", root, sig[1], send, recv,
+                           (sendbuf if self.rank == root else None, recvbuf))
+        self._remember("Scatter", (sendbuf, recvbuf, root), ((sendbuf, False), (recvbuf, True)),
+                       run, send, recv)
+        run.run(send, recv)
 
     def Allgather(self, sendbuf, recvbuf):
         """Gather every rank's ``sendbuf`` into every ``recvbuf`` (mirrors ``Comm.Allgather``)."""
+        if self._again("Allgather", (sendbuf, recvbuf)):
+            return
         problem, sig, send, recv = None, (0, 0), None, None
         try:
             recv, item, code = _parse_buf(recvbuf, "Allgather recvbuf", self._MPI)
@@ -285,10 +299,15 @@ class Comm:
         except InputError as exc:
             problem = str(exc)
         self._agree("Allgather", sig, problem)
-        self._runner("allgather", 0, sig[0], send, recv, (sendbuf, recvbuf)).run(send, recv)
+        run = self._runner("allgather", 0, sig[0], send, recv, (sendbuf, recvbuf))
+        self._remember("Allgather", (sendbuf, recvbuf), ((sendbuf, False), (recvbuf, True)), run,
+                       send, recv)
+        run.run(send, recv)
 
     def Alltoall(self, sendbuf, recvbuf):
         """The total exchange: piece ``j`` of ``sendbuf`` to rank ``j`` (mirrors ``Comm.Alltoall``)."""
+        if self._again("Alltoall", (sendbuf, recvbuf)):
+            return
         problem, sig, send, recv = None, (0, 0), None, None
         try:
             recv, item, code = _parse_buf(recvbuf, "Alltoall recvbuf", self._MPI)
@@ -308,7 +327,10 @@ class Comm:
         except InputError as exc:
             problem = str(exc)
         self._agree("Alltoall", sig, problem)
-        self._runner("alltoall", 0, sig[0], send, recv, (sendbuf, recvbuf)).run(send, recv)
+        run = self._runner("alltoall", 0, sig[0], send, recv, (sendbuf, recvbuf))
+        self._remember("Alltoall", (sendbuf, recvbuf), ((sendbuf, False), (recvbuf, True)), run,
+                       send, recv)
+        run.run(send, recv)
 
     def Alltoallv(self, sendbuf, *args, sdispls=None, rdispls=None):
         """The total exchange with a count per pair (mirrors ``Comm.Alltoallv``).
@@ -409,6 +431,8 @@ class Comm:
 
     def _reduction(self, name, coll, sendbuf, recvbuf, op, root):
         """Check, agree on and run one reduction (see :meth:`Reduce`)."""
+        if self._again(name, (sendbuf, recvbuf, op, root)):
+            return
         from .ops import resolve
 
         MPI = self._MPI
@@ -447,6 +471,9 @@ class Comm:
         run = self._engine.runner(self.rank, coll, nbytes, root, self.variant,
                                   itemsize=dtype.itemsize, op=combine)
         self._last_runner = run
+        self._settled = True
+        self._remember(name, (sendbuf, recvbuf, op, root), ((sendbuf, False), (recvbuf, True)),
+                       run, send, recv)
         run.run(send, recv)
 
     def _allreduce_algorithm(self, nbytes):
@@ -743,6 +770,41 @@ class Comm:
                                  f"(from {int(lo[i])} to {int(hi[i])})")
         self._agreed.add(key)
 
+    def _again(self, name, args):
+        """Run the call made last time with these very argument objects again, if there is one.
+
+        Returns True when done.  The arguments are compared by identity (the remembered
+        call holds references to them, so their ids cannot be reused), their arrays by
+        dtype, shape and (receive buffers) writability; a plan dropped from the engine's
+        cache ends the memory.  The argument check was agreed on when the call was first
+        made, as for every known signature (see :meth:`_agree`).
+        """
+        m = self._memo.get(name)
+        if m is None:
+            return False
+        epoch, ids, checks, run, send, recv, _ = m
+        if epoch != self._engine.evictions or ids != tuple(map(id, args)):
+            return False
+        for arr, dtype, shape, writable in checks:
+            if arr.dtype is not dtype or arr.shape != shape or (writable and
+                                                                 not arr.flags.writeable):
+                return False
+        run.run(send, recv)
+        return True
+
+    def _remember(self, name, args, arrays, run, send, recv):
+        """Remember a call for :meth:`_again` once its runner is final (see :meth:`_runner`)."""
+        if not self._settled:
+            self._memo.pop(name, None)
+            return
+        checks = tuple((a, a.dtype, a.shape, w) for a, w in arrays if type(a) is np.ndarray)
+        if len(checks) != sum(1 for a, _ in arrays if a is not None and a is not self._IN_PLACE):
+            self._memo.pop(name, None)  # a buffer that is not a plain array: checked each time
+            return
+        # the ids are compared; holding the objects (last item) keeps the ids from being reused
+        self._memo[name] = (self._engine.evictions, tuple(map(id, args)), checks, run, send, recv,
+                            args)
+
     def _runner(self, collective, root, nbytes, send=None, recv=None, objs=None):
         """Return the runner of a call: zero-copy when the same buffers come back.
 
@@ -758,6 +820,8 @@ class Comm:
         if self._gen != engine.evictions:
             self._fast, self._gen = {}, engine.evictions
         key = (collective, root, nbytes)
+        # settled: the same objects next time get the same runner (for _remember)
+        self._settled = True
         if objs is not None and self._zero_copy and nbytes >= ZERO_COPY_ABOVE:
             ids = (id(objs[0]), id(objs[1]))
             zkey = (key, ids)
@@ -765,7 +829,8 @@ class Comm:
             if run is not None and run.pinned[0] is objs[0] and run.pinned[1] is objs[1]:
                 self._last_runner = run
                 return run
-            if self._last.get(key) == ids and not _overlap(send, recv):
+            self._settled = _overlap(send, recv)
+            if self._last.get(key) == ids and not self._settled:
                 run = self._fast[zkey] = engine.runner(
                     self.rank, collective, nbytes, root, self.variant,
                     self.algorithms.get(collective),
@@ -773,6 +838,7 @@ class Comm:
                     buffers=(send, recv))
                 run.pinned = objs
                 self._last_runner = run
+                self._settled = True
                 return run
             self._last[key] = ids
         run = self._fast.get(key)

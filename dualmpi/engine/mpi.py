@@ -10,6 +10,7 @@ forwarded blocks leave from where they arrived.  Nothing in the round loop
 allocates or builds a Python object per message.
 """
 
+import ctypes
 import time
 import zlib
 
@@ -81,6 +82,12 @@ class MPITransport:
         #: can always name the ranks that have not answered
         self.ctl = comm.Dup()
         self.watchdog.disarm()
+        from . import cloop
+
+        #: the compiled round loop (:mod:`dualmpi.engine.cloop`), or None: rounds run in Python
+        self.cloop = cloop.load(MPI.Get_library_version())
+        #: the compiled loop's position and call count, read by the watchdog thread
+        self.progress = np.zeros(2, dtype=np.int64)
 
     def _roll_call(self, comm):
         """Every rank checks in with rank 0 before the collective set-up, so a rank that never
@@ -271,6 +278,10 @@ class MPIRunner:
                                hold))
             self._checks.append(checks)
         self._fast = not (verify or shape is not None)
+        self._c = None
+        if self._fast and transport.cloop is not None and \
+                not any(rnd.combines[0].size for rnd in bound.rounds):
+            self._c = self._compiled(transport, bound)
         user, at, length = bound.copy_in
         # (destination, source, length) as Python ints: no numpy scalar in the call path
         self.copy_in = list(zip(at.tolist(), user.tolist(), length.tolist()))
@@ -279,6 +290,30 @@ class MPIRunner:
         self._zeros = bytes(self._trailers.nbytes)
         self._expect = memoryview(np.full(self._trailers.size, self.signature,
                                           dtype=np.uint64).view(np.uint8))
+
+    def _compiled(self, transport, bound):
+        """Return the arguments of the compiled loop over this runner's requests and moves."""
+        lib = transport.cloop
+        width = lib.dualmpi_request_size()
+        kinds = {4: np.uint32, 8: np.uint64}
+        if width not in kinds:  # pragma: no cover - MPI_Request is an int or a pointer
+            return None
+        loop = self._loop
+        self._c_arrays = arrays = (
+            np.array([len(reqs) for _, reqs, _, _, _, _, _ in loop], dtype=np.intc),
+            np.array([req.handle for _, reqs, _, _, _, _, _ in loop for req in reqs],
+                     dtype=kinds[width]),
+            np.array([rnd.copies[0].size for rnd in bound.rounds], dtype=np.intc),
+            np.ascontiguousarray(np.concatenate(
+                [np.stack([rnd.copies[1], rnd.copies[0], rnd.copies[2]], axis=1).reshape(-1)
+                 for rnd in bound.rounds] + [np.zeros(3, dtype=np.int64)]).astype(np.int64)))
+        #: the watchdog's view of the loop: (round, peers) per position
+        self._tracked = Watchdog.tracker(transport.progress,
+                                         [(k, peers) for k, _, _, _, peers, _, _ in loop])
+        self._c_args = np.array([len(loop)] + [a.ctypes.data for a in arrays] +
+                                [self.store.ctypes.data, transport.progress.ctypes.data],
+                                dtype=np.intp)
+        return lib.dualmpi_run, ctypes.c_void_p(self._c_args.ctypes.data)
 
     def _relocate(self, bound, plan, layout, buffers):
         """Rebind ``bound`` with slots at absolute addresses in the user's buffers and the store."""
@@ -352,7 +387,17 @@ class MPIRunner:
         """The round loop: the fast path, the watched path or the one with options."""
         wd = self.transport.watchdog
         startall, waitall = MPI.Prequest.Startall, MPI.Request.Waitall
-        if not self._fast:
+        if self._c is not None:
+            fn, arg = self._c
+            if wd.deadline > 0:
+                wd.state = self._tracked
+                err = fn(arg)
+                wd.state = None
+            else:
+                err = fn(arg)
+            if err:
+                raise MPI.Exception(err)
+        elif not self._fast:
             self._run_options(wd)
         elif wd.deadline > 0:
             clock = time.monotonic

@@ -56,6 +56,23 @@ class Watchdog:
         self.state = (time.monotonic(), where, waiting_for) if grace is None else \
             (time.monotonic(), where, waiting_for, grace)
 
+    @staticmethod
+    def tracker(counter, rounds):
+        """Return the state that watches a compiled round loop (:mod:`dualmpi.engine.cloop`).
+
+        ``counter[0]`` is the 1-based position in ``rounds`` (``(round, peers)`` pairs) of
+        the round being waited in (0: none), ``counter[1]`` counts the calls; the thread
+        starts a wait's clock when it first sees the pair change.  Storing the returned
+        object in :attr:`state` arms the watchdog for every round of the loop at once.
+
+        >>> import numpy as np
+        >>> counter = np.array([2, 7])
+        >>> start, k, peers = Watchdog.tracker(counter, [(0, (1,)), (3, (4,))]).current()
+        >>> k, peers
+        (3, (4,))
+        """
+        return _Tracked(counter, rounds)
+
     def disarm(self):
         """The wait is over."""
         self.state = None
@@ -96,11 +113,11 @@ class Watchdog:
         """Thread body: sleep until the armed wait's limit (re-checking a few times a second)."""
         tick = min(0.25, self.deadline / 8)
         while not self.closed:
-            state = self.state
+            state = _current(self.state)
             now = time.monotonic()
             wait = tick if state is None else max(0.0, min(tick, self.limit(state) - now))
             time.sleep(wait)
-            state = self.state
+            state = _current(self.state)
             now = time.monotonic()
             if state is not None and now >= self.limit(state) and not self.fired:
                 self.fired = True
@@ -108,3 +125,26 @@ class Watchdog:
                 time.sleep(0.5)  # let the launcher forward the line before the job is killed
                 self.abort(3)
                 return
+
+
+class _Tracked:
+    """The state of a compiled loop's wait, read from its counter (see :meth:`Watchdog.track`)."""
+
+    def __init__(self, counter, rounds):
+        self.counter, self.rounds = counter, rounds
+        self.key, self.since = None, 0.0
+
+    def current(self):
+        """Return ``(start, round, peers)`` of the wait in progress, or None."""
+        pos, call = int(self.counter[0]), int(self.counter[1])
+        if pos <= 0 or pos > len(self.rounds):
+            return None
+        if (call, pos) != self.key:
+            self.key, self.since = (call, pos), time.monotonic()
+        k, peers = self.rounds[pos - 1]
+        return (self.since, k, peers)
+
+
+def _current(state):
+    """Return a wait's ``(start, where, peers[, grace])`` tuple (reading a tracked loop), or None."""
+    return state.current() if isinstance(state, _Tracked) else state

@@ -1,0 +1,99 @@
+"""The compiled round loop (dualmpi/engine/cloop.py): built where it can be, the same results
+without it, and the Python loop still correct when it is off (``DUALMPI_CLOOP=0``)."""
+
+import json
+
+import pytest
+
+from dualmpi.engine import cloop
+from mpi_helpers import dualmpi_cmd, mpi_cmd, needs_mpiexec, ompi_env, run_job
+
+#: A job that runs every collective through dualmpi.Comm on 8 ranks, checks it against
+#: mpi4py's own and prints whether the compiled loop ran it.
+CHECK = """
+import json, sys
+import numpy as np
+from mpi4py import MPI
+import dualmpi
+w = MPI.COMM_WORLD
+net = dualmpi.Comm(w, "dualcube:r=2", nodes_per_rank=int(sys.argv[1]), watchdog=60)
+R = w.Get_size()
+ok = True
+compiled = []
+for n in (1, 300, 40000):
+    a = np.arange(R * n, dtype=np.int64) * (w.rank + 1)
+    mine, ref = np.zeros_like(a), np.zeros_like(a)
+    net.Alltoall(a, mine); w.Alltoall(a, ref); ok &= np.array_equal(mine, ref)
+    compiled.append(net._last_runner._c is not None)
+    net.Allgather(a[:n], mine); w.Allgather(a[:n], ref); ok &= np.array_equal(mine, ref)
+    b = a[:n].copy() if w.rank == 0 else np.zeros(n, np.int64)
+    net.Bcast(b, 0); ok &= np.array_equal(b, np.arange(n, dtype=np.int64))
+    net.Scatter(a if w.rank == 0 else None, mine[:n], 0)
+    w.Scatter(a if w.rank == 0 else None, ref[:n], 0); ok &= np.array_equal(mine[:n], ref[:n])
+ok = w.allreduce(int(ok), op=MPI.MIN)
+if w.rank == 0:
+    print(json.dumps({"ok": ok, "compiled": compiled}))
+net.Free()
+"""
+
+
+def _job(tmp_path, env_extra, q="1", np_=8):
+    script = tmp_path / "check.py"
+    script.write_text(CHECK)
+    env = ompi_env(120)
+    env.update(env_extra)
+    job = run_job(mpi_cmd(np_, script, q), env, timeout=180)
+    assert job.returncode == 0 and not job.timed_out, job.stdout + job.stderr
+    return json.loads(job.stdout.strip().splitlines()[-1])
+
+
+def test_off_switch_and_reason(monkeypatch):
+    """``DUALMPI_CLOOP=0`` keeps the Python loop and says why."""
+    monkeypatch.setattr(cloop, "_loaded", {})
+    monkeypatch.setenv("DUALMPI_CLOOP", "0")
+    assert cloop.load() is None and cloop.reason() == "DUALMPI_CLOOP=0"
+
+
+def test_no_compiler_falls_back(monkeypatch, tmp_path):
+    """Without mpicc (or when it fails) the engine runs in Python; nothing raises."""
+    monkeypatch.setattr(cloop, "_loaded", {})
+    monkeypatch.setattr(cloop, "_mpicc", lambda: None)
+    assert cloop.load() is None and cloop.reason() == "no mpicc"
+    monkeypatch.setattr(cloop, "_loaded", {})
+    monkeypatch.setattr(cloop, "_mpicc", lambda: "/bin/false")
+    monkeypatch.setenv("DUALMPI_CACHE", str(tmp_path / "cache"))
+    assert cloop.load("another library") is None and cloop.reason().startswith("mpicc failed")
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("q", ["1", "2"])
+def test_compiled_and_python_loops_agree_with_mpi(tmp_path, q):
+    """8 ranks (4 with two nodes each): every collective equals mpi4py's with the compiled loop
+    (where it builds) and with the Python loop; the compiled loop really ran when built."""
+    np_ = 8 // int(q)
+    cache = str(tmp_path / "cache")
+    fast = _job(tmp_path, {"DUALMPI_CACHE": cache}, q, np_)
+    slow = _job(tmp_path, {"DUALMPI_CACHE": cache, "DUALMPI_CLOOP": "0"}, q, np_)
+    assert fast["ok"] and slow["ok"]
+    assert not any(slow["compiled"])
+    monkey = dict(cloop._loaded)
+    cloop._loaded.clear()
+    try:
+        built = cloop.load() is not None
+    finally:
+        cloop._loaded.clear()
+        cloop._loaded.update(monkey)
+    assert all(fast["compiled"]) == built
+
+
+@needs_mpiexec
+def test_the_watchdog_names_a_stall_in_the_compiled_loop(tmp_path):
+    """A rank that skips its sends (``--inject-drop``) is named by the waiting rank's
+    watchdog, round and peer, as with the Python loop."""
+    env = ompi_env(60)
+    env["DUALMPI_CACHE"] = str(tmp_path / "cache")
+    job = run_job(dualmpi_cmd(8, "run", "dualcube:r=2", "--collective", "bcast", "--sizes", "8",
+                              "--iters", "1", "--inject-drop", "0:0", "--watchdog", "3"),
+                  env, timeout=90)
+    assert job.returncode != 0 and not job.timed_out, job.stdout + job.stderr
+    assert "watchdog" in job.stderr and "in round 0 for rank 0 to send" in job.stderr
