@@ -108,10 +108,12 @@ def _inputs(kernel, n, comm, seed):
 _CALLS = {"fft": fft.fft2, "sort": sort.sample_sort, "summa": summa.summa, "cg": cg.cg_solve}
 
 
-def run_kernel(kernel, comm, world, n, repeats, seed=0):
-    """Run ``kernel`` ``1 + repeats`` times on ``comm`` (the first untimed); same dict on every rank.
+def run_kernel(kernel, comms, world, n, repeats, seed=0):
+    """Time ``kernel`` on every communicator of ``comms``, interleaved; same list on every rank.
 
-    ``comm`` is a :class:`dualmpi.Comm` over ``world`` or ``world`` itself.  Returns the
+    Each of ``comms`` (a :class:`dualmpi.Comm` over ``world``, or ``world`` itself) runs
+    the kernel once untimed, then ``repeats`` rounds run it once on each in turn (A B C,
+    A B C, ...), so a change of load hits them alike.  Returns, per communicator, the
     times per repeat (slowest rank), the last run's output and calls (with their sizes
     agreed over the ranks as the maximum), and, on a ``dualmpi.Comm``, the link
     messages, bytes and hop rounds of one run (``stats()`` summed over the ranks; rounds
@@ -119,38 +121,43 @@ def run_kernel(kernel, comm, world, n, repeats, seed=0):
     """
     from mpi4py import MPI
 
-    args, block = _inputs(kernel, n, comm, seed)
-    times, out, rec = [], None, None
+    inputs = [_inputs(kernel, n, comm, seed) for comm in comms]
+    times = np.zeros((len(comms), repeats))
+    outs, recs = [None] * len(comms), [None] * len(comms)
     for it in range(1 + repeats):
-        if it == 1 and comm is not world:
-            comm.reset_stats()
-        rec = Recorder(comm)
-        world.Barrier()
-        t0 = MPI.Wtime()
-        out = _CALLS[kernel](rec, *args)
-        t1 = MPI.Wtime()
-        if it:
-            times.append(t1 - t0)
-    times = np.array(times)
+        for i, comm in enumerate(comms):
+            if it == 1 and comm is not world:
+                comm.reset_stats()
+            recs[i] = Recorder(comm)
+            world.Barrier()
+            t0 = MPI.Wtime()
+            outs[i] = _CALLS[kernel](recs[i], *inputs[i][0])
+            t1 = MPI.Wtime()
+            if it:
+                times[i, it - 1] = t1 - t0
     world.Allreduce(MPI.IN_PLACE, times, op=MPI.MAX)
-    mine = merge_sends(rec.calls)
-    counts = world.allgather(len(mine))
-    if min(counts) != max(counts):  # pragma: no cover - a kernel whose ranks call differently
-        raise DualmpiError(f"{kernel}: the ranks made {min(counts)} to {max(counts)} calls; "
-                           "their sizes cannot be agreed")
-    sizes = call_sizes(mine)
-    world.Allreduce(MPI.IN_PLACE, sizes, op=MPI.MAX)
-    calls = [(k, int(m), r) for (k, _, r), m in zip(mine, sizes)]
-    res = {"times": times.tolist(), "time": float(np.median(times)), "output": out,
-           "block": block, "calls": calls, "messages": None, "bytes": None, "rounds": None}
-    if comm is not world:
-        st = comm.stats()
-        tot = np.array([st["messages"], st["bytes"]], dtype=np.int64)
-        world.Allreduce(MPI.IN_PLACE, tot, op=MPI.SUM)
-        rounds = world.allreduce(st["rounds"], op=MPI.MAX)
-        res.update(messages=int(tot[0]) // repeats, bytes=int(tot[1]) // repeats,
-                   rounds=rounds // repeats)
-    return res
+    results = []
+    for i, comm in enumerate(comms):
+        mine = merge_sends(recs[i].calls)
+        counts = world.allgather(len(mine))
+        if min(counts) != max(counts):  # pragma: no cover - a kernel whose ranks call differently
+            raise DualmpiError(f"{kernel}: the ranks made {min(counts)} to {max(counts)} calls; "
+                               "their sizes cannot be agreed")
+        sizes = call_sizes(mine)
+        world.Allreduce(MPI.IN_PLACE, sizes, op=MPI.MAX)
+        calls = [(k, int(m), r) for (k, _, r), m in zip(mine, sizes)]
+        res = {"times": times[i].tolist(), "time": float(np.median(times[i])), "output": outs[i],
+               "block": inputs[i][1], "calls": calls, "messages": None, "bytes": None,
+               "rounds": None}
+        if comm is not world:
+            st = comm.stats()
+            tot = np.array([st["messages"], st["bytes"]], dtype=np.int64)
+            world.Allreduce(MPI.IN_PLACE, tot, op=MPI.SUM)
+            rounds = world.allreduce(st["rounds"], op=MPI.MAX)
+            res.update(messages=int(tot[0]) // repeats, bytes=int(tot[1]) // repeats,
+                       rounds=rounds // repeats)
+        results.append(res)
+    return results
 
 
 def _verify(kernel, n, ranks, seed, gathered, native):
@@ -234,13 +241,15 @@ def main(args):
               f"{cores} cores" + (f" (oversubscribed: {R} ranks on {cores} cores)"
                                   if R > cores else ""), flush=True)
     rows, gathered = [], {}
-    for label, net_topo in networks:
-        if rank0:
-            print(f"[{label}] running", flush=True)
-        comm = world if net_topo is None else Comm(world, net_topo, q)
-        res = run_kernel(kernel, comm, world, n, args.repeats, args.seed)
-        if net_topo is not None:
+    if rank0:
+        print("[" + ", ".join(label for label, _ in networks) + f"] running, interleaved, "
+              f"{args.repeats} repeats", flush=True)
+    comms = [world if net_topo is None else Comm(world, net_topo, q) for _, net_topo in networks]
+    results = run_kernel(kernel, comms, world, n, args.repeats, args.seed)
+    for comm in comms:
+        if comm is not world:
             comm.Free()
+    for (label, net_topo), res in zip(networks, results):
         gathered[label] = world.gather((res["block"], res["output"]), root=0)
         model = parts = None
         if net_topo is not None and rank0:
