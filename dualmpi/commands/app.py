@@ -37,7 +37,8 @@ def add_parser(sub):
         "by Alltoall), sort (sample sort of N random 64-bit keys: Allgather, Alltoall, "
         "Alltoallv), summa (C = A B for N x N float64, a Bcast per block row), cg (conjugate "
         "gradient on the N x N 2-D Poisson grid: halo exchange along links, Allreduce for dot "
-        "products). Prints per network the time (median over repeats of the slowest rank), "
+        "products). Prints per network the time (median over repeats of the slowest rank; the "
+        "networks take turns within each repeat), "
         "link messages, bytes and hop rounds (dualmpi.Comm.stats), the model time of the "
         "communication (each call priced by its schedule at t_s = 2 us, t_w = 1 ns/B, "
         "t_h = 50 ns) and the ratios.",
