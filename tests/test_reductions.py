@@ -174,3 +174,20 @@ def test_bad_algorithm_and_faults_are_refused():
 def test_bad_operations(op, dtype, words):
     with pytest.raises(InputError, match=words):
         resolve(op, np.dtype(dtype), "Allreduce")
+
+
+@pytest.mark.parametrize("spec, q", [("hdn:base=2x3,k=1,s=2", 1), ("hdn:base=2x3,k=1,s=2", 3),
+                                     ("rdn:base=3,k=2", 2)])
+def test_hierarchical_dual_nets_reduce_by_their_broadcast_tree(spec, q):
+    """HDN and RDN have a broadcast (no all-to-all broadcast): reduce, the tree allreduce and
+    the scans run on them too."""
+    topo = from_spec(spec)
+    assert allreduce.available(topo) == ("tree",)
+    R = topo.num_nodes // q
+    rng = np.random.default_rng(3)
+    xs = [rng.integers(-9, 9, 6).astype(np.int64) for _ in range(R)]
+    for coll in ("reduce", "allreduce-tree", "scan", "exscan"):
+        outs = _run(spec, q, coll, xs, np.add, R - 1)
+        for r in range(R):
+            want = _want(coll, xs, np.add, r, R - 1)
+            assert want is None or np.array_equal(outs[r], want), (coll, r)
