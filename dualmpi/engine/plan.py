@@ -32,12 +32,6 @@ from .layout import Layout, layout_kind
 __all__ = ["RankPlan", "BoundPlan", "BoundRound", "compile_rank", "merge_segments"]
 
 
-def _concat(rounds, attr):
-    """Concatenate one column over all rounds."""
-    parts = [getattr(r, attr) for r in rounds]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-
-
 @dataclass
 class RankPlan:
     """One rank's share of a schedule, independent of message sizes (see :func:`compile_rank`).
@@ -164,21 +158,31 @@ def compile_rank(sched, q, rank, root_rank=0):
         raise DualmpiError(f"{q} nodes per rank do not divide the {p} nodes of {sched.topo.spec}")
     ks = key_space(p)
     rounds = sched.rounds
-    sizes = np.array([r.size for r in rounds], dtype=np.int64)
-    rnd = np.repeat(np.arange(len(rounds), dtype=np.int64), sizes)
-    order = np.arange(rnd.size, dtype=np.int64)
-    src, dst, msg = _concat(rounds, "src"), _concat(rounds, "dst"), _concat(rounds, "msg")
-    origin, target = _concat(rounds, "origin"), _concat(rounds, "target")
-    skey, dkey = _concat(rounds, "src_key"), _concat(rounds, "dst_key")
-    row_reduce = np.concatenate([np.broadcast_to(np.asarray(r.reduce, dtype=bool), (r.size,))
-                                 for r in rounds]) if rounds else np.zeros(0, dtype=bool)
+    # this rank's rows only, round by round (no full-schedule temporaries: on MC(2, 2) the
+    # schedule has 7.5 M rows, and first-touch memory is what large temporaries cost)
+    lo, hi = rank * q, (rank + 1) * q
+    parts = {name: [] for name in ("rnd", "order", "src", "dst", "msg", "origin", "target",
+                                   "src_key", "dst_key", "reduce")}
+    start = 0
+    for k, r in enumerate(rounds):
+        s_, d_ = r.src, r.dst
+        sel = np.flatnonzero(((s_ >= lo) & (s_ < hi)) | ((d_ >= lo) & (d_ < hi)))
+        if sel.size:
+            parts["rnd"].append(np.full(sel.size, k, dtype=np.int64))
+            parts["order"].append(sel + start)
+            for name in ("src", "dst", "msg", "origin", "target", "src_key", "dst_key"):
+                parts[name].append(getattr(r, name)[sel])
+            parts["reduce"].append(np.broadcast_to(np.asarray(r.reduce, dtype=bool),
+                                                   (r.size,))[sel])
+        start += r.size
+    cols = {name: (np.concatenate(v) if v else np.zeros(0, dtype=bool if name == "reduce"
+                                                       else np.int64))
+            for name, v in parts.items()}
+    rnd, order, src, dst, msg = (cols[n] for n in ("rnd", "order", "src", "dst", "msg"))
+    origin, target, skey, dkey = (cols[n] for n in ("origin", "target", "src_key", "dst_key"))
+    reducing = cols["reduce"]
     reduce_rounds = np.array([bool(np.any(r.reduce)) for r in rounds], dtype=bool)
     own_s, own_d = src // q == rank, dst // q == rank
-    keep = own_s | own_d
-    rnd, order, src, dst, msg = rnd[keep], order[keep], src[keep], dst[keep], msg[keep]
-    origin, target, skey, dkey = origin[keep], target[keep], skey[keep], dkey[keep]
-    own_s, own_d = own_s[keep], own_d[keep]
-    reducing = row_reduce[keep]
 
     collective = layout_kind(sched.collective)
     lay = Layout(collective, p, q, _zero_sizes(collective, p // q), root_rank)
