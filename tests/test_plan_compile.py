@@ -1,0 +1,178 @@
+"""The plan compiler's output, frozen: compiled and bound plans against digests of a reference.
+
+``tests/data/plan_digests.json`` holds, for a set of networks, collectives, ranks and
+sizes, a SHA-256 digest of every array of the :class:`~dualmpi.engine.plan.RankPlan`
+(rows, slots, inputs, outputs) and of the :class:`~dualmpi.engine.plan.BoundPlan`
+(store size, every round's message segments, copies and combines, user copies, link
+counts).  The digests were written by the compiler as it was before the issue-13
+rework (commit 56e2dd2), so a faster compiler must produce the same plans byte for
+byte.  Regenerate (only when a plan is *meant* to change) with::
+
+    .venv/bin/python tests/test_plan_compile.py --write
+"""
+
+import hashlib
+import json
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+from dualmpi.engine.core import array_schedule
+from dualmpi.engine.layout import Layout, layout_kind
+from dualmpi.topology import from_spec
+
+FIXTURE = pathlib.Path(__file__).parent / "data" / "plan_digests.json"
+
+#: (spec, collective, q, ranks, root rank, nbytes, itemsize, packets per case).
+CASES = [
+    ("metacube:k=2,m=1", "alltoall", 8, (0, 5), 0, 1000, 1, (1, 3)),
+    ("metacube:k=2,m=1", "alltoall", 1, (0, 37), 0, 24, 1, (1,)),
+    ("metacube:k=2,m=1", "allreduce-rsag", 8, (0, 3), 0, 4 * 1001, 4, (1,)),
+    ("metacube:k=2,m=1", "allgather", 4, (1,), 0, 999, 1, (1, 2)),
+    ("metacube:k=1,m=2", "alltoall", 2, (0, 7), 0, 333, 1, (1,)),
+    ("dualcube:r=2", "bcast", 2, (0, 1, 3), 1, 777, 1, (1, 4)),
+    ("dualcube:r=2", "scatter", 1, (0, 3), 3, 50, 1, (1, 2)),
+    ("dualcube:r=2", "ring-allgather", 2, (2,), 0, 64, 1, (1,)),
+    ("dualcube:r=2", "ring-allreduce", 1, (4,), 0, 40, 1, (1,)),
+    ("dualcube:r=3", "reduce", 2, (0, 1, 9), 1, 8 * 5, 8, (1,)),
+    ("dualcube:r=3", "scan", 4, (0, 7), 0, 8 * 3, 8, (1,)),
+    ("dualcube:r=3", "exscan", 1, (0, 11), 0, 8, 8, (1,)),
+    ("dualcube:r=3", "allreduce-tree", 2, (3,), 0, 4 * 6, 4, (1,)),
+    ("hypercube:n=4", "allreduce-exchange", 4, (1,), 0, 4 * 6, 4, (1,)),
+    ("dualcube:r=3", "allreduce-ring", 2, (0, 15), 0, 4 * 100, 4, (1,)),
+    ("dualcube:r=3", "allreduce-rsag", 1, (6,), 0, 4 * 100, 4, (1,)),
+    ("hypercube:n=3", "alltoallv", 2, (0, 3), 0, "matrix", 1, (1,)),
+]
+
+#: The 1,024-node case of issue 13 (one rank of 2): several seconds, so marked slow.
+BIG = ("metacube:k=2,m=2", "alltoall", 512, (1,), 0, 64 * 512 * 512, 1, (1,))
+
+
+def _case_ids(case):
+    spec, coll, q, ranks, root, _, _, packets = case
+    for rank in ranks:
+        for pk in packets:
+            yield f"{spec}|{coll}|q={q}|rank={rank}|root={root}|packets={pk}", rank, pk
+
+
+def _matrix(ranks):
+    """A deterministic uneven alltoallv byte matrix (some zero pieces)."""
+    a = np.arange(ranks * ranks, dtype=np.int64).reshape(ranks, ranks)
+    return (a * 7 + 3) % 11
+
+
+def _digest(value):
+    """SHA-256 (first 16 hex digits) of an integer array or a nested list of them."""
+    h = hashlib.sha256()
+
+    def feed(v):
+        if isinstance(v, (list, tuple)):
+            h.update(b"[%d" % len(v))
+            for x in v:
+                feed(x)
+            h.update(b"]")
+        else:
+            a = np.ascontiguousarray(np.asarray(v, dtype=np.int64))
+            h.update(b"a%d:" % a.size)
+            h.update(a.astype("<i8").tobytes())
+    feed(value)
+    return h.hexdigest()[:16]
+
+
+def plan_digests(compile_rank, case):
+    """Return ``{case id: {field: digest}}`` for one entry of :data:`CASES`."""
+    spec, coll, q, ranks, root, nbytes, itemsize, packets = case
+    topo = from_spec(spec)
+    p = topo.num_nodes
+    root_node = root * q if coll in ("bcast", "scatter", "reduce") else None
+    sched = array_schedule(topo, coll, root_node if root_node is not None else 0, "corrected",
+                           None, q)
+    out = {}
+    for cid, rank, pk in _case_ids(case):
+        plan = compile_rank(sched, q, rank, root)
+        kind = layout_kind(coll)
+        size = _matrix(p // q) if nbytes == "matrix" else nbytes
+        bound = plan.bind(Layout(kind, p, q, size, root, None, None, itemsize), pk)
+        d = {"num_slots": int(plan.num_slots), "scratch": int(plan.scratch),
+             "num_rounds": int(plan.num_rounds),
+             "slot_codes": _digest(plan.slot_codes), "slot_kinds": _digest(plan.slot_kinds),
+             "reduce_rounds": _digest(plan.reduce_rounds),
+             "inputs": _digest([plan.inputs[0], list(plan.inputs[1])]),
+             "outputs": _digest([plan.outputs[0], list(plan.outputs[1])])}
+        for kind_ in ("send", "recv", "local"):
+            rows = getattr(plan, kind_)
+            for col in sorted(rows):
+                d[f"{kind_}.{col}"] = _digest(rows[col])
+        d["nbytes"] = int(bound.nbytes)
+        d["bound_rounds"] = len(bound.rounds)
+        d["rounds"] = _digest([[r.index, [[peer, off, n] for peer, off, n in r.sends],
+                                [[peer, off, n] for peer, off, n in r.recvs],
+                                list(r.copies), list(r.combines)] for r in bound.rounds])
+        d["copy_in"] = _digest(list(bound.copy_in))
+        d["copy_out"] = _digest(list(bound.copy_out))
+        d["links"] = _digest([bound.link_src, bound.link_dst, bound.link_messages,
+                              bound.link_bytes])
+        d["slots"] = _digest([bound.slot_offset, bound.slot_size])
+        out[cid] = d
+    return out
+
+
+def _expected():
+    return json.loads(FIXTURE.read_text())
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}-q{c[2]}")
+def test_compiled_plans_match_the_reference(case):
+    from dualmpi.engine.plan import compile_rank
+
+    want = _expected()
+    got = plan_digests(compile_rank, case)
+    for cid, fields in got.items():
+        assert cid in want, f"no reference for {cid}"
+        diff = {k: (v, want[cid].get(k)) for k, v in fields.items() if want[cid].get(k) != v}
+        assert not diff, f"{cid}: {diff}"
+
+
+def test_the_digest_sees_a_one_byte_change():
+    """The comparison can fail: moving one segment by one byte changes the round digest."""
+    from dualmpi.engine.plan import compile_rank
+
+    case = CASES[0]
+    topo = from_spec(case[0])
+    sched = array_schedule(topo, case[1], 0, "corrected", None, case[2])
+    plan = compile_rank(sched, case[2], 0, 0)
+    bound = plan.bind(Layout("alltoall", topo.num_nodes, case[2], case[5]), 1)
+    peer, off, n = next(r.sends[0] for r in bound.rounds if r.sends)
+    before = _digest([off])
+    off = off.copy()
+    off[0] += 1
+    assert _digest([off]) != before
+
+
+@pytest.mark.slow
+def test_mc22_alltoall_plan_matches_the_reference():
+    from dualmpi.engine.plan import compile_rank
+
+    want = _expected()
+    for cid, fields in plan_digests(compile_rank, BIG).items():
+        assert fields == want[cid], cid
+
+
+def _write(module=None):
+    """Write the fixture with ``compile_rank`` of ``module`` (default: dualmpi.engine.plan)."""
+    import importlib
+
+    mod = importlib.import_module(module or "dualmpi.engine.plan")
+    out = {}
+    for case in CASES + [BIG]:
+        out.update(plan_digests(mod.compile_rank, case))
+    FIXTURE.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--write"]:
+        _write(sys.argv[2] if len(sys.argv) > 2 else None)
+    else:
+        sys.exit("usage: python tests/test_plan_compile.py --write [module]")
