@@ -14,6 +14,7 @@ byte.  Regenerate (only when a plan is *meant* to change) with::
 import hashlib
 import json
 import pathlib
+import re
 import sys
 
 import numpy as np
@@ -149,6 +150,36 @@ def test_the_digest_sees_a_one_byte_change():
     off = off.copy()
     off[0] += 1
     assert _digest([off]) != before
+
+
+def _reduce_rows(rows):
+    """A two-round reduction on Q_2 given as ``(src, dst, origin, target)`` rows per round."""
+    from dualmpi.engine.arrays import ArraySchedule, RoundRows, block_key
+
+    topo, p = from_spec("hypercube:n=2"), 4
+    rounds = []
+    for k, rr in enumerate(rows):
+        src, dst, o, t = np.array(rr, dtype=np.int64).reshape(-1, 4).T
+        rounds.append(RoundRows(k, 0, src, dst, np.arange(src.size), o, t, block_key(p, o, t),
+                                block_key(p, o, t), np.ones(src.size, dtype=bool)))
+    return ArraySchedule("reduce", "test", topo, 0, rounds, len(rounds), 0)
+
+
+@pytest.mark.parametrize("q, rank, message", [
+    (1, 0, "node 0 receives into block (3, 3), which it does not hold"),
+    (2, 0, "node 1 sends block (-2, -1), which it does not hold"),
+    (1, 1, None)])
+def test_compiler_names_the_first_block_not_held(q, rank, message):
+    """Sends are checked before combines; the first row in schedule order is named."""
+    from dualmpi.engine.plan import compile_rank
+    from dualmpi.errors import DualmpiError
+
+    sched = _reduce_rows([[1, 0, -2, -1], [2, 0, 3, 3]])
+    if message is None:
+        assert compile_rank(sched, q, rank).send["slot"].tolist() == [0]
+        return
+    with pytest.raises(DualmpiError, match="^" + re.escape(f"reduce on hypercube:n=2: {message}")):
+        compile_rank(sched, q, rank)
 
 
 @pytest.mark.slow

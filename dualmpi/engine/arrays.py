@@ -17,7 +17,7 @@ Every transfer is link-checked when the arrays are built (:func:`check_links`);
 routed messages are checked against the topology's own router.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -124,15 +124,57 @@ class ArraySchedule:
     rounds: list
     steps: int
     messages: int
+    #: Every round's rows concatenated (see :meth:`columns`); the rounds of
+    #: :func:`alltoall_arrays` are views into it.
+    flat: dict = field(default=None, repr=False, compare=False)
 
     @property
     def num_rounds(self):
         """Number of rounds."""
         return len(self.rounds)
 
+    def columns(self):
+        """Return the rows of all rounds concatenated, in round order.
+
+        A dict of the :class:`RoundRows` columns (``src``, ``dst``, ``msg``, ``origin``,
+        ``target``, ``src_key``, ``dst_key``: int64), ``reduce`` (bool per row, or None
+        when no row combines) and ``bounds`` (``num_rounds + 1`` offsets: round ``k`` is
+        rows ``bounds[k]:bounds[k + 1]``).  Computed once and kept.
+
+        >>> from dualmpi.collectives import build_schedule
+        >>> from dualmpi.topology import DualCube
+        >>> c = from_schedule(build_schedule("bcast", DualCube(2), 0)).columns()
+        >>> c["bounds"].tolist(), c["src"].tolist(), c["reduce"] is None
+        ([0, 1, 3, 5, 7], [0, 0, 4, 1, 6, 5, 2], True)
+        """
+        if self.flat is None:
+            self.flat = _concatenate(self.rounds)
+        return self.flat
+
 
 def _empty():
     return np.zeros(0, dtype=np.int64)
+
+
+#: The int64 columns of a :class:`RoundRows`, in order.
+COLUMNS = ("src", "dst", "msg", "origin", "target", "src_key", "dst_key")
+
+
+def _concatenate(rounds):
+    """Return :meth:`ArraySchedule.columns` of a list of :class:`RoundRows`."""
+    sizes = np.array([r.size for r in rounds], dtype=np.int64)
+    bounds = np.zeros(sizes.size + 1, dtype=np.int64)
+    np.cumsum(sizes, out=bounds[1:])
+    out = {"bounds": bounds}
+    for name in COLUMNS:
+        parts = [getattr(r, name) for r in rounds]
+        out[name] = np.concatenate(parts).astype(np.int64, copy=False) if parts else _empty()
+    if any(np.any(r.reduce) for r in rounds):
+        out["reduce"] = np.concatenate(
+            [np.broadcast_to(np.asarray(r.reduce, dtype=bool), (r.size,)) for r in rounds])
+    else:
+        out["reduce"] = None
+    return out
 
 
 def from_schedule(schedule, strict=True, problems=None):
@@ -273,6 +315,9 @@ def alltoall_arrays(topo, variant="corrected", checks=4, seed=0):
     ``(s, dest)``, is carried in the nodes' transit buffers (parity of the hop) and ends
     in the destination's slot of the block.
 
+    The rows of all rounds are computed together, a few hundred thousand at a time,
+    into the columns of :meth:`ArraySchedule.columns`; the rounds are views of them.
+
     >>> from dualmpi.topology import DualCube
     >>> a = alltoall_arrays(DualCube(2))
     >>> a.steps, a.num_rounds, a.messages
@@ -290,39 +335,99 @@ def alltoall_arrays(topo, variant="corrected", checks=4, seed=0):
     nodes = np.arange(p, dtype=np.int64)
     per = groups[0].size
     group_of = nodes // per
+    ngroups = len(groups)
+    steps = p - 1
     rng = np.random.default_rng(seed)
-    rounds, messages = [], 0
-    for t in range(p - 1):
+    # per step and class group: the route's XOR offsets (hop h: table[t, g, h]), its hops,
+    # and every node's destination
+    routes, lengths = [], np.zeros((steps, ngroups), dtype=np.int64)
+    dests = np.zeros((steps, p), dtype=np.int64)
+    for t in range(steps):
         offsets = step_offsets(topo, groups, t, dest, route)
-        lengths = np.array([len(o) - 1 for o in offsets], dtype=np.int64)
-        width = int(lengths.max())
-        table = np.zeros((len(offsets), width + 1), dtype=np.int64)
-        for g, offs in enumerate(offsets):
-            table[g, :len(offs)] = offs
-        d = np.asarray(dest(nodes, t), dtype=np.int64)
+        lengths[t] = [len(o) - 1 for o in offsets]
+        dests[t] = np.asarray(dest(nodes, t), dtype=np.int64)
         for s in rng.choice(p, size=min(checks, p), replace=False):
             s = int(s)
-            if list(route(s, int(d[s]))) != [s ^ int(o) for o in offsets[group_of[s]]]:
+            if list(route(s, int(dests[t, s]))) != [s ^ int(o) for o in offsets[group_of[s]]]:
                 raise DualmpiError(f"step {t}: the route of node {s} is not its class's renamed route")
-        hops = lengths[group_of]
-        for h in range(width):
-            live = hops > h
-            s = nodes[live]
-            g = group_of[live]
-            a = s ^ table[g, h]
-            b = s ^ table[g, h + 1]
-            check_links(topo, a, b)
-            first, last = h == 0, hops[live] == h + 1
-            origin, target = s, d[live]
-            bkey = block_key(p, origin, target)
-            # hop h reads parity h % 2 and writes the other: a node that forwards and
-            # receives in one hop round never overwrites what it is sending
-            src_key = bkey if first else transit_key(p, h % 2, g)
-            dst_key = np.where(last, bkey, transit_key(p, (h + 1) % 2, g))
-            rounds.append(RoundRows(t, h, a, b, np.arange(s.size, dtype=np.int64), origin, target,
-                                    src_key, dst_key))
-            messages += int(s.size)
-    return ArraySchedule("alltoall", alltoall_name(topo), topo, None, rounds, p - 1, messages)
+        routes.append(offsets)
+    width = lengths.max(axis=1) if steps else _empty()
+    span = int(width.max()) + 1 if steps else 1
+    table = np.zeros((steps, ngroups, span), dtype=np.int64)
+    for t, offsets in enumerate(routes):
+        for g, offs in enumerate(offsets):
+            table[t, g, :len(offs)] = offs
+    # round r is hop round_h[r] of step round_t[r]; its rows are the live sources in
+    # order, which come in blocks: the members of one class group (consecutive nodes)
+    round_t = np.repeat(np.arange(steps, dtype=np.int64), width)
+    round_h = np.arange(round_t.size, dtype=np.int64) - np.repeat(np.cumsum(width) - width, width)
+    live_groups = lengths[round_t] > round_h[:, None]           # (rounds, groups)
+    bounds = np.zeros(round_t.size + 1, dtype=np.int64)
+    np.cumsum(live_groups.sum(axis=1) * per, out=bounds[1:])
+    n = int(bounds[-1])
+    cols = {name: np.empty(n, dtype=np.int64) for name in COLUMNS}
+    base = (p + 2) * (p + 1)  # transit_key(p, parity, g) = base + 2 g + parity
+    member = np.arange(per, dtype=np.int64)
+    dests = dests.reshape(steps, ngroups, per)
+    links = _LinkSet(topo)
+    chunk = max(1, (1 << 18) // max(p, 1))
+    for r0 in range(0, round_t.size, chunk):
+        r1 = min(round_t.size, r0 + chunk)
+        blk_r, g = np.nonzero(live_groups[r0:r1])
+        blk_r += r0
+        t, h = round_t[blk_r], round_h[blk_r]
+        s = (g * per)[:, None] + member                           # (blocks, per)
+        a = s ^ table[t, g, h][:, None]
+        b = s ^ table[t, g, h + 1][:, None]
+        links.add(a, b)
+        d = dests[t, g]
+        bkey = (s + 2) * (p + 1) + d + 1
+        transit = (base + 2 * g)[:, None]
+        # hop h reads parity h % 2 and writes the other: a node that forwards and
+        # receives in one hop round never overwrites what it is sending
+        lo, hi = int(bounds[r0]), int(bounds[r1])
+        within = np.arange(blk_r.size, dtype=np.int64) - np.searchsorted(blk_r, blk_r)
+        cols["src"][lo:hi] = a.reshape(-1)
+        cols["dst"][lo:hi] = b.reshape(-1)
+        cols["msg"][lo:hi] = ((within * per)[:, None] + member).reshape(-1)
+        cols["origin"][lo:hi] = s.reshape(-1)
+        cols["target"][lo:hi] = d.reshape(-1)
+        cols["src_key"][lo:hi] = np.where((h == 0)[:, None], bkey,
+                                          transit + (h % 2)[:, None]).reshape(-1)
+        cols["dst_key"][lo:hi] = np.where((lengths[t, g] == h + 1)[:, None], bkey,
+                                          transit + ((h + 1) % 2)[:, None]).reshape(-1)
+    links.check()
+    cols["bounds"], cols["reduce"] = bounds, None
+    rounds = [RoundRows(int(round_t[r]), int(round_h[r]),
+                        *(cols[name][bounds[r]:bounds[r + 1]] for name in COLUMNS))
+              for r in range(round_t.size)]
+    return ArraySchedule("alltoall", alltoall_name(topo), topo, None, rounds, steps, n, flat=cols)
+
+
+class _LinkSet:
+    """The distinct ``(src, dst)`` pairs of many rows, link-checked once each."""
+
+    def __init__(self, topo):
+        self.topo, self.p = topo, topo.num_nodes
+        # a table of every ordered pair while it is small (16 MB), else sorted codes
+        self.seen = np.zeros(self.p * self.p, dtype=bool) if self.p <= 4096 else None
+        self.parts = []
+
+    def add(self, src, dst):
+        code = (src * self.p + dst).reshape(-1)
+        if self.seen is not None:
+            self.seen[code] = True
+        else:
+            code = np.sort(code)
+            self.parts.append(code[np.r_[True, code[1:] != code[:-1]]])
+
+    def check(self):
+        """Raise :class:`LinkError` unless every pair added is a link."""
+        if self.seen is not None:
+            code = np.flatnonzero(self.seen)
+        else:
+            code = np.unique(np.concatenate(self.parts)) if self.parts else _empty()
+        check_links(self.topo, code // self.p, code % self.p)
 
 
 def alltoall_name(topo):

@@ -143,6 +143,11 @@ def compile_rank(sched, q, rank, root_rank=0):
     Raises :class:`DualmpiError` when a node of this rank would send a block it does not
     hold at that point (the engine never invents data).
 
+    Works on the schedule's concatenated rows (:meth:`ArraySchedule.columns`): this
+    rank's sends, receives and local moves are picked from them directly, and slots are
+    found by sorting one packed integer per block (slot code and position), not by a
+    stable argsort or by searching in random order.
+
     Examples
     --------
     >>> from dualmpi.collectives import build_schedule
@@ -157,105 +162,161 @@ def compile_rank(sched, q, rank, root_rank=0):
     if q < 1 or p % q:
         raise DualmpiError(f"{q} nodes per rank do not divide the {p} nodes of {sched.topo.spec}")
     ks = key_space(p)
-    rounds = sched.rounds
-    # this rank's rows only, round by round (no full-schedule temporaries: on MC(2, 2) the
-    # schedule has 7.5 M rows, and first-touch memory is what large temporaries cost)
-    lo, hi = rank * q, (rank + 1) * q
-    parts = {name: [] for name in ("rnd", "order", "src", "dst", "msg", "origin", "target",
-                                   "src_key", "dst_key", "reduce")}
-    start = 0
-    for k, r in enumerate(rounds):
-        s_, d_ = r.src, r.dst
-        sel = np.flatnonzero(((s_ >= lo) & (s_ < hi)) | ((d_ >= lo) & (d_ < hi)))
-        if sel.size:
-            parts["rnd"].append(np.full(sel.size, k, dtype=np.int64))
-            parts["order"].append(sel + start)
-            for name in ("src", "dst", "msg", "origin", "target", "src_key", "dst_key"):
-                parts[name].append(getattr(r, name)[sel])
-            parts["reduce"].append(np.broadcast_to(np.asarray(r.reduce, dtype=bool),
-                                                   (r.size,))[sel])
-        start += r.size
-    cols = {name: (np.concatenate(v) if v else np.zeros(0, dtype=bool if name == "reduce"
-                                                       else np.int64))
-            for name, v in parts.items()}
-    rnd, order, src, dst, msg = (cols[n] for n in ("rnd", "order", "src", "dst", "msg"))
-    origin, target, skey, dkey = (cols[n] for n in ("origin", "target", "src_key", "dst_key"))
+    cols = sched.columns()
+    bounds, src, dst = cols["bounds"], cols["src"], cols["dst"]
     reducing = cols["reduce"]
-    reduce_rounds = np.array([bool(np.any(r.reduce)) for r in rounds], dtype=bool)
-    own_s, own_d = src // q == rank, dst // q == rank
+    lo, hi = rank * q, (rank + 1) * q
+    own_s = (src >= lo) & (src < hi)
+    own_d = (dst >= lo) & (dst < hi)
+    send_i = np.flatnonzero(own_s & ~own_d)
+    recv_i = np.flatnonzero(own_d & ~own_s)
+    local_i = np.flatnonzero(own_s & own_d)
+    # blocks stored on arrival (in schedule order) and blocks combined into a held one
+    stored_i = np.flatnonzero(own_d if reducing is None else own_d & ~reducing)
+    combined_i = np.flatnonzero(own_d & reducing) if reducing is not None else send_i[:0]
+
+    def code(idx, node, key):
+        """Slot codes relative to this rank's first node (``lo * ks`` less than the absolute)."""
+        return (node[idx] - lo) * ks + cols[key][idx]
+
+    def fail(idx, codes, bad, what):
+        i = int(np.argmin(np.where(bad, idx, np.iinfo(np.int64).max)))
+        node, key = divmod(int(codes[i]) + lo * ks, ks)
+        raise DualmpiError(f"{sched.collective} on {sched.topo.spec}: node {node} {what} "
+                           f"{_describe(p, key)}, which it does not hold")
 
     collective = layout_kind(sched.collective)
     lay = Layout(collective, p, q, _zero_sizes(collective, p // q), root_rank)
     in_rows, out_rows = lay.inputs(rank), lay.outputs(rank)
-    in_codes = in_rows[0] * ks + block_key(p, in_rows[1], in_rows[2])
-    out_codes = out_rows[0] * ks + block_key(p, out_rows[1], out_rows[2])
-    stored = own_d & ~reducing
-    recv_codes = dst[stored] * ks + dkey[stored]
-    codes = np.concatenate([in_codes, out_codes, recv_codes])
+    in_codes = (in_rows[0] - lo) * ks + block_key(p, in_rows[1], in_rows[2])
+    out_codes = (out_rows[0] - lo) * ks + block_key(p, out_rows[1], out_rows[2])
     # slots in order of first appearance (inputs, outputs, then arrivals: the user's
-    # buffers map onto runs of the store); by_code[i] is the slot of the i-th smallest code
-    sorted_codes, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-    appear = np.argsort(first, kind="stable")
-    slot_codes = sorted_codes[appear]
-    by_code = np.empty_like(appear)
-    by_code[appear] = np.arange(appear.size, dtype=appear.dtype)
+    # buffers map onto runs of the store)
+    slot_of, ucodes, by_code = _first_appearance(
+        np.concatenate([in_codes, out_codes, code(stored_i, dst, "dst_key")]), q * ks)
+    nslots = by_code.size
+    slot_codes = np.empty(nslots, dtype=np.int64)
+    slot_codes[by_code] = ucodes + lo * ks
+    in_slots = slot_of[:in_codes.size]
+    out_slots = slot_of[in_codes.size:in_codes.size + out_codes.size]
+    stored_slot = slot_of[in_codes.size + out_codes.size:]
 
-    def lookup(c, what):
-        if slot_codes.size == 0:
-            found, bad = np.zeros(c.size, dtype=np.int64), np.ones(c.size, dtype=bool)
-        else:
-            pos = np.minimum(np.searchsorted(sorted_codes, c), slot_codes.size - 1)
-            found = by_code[pos]
-            bad = sorted_codes[pos] != c
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            node, key = divmod(int(c[i]), ks)
-            raise DualmpiError(f"{sched.collective} on {sched.topo.spec}: node {node} {what} "
-                               f"{_describe(p, key)}, which it does not hold")
-        return found
-
-    src_slot = np.full(rnd.size, -1, dtype=np.int64)
-    dst_slot = np.full(rnd.size, -1, dtype=np.int64)
-    if own_s.any():
-        src_slot[own_s] = lookup(src[own_s] * ks + skey[own_s], "sends")
-    # a stored arrival's slot is its own code's; a combined one must find a slot it holds
-    dst_slot[stored] = by_code[inverse.reshape(-1)[in_codes.size + out_codes.size:]]
-    combined = own_d & reducing
-    if combined.any():
-        dst_slot[combined] = lookup(dst[combined] * ks + dkey[combined], "receives into")
-    # a block to combine lands in a scratch slot (a copy of the sender's value at the start
-    # of the round, also between two nodes of this rank), then is combined into its slot
-    # (the scratch slots are reused from round to round: a round needs one per block it combines)
-    red_in = own_d & reducing
-    red_rnd = rnd[red_in]  # in round order
-    within = np.arange(red_rnd.size, dtype=np.int64) - np.searchsorted(red_rnd, red_rnd)
+    # the slot every sent block is read from (sends, then local moves)
+    sent_i = np.concatenate([send_i, local_i])
+    sent_codes = code(sent_i, src, "src_key")
+    src_slot, bad = _find(ucodes, by_code, sent_codes, q * ks)
+    if bad.any():
+        fail(sent_i, sent_codes, bad, "sends")
+    # a combined block must find a slot it holds; it lands in a scratch slot (a copy of
+    # the sender's value at the start of the round, also between two nodes of this rank),
+    # then is combined into its slot (the scratch slots are reused from round to round:
+    # a round needs one per block it combines)
+    comb_codes = code(combined_i, dst, "dst_key")
+    comb_slot, bad = _find(ucodes, by_code, comb_codes, q * ks)
+    if bad.any():
+        fail(combined_i, comb_codes, bad, "receives into")
+    comb_rnd = _round_of(bounds, combined_i)
+    within = np.arange(comb_rnd.size, dtype=np.int64) - np.searchsorted(comb_rnd, comb_rnd)
     scratch = int(within.max()) + 1 if within.size else 0
-    scratch_slot = np.full(rnd.size, -1, dtype=np.int64)
-    scratch_slot[red_in] = slot_codes.size + within
 
-    peer_of_dst, peer_of_src = dst // q, src // q
-    send_m = own_s & ~own_d
-    recv_m = own_d & ~own_s
-    local_m = own_s & own_d
+    # split what was computed per arrival into receives (from another rank) and local moves
+    stored_local, comb_local = own_s[stored_i], own_s[combined_i]
 
-    def pick(mask, **cols):
-        idx = np.flatnonzero(mask)
-        out = {"round": rnd[idx], "order": order[idx], "origin": origin[idx],
-               "target": target[idx]}
-        out.update({k: v[idx] for k, v in cols.items()})
-        return out
+    def arrivals(n, local):
+        """Return ``(slot, dest, final, reduce)`` of the receives or local moves, in order."""
+        pick = (lambda m: m) if local else (lambda m: ~m)
+        red = np.zeros(n, dtype=bool)
+        final = np.empty(n, dtype=np.int64)
+        dest = np.empty(n, dtype=np.int64)
+        if reducing is None:
+            final[:] = stored_slot[pick(stored_local)]
+            return final, final.copy(), red
+        red[:] = reducing[local_i if local else recv_i]
+        final[~red] = stored_slot[pick(stored_local)]
+        final[red] = comb_slot[pick(comb_local)]
+        dest[~red] = final[~red]
+        dest[red] = nslots + within[pick(comb_local)]
+        return dest, final, red
 
-    send = pick(send_m, peer=peer_of_dst, slot=src_slot, msg=msg, src=src, dst=dst)
-    recv = pick(recv_m, peer=peer_of_src, slot=np.where(red_in, scratch_slot, dst_slot),
-                final=dst_slot, reduce=reducing)
-    local = pick(local_m, slot=src_slot, dest=np.where(red_in, scratch_slot, dst_slot),
-                 final=dst_slot, msg=msg, src=src, dst=dst, reduce=reducing)
-    in_slots = lookup(in_codes, "starts with")
-    out_slots = lookup(out_codes, "delivers")
+    n_send = send_i.size
+    r_dest, r_final, r_red = arrivals(recv_i.size, False)
+    l_dest, l_final, l_red = arrivals(local_i.size, True)
+    origin, target, msg = cols["origin"], cols["target"], cols["msg"]
+    send = {"round": _round_of(bounds, send_i), "order": send_i, "origin": origin[send_i],
+            "target": target[send_i], "peer": dst[send_i] // q, "slot": src_slot[:n_send],
+            "msg": msg[send_i], "src": src[send_i], "dst": dst[send_i]}
+    recv = {"round": _round_of(bounds, recv_i), "order": recv_i, "origin": origin[recv_i],
+            "target": target[recv_i], "peer": src[recv_i] // q, "slot": r_dest,
+            "final": r_final, "reduce": r_red}
+    local = {"round": _round_of(bounds, local_i), "order": local_i, "origin": origin[local_i],
+             "target": target[local_i], "slot": src_slot[n_send:], "dest": l_dest,
+             "final": l_final, "msg": msg[local_i], "src": src[local_i], "dst": dst[local_i],
+             "reduce": l_red}
+    reduce_rounds = np.zeros(bounds.size - 1, dtype=bool)
+    if reducing is not None:
+        reduce_rounds[_round_of(bounds, np.flatnonzero(reducing))] = True
     kinds = np.where(slot_codes % ks < (p + 2) * (p + 1), 0, 1)
-    return RankPlan(sched.collective, p, q, rank, sched.root, len(rounds), slot_codes, kinds,
+    return RankPlan(sched.collective, p, q, rank, sched.root, bounds.size - 1, slot_codes, kinds,
                     scratch, send, recv, local, (in_slots, in_rows), (out_slots, out_rows),
                     reduce_rounds)
+
+
+def _round_of(bounds, idx):
+    """Return the round of each row index (``idx`` sorted: a fast search)."""
+    return np.searchsorted(bounds, idx, side="right") - 1
+
+
+def _sort_packed(keys, limit):
+    """Return ``(sorted keys, order)`` of non-negative ``keys < limit``; ties keep their order.
+
+    Key and position are packed into one int64 and sorted by value (several times
+    faster than a stable argsort) when they fit; else a stable argsort.
+    """
+    bits = max(1, int(keys.size).bit_length())
+    if keys.size and int(limit) < (1 << (62 - bits)):
+        packed = (keys << bits) | np.arange(keys.size, dtype=np.int64)
+        packed.sort()
+        return packed >> bits, packed & ((1 << bits) - 1)
+    order = np.argsort(keys, kind="stable")
+    return keys[order], order
+
+
+def _first_appearance(codes, limit):
+    """Number distinct ``codes`` (``0 <= code < limit``) in order of first appearance.
+
+    Returns ``(slot of every element, distinct codes sorted, slot of each distinct code)``.
+
+    >>> slot, u, by = _first_appearance(np.array([7, 3, 7, 5, 3]), 8)
+    >>> slot.tolist(), u.tolist(), by.tolist()
+    ([0, 1, 0, 2, 1], [3, 5, 7], [1, 2, 0])
+    """
+    if codes.size == 0:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, z
+    ordered, pos = _sort_packed(codes, limit)
+    run = np.empty(ordered.size, dtype=bool)
+    run[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=run[1:])
+    first = pos[run]
+    is_first = np.zeros(codes.size, dtype=bool)
+    is_first[first] = True
+    by_code = (np.cumsum(is_first) - 1)[first]
+    slot = np.empty(codes.size, dtype=np.int64)
+    slot[pos] = by_code[np.cumsum(run) - 1]
+    return slot, ordered[run], by_code
+
+
+def _find(ucodes, by_code, codes, limit):
+    """Return ``(slot, missing)`` of ``codes`` among the sorted distinct ``ucodes``."""
+    if ucodes.size == 0:
+        return np.zeros(codes.size, dtype=np.int64), np.ones(codes.size, dtype=bool)
+    ordered, pos = _sort_packed(codes, limit)
+    at = np.minimum(np.searchsorted(ucodes, ordered), ucodes.size - 1)
+    slot = np.empty(codes.size, dtype=np.int64)
+    slot[pos] = by_code[at]
+    missing = np.empty(codes.size, dtype=bool)
+    missing[pos] = ucodes[at] != ordered
+    return slot, missing
 
 
 def _zero_sizes(collective, ranks):
@@ -314,12 +375,9 @@ def _bind(plan, layout, packets, positions=None):
     where = offset if positions is None else np.asarray(positions, dtype=np.int64)
 
     # messages and bytes per directed link leaving this rank's nodes (sends and local moves)
-    link_src = np.concatenate([rows["send"]["src"], rows["local"]["src"]])
-    link_dst = np.concatenate([rows["send"]["dst"], rows["local"]["dst"]])
-    link_rnd = np.concatenate([rows["send"]["round"], rows["local"]["round"]])
-    link_msg = np.concatenate([rows["send"]["msg"], rows["local"]["msg"]])
-    link_len = np.concatenate([row_len["send"], row_len["local"]])
-    lsrc, ldst, lmsgs, lbytes = _link_counts(p, link_src, link_dst, link_rnd, link_msg, link_len)
+    lsrc, ldst, lmsgs, lbytes = _link_counts(
+        p, [(rows[k]["src"], rows[k]["dst"], rows[k]["round"], rows[k]["msg"], row_len[k])
+            for k in ("send", "local")])
 
     def expand(r, length, *cols):
         """Cut rows into pieces: returns round, order, piece, and (offset, length) per column."""
@@ -350,30 +408,36 @@ def _bind(plan, layout, packets, positions=None):
                                             ("recvs", r_rnd, r_ord, r_pc, r_peer, r_off, r_len)):
         if rr.size == 0:
             continue
-        srt = np.lexsort((pc, oo, peer, rr))
-        rr, peer, off, ln = rr[srt], peer[srt], off[srt], ln[srt]
+        # one message per round and peer: its rows in schedule order, piece by piece
         key = rr * (plan.p + 1) + peer
+        srt = _in_order(key, oo, pc, (int(rr.max()) + 1) * (plan.p + 1))
+        if srt is not None:
+            key, off, ln = key[srt], off[srt], ln[srt]
         g, o, n = merge_segments(key, off, ln)
         # zero-length segments carry nothing, but their message is still sent
+        keep = n > 0
+        o, n = o[keep], n[keep]
+        kept = np.r_[0, np.cumsum(keep)]
         bounds = np.flatnonzero(np.r_[True, g[1:] != g[:-1], True])
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            k, pr = divmod(int(g[a]), plan.p + 1)
-            keep = n[a:b] > 0
-            rounds.setdefault(k, _new_round(k))[kind].append((pr, o[a:b][keep], n[a:b][keep]))
+        heads = g[bounds[:-1]]
+        for k, pr, a, b in zip((heads // (plan.p + 1)).tolist(), (heads % (plan.p + 1)).tolist(),
+                               kept[bounds[:-1]].tolist(), kept[bounds[1:]].tolist()):
+            rounds.setdefault(k, _new_round(k))[kind].append((pr, o[a:b], n[a:b]))
     for kind, rr, oo, pc, a_off, b_off, ln, red in (
-            ("copies", l_rnd, l_ord, l_pc, l_src, l_dst, l_len, np.ones(l_red.shape, bool)),
+            ("copies", l_rnd, l_ord, l_pc, l_src, l_dst, l_len, None),
             ("combines", l_rnd, l_ord, l_pc, l_dst, l_fin, l_len, l_red),
             ("combines", r_rnd, r_ord, r_pc, r_off, r_fin, r_len, r_red)):
-        sel = np.flatnonzero(red)
-        if sel.size == 0:
+        sel = None if red is None else np.flatnonzero(red)
+        if rr.size == 0 or (sel is not None and sel.size == 0):
             continue
-        srt = sel[np.lexsort((pc[sel], oo[sel], rr[sel]))]
-        rr2 = rr[srt]
-        bounds = np.flatnonzero(np.r_[True, rr2[1:] != rr2[:-1], True])
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            idx = srt[a:b]
-            rounds.setdefault(int(rr2[a]), _new_round(int(rr2[a])))[kind].append(
-                (a_off[idx], b_off[idx], ln[idx]))
+        if sel is not None:
+            rr, oo, pc, a_off, b_off, ln = (x[sel] for x in (rr, oo, pc, a_off, b_off, ln))
+        srt = _in_order(rr, oo, pc, int(rr.max()) + 1)
+        if srt is not None:
+            rr, a_off, b_off, ln = rr[srt], a_off[srt], b_off[srt], ln[srt]
+        bounds = np.flatnonzero(np.r_[True, rr[1:] != rr[:-1], True])
+        for k, a, b in zip(rr[bounds[:-1]].tolist(), bounds[:-1].tolist(), bounds[1:].tolist()):
+            rounds.setdefault(k, _new_round(k))[kind].append((a_off[a:b], b_off[a:b], ln[a:b]))
     bound = []
     for k in sorted(rounds):
         d = rounds[k]
@@ -388,11 +452,27 @@ def _new_round(k):
     return {"sends": [], "recvs": [], "copies": [], "combines": []}
 
 
+def _in_order(key, order, piece, limit):
+    """Return the permutation that sorts rows by ``(key, order, piece)`` (None: already sorted).
+
+    The rows come in schedule order (``order`` increasing, then ``piece``), so a stable
+    sort by ``key`` alone is enough, and none when the keys never decrease.
+    """
+    if key.size < 2 or not (key[1:] < key[:-1]).any():
+        return None
+    if (order[1:] < order[:-1]).any() or ((order[1:] == order[:-1])
+                                           & (piece[1:] < piece[:-1])).any():
+        return np.lexsort((piece, order, key))
+    return _sort_packed(key, limit)[1]
+
+
 def _cat3(parts):
     """Concatenate a list of (a, b, length) array triples (empty arrays when none)."""
     if not parts:
         z = np.zeros(0, dtype=np.int64)
         return (z, z, z)
+    if len(parts) == 1:
+        return tuple(parts[0])
     return tuple(np.concatenate([part[i] for part in parts]) for i in range(3))
 
 
@@ -417,19 +497,40 @@ def _user_segments(structural, offset, rows, size):
     return (user[start], store[start], merged)
 
 
-def _link_counts(p, src, dst, rnd, msg, length):
+def _link_counts(p, parts):
     """Return per directed link: messages (distinct round and message) and bytes.
 
-    The rows of one message are consecutive (in schedule order), so a message starts
-    wherever the round, the message number or the link changes.
+    ``parts`` lists ``(src, dst, round, msg, length)`` row arrays, taken one after the
+    other.  The rows of one message are consecutive (in schedule order), so a message
+    starts wherever the round, the message number or the link changes.
     """
-    if src.size == 0:
+    parts = [part for part in parts if part[0].size]
+    if not parts:
         z = np.zeros(0, dtype=np.int64)
         return z, z, z, z
-    link = src * p + dst
-    ulink, inv = np.unique(link, return_inverse=True)
-    nbytes = np.bincount(inv, weights=length, minlength=ulink.size).astype(np.int64)
-    start = np.ones(src.size, dtype=bool)
-    start[1:] = (rnd[1:] != rnd[:-1]) | (msg[1:] != msg[:-1]) | (link[1:] != link[:-1])
-    msgs = np.bincount(inv[start], minlength=ulink.size).astype(np.int64)
-    return ulink // p, ulink % p, msgs, nbytes
+    base = min(int(part[0].min()) for part in parts)
+    span = (max(int(part[0].max()) for part in parts) - base + 1) * p
+    links, starts, prev = [], [], None
+    for src, dst, rnd, msg, _ in parts:
+        link = (src - base) * p + dst
+        start = np.empty(src.size, dtype=bool)
+        start[1:] = (rnd[1:] != rnd[:-1]) | (msg[1:] != msg[:-1]) | (link[1:] != link[:-1])
+        start[0] = prev is None or prev != (int(rnd[0]), int(msg[0]), int(link[0]))
+        prev = (int(rnd[-1]), int(msg[-1]), int(link[-1]))
+        links.append(link)
+        starts.append(start)
+    if span <= 1 << 24:  # count per link in a table over this rank's sources
+        rows = sum(np.bincount(link, minlength=span) for link in links)
+        ulink = np.flatnonzero(rows)
+        nbytes = sum(np.bincount(link, weights=part[4], minlength=span)
+                     for link, part in zip(links, parts))[ulink]
+        msgs = sum(np.bincount(link[start], minlength=span)
+                   for link, start in zip(links, starts))[ulink]
+    else:
+        link = np.concatenate(links)
+        ulink, inv = np.unique(link, return_inverse=True)
+        nbytes = np.bincount(inv, weights=np.concatenate([part[4] for part in parts]),
+                             minlength=ulink.size)
+        msgs = np.bincount(inv[np.concatenate(starts)], minlength=ulink.size)
+    return (ulink // p + base, ulink % p, msgs.astype(np.int64),
+            np.asarray(nbytes).astype(np.int64))
