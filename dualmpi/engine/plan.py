@@ -177,7 +177,11 @@ def compile_rank(sched, q, rank, root_rank=0):
 
     def code(idx, node, key):
         """Slot codes relative to this rank's first node (``lo * ks`` less than the absolute)."""
-        return (node[idx] - lo) * ks + cols[key][idx]
+        out = node[idx]
+        out -= lo
+        out *= ks
+        out += cols[key][idx]
+        return out
 
     def fail(idx, codes, bad, what):
         i = int(np.argmin(np.where(bad, idx, np.iinfo(np.int64).max)))
@@ -191,30 +195,27 @@ def compile_rank(sched, q, rank, root_rank=0):
     in_codes = (in_rows[0] - lo) * ks + block_key(p, in_rows[1], in_rows[2])
     out_codes = (out_rows[0] - lo) * ks + block_key(p, out_rows[1], out_rows[2])
     # slots in order of first appearance (inputs, outputs, then arrivals: the user's
-    # buffers map onto runs of the store)
-    slot_of, ucodes, by_code = _first_appearance(
-        np.concatenate([in_codes, out_codes, code(stored_i, dst, "dst_key")]), q * ks)
-    nslots = by_code.size
-    slot_codes = np.empty(nslots, dtype=np.int64)
-    slot_codes[by_code] = ucodes + lo * ks
-    in_slots = slot_of[:in_codes.size]
-    out_slots = slot_of[in_codes.size:in_codes.size + out_codes.size]
-    stored_slot = slot_of[in_codes.size + out_codes.size:]
-
-    # the slot every sent block is read from (sends, then local moves)
+    # buffers map onto runs of the store); in the same sort, the slot every sent block
+    # is read from (sends, then local moves) and the slot a combined block is combined
+    # into, both of which must be held
     sent_i = np.concatenate([send_i, local_i])
-    sent_codes = code(sent_i, src, "src_key")
-    src_slot, bad = _find(ucodes, by_code, sent_codes, q * ks)
-    if bad.any():
-        fail(sent_i, sent_codes, bad, "sends")
-    # a combined block must find a slot it holds; it lands in a scratch slot (a copy of
-    # the sender's value at the start of the round, also between two nodes of this rank),
-    # then is combined into its slot (the scratch slots are reused from round to round:
-    # a round needs one per block it combines)
-    comb_codes = code(combined_i, dst, "dst_key")
-    comb_slot, bad = _find(ucodes, by_code, comb_codes, q * ks)
-    if bad.any():
-        fail(combined_i, comb_codes, bad, "receives into")
+    parts = [in_codes, out_codes, code(stored_i, dst, "dst_key"), code(sent_i, src, "src_key"),
+             code(combined_i, dst, "dst_key")]
+    cut = np.cumsum([part.size for part in parts])
+    slot_of, slot_codes = _number_slots(np.concatenate(parts), int(cut[2]), q * ks)
+    del parts
+    nslots = slot_codes.size
+    slot_codes += lo * ks
+    # (copies of the parts a plan keeps: views would keep all of slot_of alive)
+    in_slots, out_slots, stored_slot, src_slot, comb_slot = np.split(slot_of, cut[:-1])
+    in_slots, out_slots = in_slots.copy(), out_slots.copy()
+    for rows, what, node, key, slots in ((sent_i, "sends", src, "src_key", src_slot),
+                                         (combined_i, "receives into", dst, "dst_key", comb_slot)):
+        if slots.size and slots.min() < 0:
+            fail(rows, code(rows, node, key), slots < 0, what)
+    # a combined block lands in a scratch slot first (a copy of the sender's value at the
+    # start of the round, also between two nodes of this rank); the scratch slots are
+    # reused from round to round: a round needs one per block it combines
     comb_rnd = _round_of(bounds, combined_i)
     within = np.arange(comb_rnd.size, dtype=np.int64) - np.searchsorted(comb_rnd, comb_rnd)
     scratch = int(within.max()) + 1 if within.size else 0
@@ -223,14 +224,14 @@ def compile_rank(sched, q, rank, root_rank=0):
     stored_local, comb_local = own_s[stored_i], own_s[combined_i]
 
     def arrivals(n, local):
-        """Return ``(slot, dest, final, reduce)`` of the receives or local moves, in order."""
+        """Return ``(dest, final, reduce)`` of the receives or local moves, in order."""
         pick = (lambda m: m) if local else (lambda m: ~m)
         red = np.zeros(n, dtype=bool)
         final = np.empty(n, dtype=np.int64)
         dest = np.empty(n, dtype=np.int64)
-        if reducing is None:
+        if reducing is None:  # every block is stored where it lands
             final[:] = stored_slot[pick(stored_local)]
-            return final, final.copy(), red
+            return final, final, red
         red[:] = reducing[local_i if local else recv_i]
         final[~red] = stored_slot[pick(stored_local)]
         final[red] = comb_slot[pick(comb_local)]
@@ -243,13 +244,13 @@ def compile_rank(sched, q, rank, root_rank=0):
     l_dest, l_final, l_red = arrivals(local_i.size, True)
     origin, target, msg = cols["origin"], cols["target"], cols["msg"]
     send = {"round": _round_of(bounds, send_i), "order": send_i, "origin": origin[send_i],
-            "target": target[send_i], "peer": dst[send_i] // q, "slot": src_slot[:n_send],
+            "target": target[send_i], "peer": dst[send_i] // q, "slot": src_slot[:n_send].copy(),
             "msg": msg[send_i], "src": src[send_i], "dst": dst[send_i]}
     recv = {"round": _round_of(bounds, recv_i), "order": recv_i, "origin": origin[recv_i],
             "target": target[recv_i], "peer": src[recv_i] // q, "slot": r_dest,
             "final": r_final, "reduce": r_red}
     local = {"round": _round_of(bounds, local_i), "order": local_i, "origin": origin[local_i],
-             "target": target[local_i], "slot": src_slot[n_send:], "dest": l_dest,
+             "target": target[local_i], "slot": src_slot[n_send:].copy(), "dest": l_dest,
              "final": l_final, "msg": msg[local_i], "src": src[local_i], "dst": dst[local_i],
              "reduce": l_red}
     reduce_rounds = np.zeros(bounds.size - 1, dtype=bool)
@@ -263,60 +264,63 @@ def compile_rank(sched, q, rank, root_rank=0):
 
 def _round_of(bounds, idx):
     """Return the round of each row index (``idx`` sorted: a fast search)."""
-    return np.searchsorted(bounds, idx, side="right") - 1
+    out = np.searchsorted(bounds, idx, side="right")
+    out -= 1
+    return out
 
 
-def _sort_packed(keys, limit):
+def _sort_packed(keys, limit, own=False):
     """Return ``(sorted keys, order)`` of non-negative ``keys < limit``; ties keep their order.
 
     Key and position are packed into one int64 and sorted by value (several times
-    faster than a stable argsort) when they fit; else a stable argsort.
+    faster than a stable argsort) when they fit; else a stable argsort.  ``own``: the
+    caller gives ``keys`` up (it is overwritten).
     """
     bits = max(1, int(keys.size).bit_length())
     if keys.size and int(limit) < (1 << (62 - bits)):
-        packed = (keys << bits) | np.arange(keys.size, dtype=np.int64)
+        packed = keys if own else keys.copy()
+        packed <<= bits
+        packed |= np.arange(keys.size, dtype=np.int64)
         packed.sort()
-        return packed >> bits, packed & ((1 << bits) - 1)
+        ordered = packed >> bits
+        packed &= (1 << bits) - 1
+        return ordered, packed
     order = np.argsort(keys, kind="stable")
     return keys[order], order
 
 
-def _first_appearance(codes, limit):
-    """Number distinct ``codes`` (``0 <= code < limit``) in order of first appearance.
+def _number_slots(codes, created, limit):
+    """Number the distinct codes of ``codes[:created]`` in order of first appearance.
 
-    Returns ``(slot of every element, distinct codes sorted, slot of each distinct code)``.
+    Returns ``(slot of every element, code of every slot)``; an element after
+    ``created`` whose code none of the first ``created`` has gets slot -1.  One sort of
+    ``(code, position)`` pairs: each run of equal codes starts with its first creator.
 
-    >>> slot, u, by = _first_appearance(np.array([7, 3, 7, 5, 3]), 8)
-    >>> slot.tolist(), u.tolist(), by.tolist()
-    ([0, 1, 0, 2, 1], [3, 5, 7], [1, 2, 0])
+    >>> slot, codes = _number_slots(np.array([7, 3, 7, 5, 3, 5, 4]), 5, 8)
+    >>> slot.tolist(), codes.tolist()
+    ([0, 1, 0, 2, 1, 2, -1], [7, 3, 5])
     """
     if codes.size == 0:
         z = np.zeros(0, dtype=np.int64)
-        return z, z, z
-    ordered, pos = _sort_packed(codes, limit)
+        return z, z
+    ordered, pos = _sort_packed(codes, limit, own=True)
     run = np.empty(ordered.size, dtype=bool)
     run[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=run[1:])
-    first = pos[run]
-    is_first = np.zeros(codes.size, dtype=bool)
-    is_first[first] = True
-    by_code = (np.cumsum(is_first) - 1)[first]
+    starts = np.flatnonzero(run)
+    first = pos[starts]           # where each distinct code first appears
+    held = first < created
+    first = first[held]
+    # slots numbered in order of first appearance: the rank of each "first" among them
+    run_slot = np.full(starts.size, -1, dtype=np.int64)
+    by_appearance = _sort_packed(first, codes.size)[1]
+    numbers = np.empty(first.size, dtype=np.int64)
+    numbers[by_appearance] = np.arange(first.size, dtype=np.int64)
+    run_slot[held] = numbers
+    slot_codes = ordered[starts[held]][by_appearance]
     slot = np.empty(codes.size, dtype=np.int64)
-    slot[pos] = by_code[np.cumsum(run) - 1]
-    return slot, ordered[run], by_code
-
-
-def _find(ucodes, by_code, codes, limit):
-    """Return ``(slot, missing)`` of ``codes`` among the sorted distinct ``ucodes``."""
-    if ucodes.size == 0:
-        return np.zeros(codes.size, dtype=np.int64), np.ones(codes.size, dtype=bool)
-    ordered, pos = _sort_packed(codes, limit)
-    at = np.minimum(np.searchsorted(ucodes, ordered), ucodes.size - 1)
-    slot = np.empty(codes.size, dtype=np.int64)
-    slot[pos] = by_code[at]
-    missing = np.empty(codes.size, dtype=bool)
-    missing[pos] = ucodes[at] != ordered
-    return slot, missing
+    slot[pos] = np.repeat(run_slot, np.diff(np.append(starts, run.size)))
+    return slot, slot_codes
 
 
 def _zero_sizes(collective, ranks):
