@@ -15,13 +15,18 @@ __all__ = ["floor_loop", "python_loop", "neighbor_loop"]
 
 
 def floor_loop(runner):
-    """Return a no-argument function running ``runner``'s rounds once: the C loop, else Python."""
-    compiled = getattr(runner, "_c", None)
-    if compiled is not None:
-        fn, arg = compiled
+    """Return a no-argument function running ``runner``'s rounds once: the C loop, else Python.
+
+    The C loop is called with no flags and no copies: the rounds and nothing else (the
+    engine's own call also clears and checks the trailers, copies and counts).
+    """
+    compiled = runner.c_call(0) if getattr(runner, "_c", None) is not None else None
+    if compiled is not None and not isinstance(compiled[1], tuple):
+        fn, arg, keep = compiled
 
         def run():
             fn(arg)
+        run.keep = keep
         return run
     return python_loop(runner)
 

@@ -777,19 +777,24 @@ class Comm:
         call holds references to them, so their ids cannot be reused), their arrays by
         dtype, shape and (receive buffers) writability; a plan dropped from the engine's
         cache ends the memory.  The argument check was agreed on when the call was first
-        made, as for every known signature (see :meth:`_agree`).
+        made, as for every known signature (see :meth:`_agree`).  What runs is the
+        runner's call bound to the buffers (:meth:`MPIRunner.bind_call
+        <dualmpi.engine.mpi.MPIRunner.bind_call>`): with the compiled loop, one C call.
         """
         m = self._memo.get(name)
         if m is None:
             return False
-        epoch, ids, checks, run, send, recv, _ = m
-        if epoch != self._engine.evictions or ids != tuple(map(id, args)):
+        epoch, held, checks, call = m
+        if epoch != self._engine.evictions:
             return False
+        for a, b in zip(args, held):
+            if a is not b:
+                return False
         for arr, dtype, shape, writable in checks:
             if arr.dtype is not dtype or arr.shape != shape or (writable and
                                                                  not arr.flags.writeable):
                 return False
-        run.run(send, recv)
+        call()
         return True
 
     def _remember(self, name, args, arrays, run, send, recv):
@@ -801,9 +806,10 @@ class Comm:
         if len(checks) != sum(1 for a, _ in arrays if a is not None and a is not self._IN_PLACE):
             self._memo.pop(name, None)  # a buffer that is not a plain array: checked each time
             return
-        # the ids are compared; holding the objects (last item) keeps the ids from being reused
-        self._memo[name] = (self._engine.evictions, tuple(map(id, args)), checks, run, send, recv,
-                            args)
+        bind = getattr(run, "bind_call", None)
+        call = bind(send, recv) if bind is not None else (lambda: run.run(send, recv))
+        # holding the argument objects keeps their ids from being reused
+        self._memo[name] = (self._engine.evictions, args, checks, call)
 
     def _runner(self, collective, root, nbytes, send=None, recv=None, objs=None):
         """Return the runner of a call: zero-copy when the same buffers come back.

@@ -30,6 +30,15 @@ for n in (1, 300, 40000):
     net.Bcast(b, 0); ok &= np.array_equal(b, np.arange(n, dtype=np.int64))
     net.Scatter(a if w.rank == 0 else None, mine[:n], 0)
     w.Scatter(a if w.rank == 0 else None, ref[:n], 0); ok &= np.array_equal(mine[:n], ref[:n])
+    # reductions (rounds in C between the combines) and repeated calls on the same buffers
+    x, got, want = a[:n].copy(), np.zeros(n, np.int64), np.zeros(n, np.int64)
+    for i in range(3):
+        x += i
+        net.Allreduce(x, got); w.Allreduce(x, want); ok &= np.array_equal(got, want)
+        net.Scan(x, got); w.Scan(x, want); ok &= np.array_equal(got, want)
+        net.Reduce(x, got, root=R - 1); w.Reduce(x, want, root=R - 1)
+        ok &= w.rank != R - 1 or np.array_equal(got, want)
+        net.Alltoall(a, mine); w.Alltoall(a, ref); ok &= np.array_equal(mine, ref)
 ok = w.allreduce(int(ok), op=MPI.MIN)
 if w.rank == 0:
     print(json.dumps({"ok": ok, "compiled": compiled}))
@@ -68,8 +77,9 @@ def test_no_compiler_falls_back(monkeypatch, tmp_path):
 @needs_mpiexec
 @pytest.mark.parametrize("q", ["1", "2"])
 def test_compiled_and_python_loops_agree_with_mpi(tmp_path, q):
-    """8 ranks (4 with two nodes each): every collective equals mpi4py's with the compiled loop
-    (where it builds) and with the Python loop; the compiled loop really ran when built."""
+    """8 ranks (4 with two nodes each): every collective and reduction, repeated on the same
+    buffers, equals mpi4py's with the compiled loop (where it builds) and with the Python
+    loop; the compiled loop really ran when built."""
     np_ = 8 // int(q)
     cache = str(tmp_path / "cache")
     fast = _job(tmp_path, {"DUALMPI_CACHE": cache}, q, np_)

@@ -64,9 +64,8 @@ def load(library_version=""):
     except (OSError, subprocess.SubprocessError, ValueError) as exc:
         lib, why = None, f"{type(exc).__name__}: {exc}"
     if lib is not None:
-        lib.dualmpi_rounds.restype = ctypes.c_int
-        lib.dualmpi_rounds.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 6
         lib.dualmpi_request_size.restype = ctypes.c_int
+        lib.dualmpi_fields.restype = ctypes.c_int
         lib.dualmpi_run.restype = ctypes.c_int
         lib.dualmpi_run.argtypes = [ctypes.c_void_p]
     _loaded.update(lib=lib, reason=why)

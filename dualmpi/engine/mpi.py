@@ -25,6 +25,13 @@ __all__ = ["MPITransport", "MPIRunner", "StreamRunner", "rank_graph"]
 
 _TAG_MOD = 1 << 15
 
+# The compiled loop's argument array (dualmpi/engine/rounds.c: the enum of its fields).
+(_A_NROUNDS, _A_NREQ, _A_REQS, _A_NMOVE, _A_MOVES, _A_STORE, _A_PROGRESS, _A_BASE, _A_NTRAIL,
+ _A_TRAIL, _A_SIGNATURE, _A_FLAGS, _A_NPRE, _A_PRE, _A_NPOST, _A_POST, _A_CALLS,
+ _A_FIELDS) = range(18)
+#: Flags of a compiled call: clear the trailers first, check them after, count the call.
+_F_RESET, _F_CHECK, _F_COUNT = 1, 2, 4
+
 #: Graces past the deadline (s): a rank waiting in a round fires first (0.1 s per round, at most
 #: 5 s: it knows whom it waits for), then rank 0 waiting in the control plane (it lists the ranks
 #: that have not answered), last the other ranks waiting for rank 0.
@@ -223,7 +230,7 @@ class MPIRunner:
     def __init__(self, transport, bound, plan, verify=False, shape=None, drop=None, signature=0,
                  layout=None, buffers=None, combine=None):
         self.transport, self.bound, self.plan = transport, bound, plan
-        self.calls = 0
+        self._c_fn = None
         self.checksum_failures = 0
         self.verify, self.shape = verify, shape
         graph = transport.graph
@@ -278,10 +285,8 @@ class MPIRunner:
                                hold))
             self._checks.append(checks)
         self._fast = not (verify or shape is not None)
-        self._c = None
-        if self._fast and transport.cloop is not None and \
-                not any(rnd.combines[0].size for rnd in bound.rounds):
-            self._c = self._compiled(transport, bound)
+        #: calls so far (a counter the compiled loop increments too)
+        self._ncalls = np.zeros(1, dtype=np.int64)
         user, at, length = bound.copy_in
         # (destination, source, length) as Python ints: no numpy scalar in the call path
         self.copy_in = list(zip(at.tolist(), user.tolist(), length.tolist()))
@@ -290,16 +295,29 @@ class MPIRunner:
         self._zeros = bytes(self._trailers.nbytes)
         self._expect = memoryview(np.full(self._trailers.size, self.signature,
                                           dtype=np.uint64).view(np.uint8))
+        self._c = None
+        if self._fast and transport.cloop is not None:
+            self._c = self._compiled(transport, bound)
+
+    @property
+    def calls(self):
+        """How many times the plan has run."""
+        return int(self._ncalls[0])
 
     def _compiled(self, transport, bound):
-        """Return the arguments of the compiled loop over this runner's requests and moves."""
+        """Set up the compiled loop (:mod:`dualmpi.engine.cloop`); return ``(fn, arg)`` of a call.
+
+        The rounds are cut into segments that end where a reduction combines blocks
+        (combined in Python between two C calls); a plan without combines is one
+        segment, so a call is one C call.
+        """
         lib = transport.cloop
         width = lib.dualmpi_request_size()
         kinds = {4: np.uint32, 8: np.uint64}
-        if width not in kinds:  # pragma: no cover - MPI_Request is an int or a pointer
+        if width not in kinds or lib.dualmpi_fields() != _A_FIELDS:  # pragma: no cover
             return None
         loop = self._loop
-        self._c_arrays = arrays = (
+        self._c_arrays = (
             np.array([len(reqs) for _, reqs, _, _, _, _, _ in loop], dtype=np.intc),
             np.array([req.handle for _, reqs, _, _, _, _, _ in loop for req in reqs],
                      dtype=kinds[width]),
@@ -310,10 +328,131 @@ class MPIRunner:
         #: the watchdog's view of the loop: (round, peers) per position
         self._tracked = Watchdog.tracker(transport.progress,
                                          [(k, peers) for k, _, _, _, peers, _, _ in loop])
-        self._c_args = np.array([len(loop)] + [a.ctypes.data for a in arrays] +
-                                [self.store.ctypes.data, transport.progress.ctypes.data],
-                                dtype=np.intp)
-        return lib.dualmpi_run, ctypes.c_void_p(self._c_args.ctypes.data)
+        # segments: (first round, rounds, the combine that ends it or None); one without
+        # combines is the whole plan
+        self._segments, first = [], 0
+        for i, (_, _, _, combine, _, _, _) in enumerate(loop):
+            if combine is not None or i == len(loop) - 1:
+                self._segments.append((first, i + 1 - first, combine))
+                first = i + 1
+        if not self._segments or self._segments[-1][2] is not None:
+            # the call's end (trailer check, copies out, count) comes after the last combine
+            self._segments.append((len(loop), 0, None))
+        self._combining = len(self._segments) > 1
+        self._c_fn = lib.dualmpi_run
+        fn, arg, self._c_keep = self.c_call(_F_RESET | _F_CHECK | _F_COUNT)
+        return fn, arg
+
+    def c_call(self, flags, pre=(), post=()):
+        """Return ``(fn, args, keep)``: ``fn(args)`` runs the whole plan once in C, or None.
+
+        ``flags``: :data:`_F_RESET` (clear the trailers first), :data:`_F_CHECK` (check
+        them after), :data:`_F_COUNT` (count the call); ``pre``/``post``: copies
+        ``(destination, source, length)`` at absolute addresses before and after the
+        rounds.  ``args`` is one pointer per segment of the plan; with several the
+        caller combines in between (see :meth:`_call_segments`).  ``flags=0`` and no
+        copies is the bare loop, the floor of ``benchmarks/floor.py``.  ``keep`` holds the
+        arrays the pointers address: keep it as long as ``args``.
+        """
+        if self._c_fn is None:
+            return None
+        nreq, reqs, nmove, moves = self._c_arrays
+        width = reqs.itemsize
+        keep, args = [], []
+        pre = np.asarray(pre, dtype=np.int64).reshape(-1, 3)
+        post = np.asarray(post, dtype=np.int64).reshape(-1, 3)
+        last = len(self._segments) - 1
+        for i, (first, count, _) in enumerate(self._segments):
+            a = np.zeros(_A_FIELDS, dtype=np.int64)
+            a[_A_NROUNDS] = count
+            a[_A_NREQ] = nreq.ctypes.data + first * nreq.itemsize
+            a[_A_REQS] = reqs.ctypes.data + int(nreq[:first].sum()) * width
+            a[_A_NMOVE] = nmove.ctypes.data + first * nmove.itemsize
+            a[_A_MOVES] = moves.ctypes.data + 3 * 8 * int(nmove[:first].sum())
+            a[_A_STORE] = self.store.ctypes.data
+            a[_A_PROGRESS] = self.transport.progress.ctypes.data
+            a[_A_BASE] = first
+            a[_A_NTRAIL] = self._trailers.size
+            a[_A_TRAIL] = self._trailers.ctypes.data
+            a[_A_SIGNATURE] = self.signature.view(np.int64)
+            a[_A_FLAGS] = (flags & _F_RESET if i == 0 else 0) | \
+                (flags & (_F_CHECK | _F_COUNT) if i == last else 0)
+            if i == 0 and pre.size:
+                a[_A_NPRE], a[_A_PRE] = len(pre), pre.ctypes.data
+            if i == last and post.size:
+                a[_A_NPOST], a[_A_POST] = len(post), post.ctypes.data
+            a[_A_CALLS] = self._ncalls.ctypes.data
+            keep.append(a)
+            args.append(ctypes.c_void_p(a.ctypes.data))
+        return self._c_fn, (args[0] if len(args) == 1 else tuple(args)), (keep, pre, post)
+
+    def bind_call(self, send, recv):
+        """Return a function of no argument running the plan on these very buffers.
+
+        For a call repeated with the same buffers (:class:`dualmpi.Comm` remembers it):
+        with the compiled loop the copies in and out (or, zero-copy, a rank's own
+        block) are done in the same C call as the rounds, the trailers checked there
+        too; without it the function is :meth:`run` on the buffers.
+        """
+        if self._c is None:
+            return lambda: self.run(send, recv)
+        if self.absolute:
+            pre = ()
+            post = [] if recv is None else [(recv.ctypes.data + a, send.ctypes.data + b, n)
+                                            for a, b, n in self._own]
+        else:
+            base = self.store.ctypes.data
+            pre = [] if send is None else [(base + a, send.ctypes.data + b, n)
+                                          for a, b, n in self.copy_in]
+            post = [] if recv is None else [(recv.ctypes.data + a, base + b, n)
+                                            for a, b, n in self.copy_out]
+        fn, arg, keep = self.c_call(_F_RESET | _F_CHECK | _F_COUNT, pre, post)
+        wd = self.transport.watchdog
+        tracked, failed = self._tracked, self._failed
+        if self._combining:
+            def call():
+                self._call_segments(fn, arg)
+        elif wd.deadline > 0:
+            def call():
+                wd.state = tracked
+                err = fn(arg)
+                wd.state = None
+                if err:
+                    failed(err)
+        else:
+            def call():
+                err = fn(arg)
+                if err:
+                    failed(err)
+        call.keep = (send, recv, keep)
+        return call
+
+    def _call_segments(self, fn, args):
+        """Run the plan's segments in C, combining in between (reductions)."""
+        wd = self.transport.watchdog
+        watched = wd.deadline > 0
+        for arg, (_, _, combine) in zip(args, self._segments):
+            if watched:
+                wd.state = self._tracked
+            err = fn(arg)
+            if watched:
+                wd.state = None
+            if err:
+                self._failed(err)
+            if combine is not None:
+                combine()
+
+    def _failed(self, err):
+        """Raise the error of a failed C call: an MPI error code or -(trailer + 1)."""
+        self.transport.watchdog.disarm()
+        if err < 0:
+            k, peer = self._senders[-err - 1]
+            raise DualmpiError(f"rank {self.transport.rank}: in round {k} rank {peer} sent a message "
+                               "of another call (the ranks called different collectives or passed "
+                               "buffers of different sizes); the received data is not used")
+        raise DualmpiError(f"rank {self.transport.rank}: {MPI.Get_error_string(err)} in a round "
+                           "of the plan (the ranks called different collectives or passed "
+                           "buffers of different sizes)")
 
     def _relocate(self, bound, plan, layout, buffers):
         """Rebind ``bound`` with slots at absolute addresses in the user's buffers and the store."""
@@ -359,21 +498,30 @@ class MPIRunner:
         if send is not None and not self.absolute:
             for a, b, n in self.copy_in:
                 store[a:a + n] = send[b:b + n]
-        trail = self._trail_mv
-        trail[:] = self._zeros
-        try:
-            self._rounds(store)
-        except MPI.Exception as exc:
-            self.transport.watchdog.disarm()
-            raise DualmpiError(f"rank {self.transport.rank}: {exc.Get_error_string()} in a round "
-                               "of the plan (the ranks called different collectives or passed "
-                               "buffers of different sizes)") from None
-        if trail != self._expect:
-            trailers = self._trailers
-            k, peer = self._senders[int(np.flatnonzero(trailers != self.signature)[0])]
-            raise DualmpiError(f"rank {self.transport.rank}: in round {k} rank {peer} sent a message "
-                               "of another call (the ranks called different collectives or passed "
-                               "buffers of different sizes); the received data is not used")
+        if self._c is not None:
+            fn, arg = self._c
+            if self._combining:
+                self._call_segments(fn, arg)
+            else:
+                wd = self.transport.watchdog
+                if wd.deadline > 0:
+                    wd.state = self._tracked
+                    err = fn(arg)
+                    wd.state = None
+                else:
+                    err = fn(arg)
+                if err:
+                    self._failed(err)
+        else:
+            trail = self._trail_mv
+            trail[:] = self._zeros
+            try:
+                self._rounds()
+            except MPI.Exception as exc:
+                self._failed(exc.Get_error_code())
+            if trail != self._expect:
+                self._failed(-1 - int(np.flatnonzero(self._trailers != self.signature)[0]))
+            self._ncalls[0] += 1
         if recv is not None:
             if self.absolute:
                 for a, b, n in self._own:
@@ -381,23 +529,12 @@ class MPIRunner:
             else:
                 for a, b, n in self.copy_out:
                     recv[a:a + n] = store[b:b + n]
-        self.calls += 1
 
-    def _rounds(self, store):
-        """The round loop: the fast path, the watched path or the one with options."""
+    def _rounds(self):
+        """The round loop in Python: the fast path, the watched path or the one with options."""
         wd = self.transport.watchdog
         startall, waitall = MPI.Prequest.Startall, MPI.Request.Waitall
-        if self._c is not None:
-            fn, arg = self._c
-            if wd.deadline > 0:
-                wd.state = self._tracked
-                err = fn(arg)
-                wd.state = None
-            else:
-                err = fn(arg)
-            if err:
-                raise MPI.Exception(err)
-        elif not self._fast:
+        if not self._fast:
             self._run_options(wd)
         elif wd.deadline > 0:
             clock = time.monotonic

@@ -409,6 +409,73 @@ def test_stats_count_and_reset(slot):
     assert _agree(not problems), problems
 
 
+#: Element counts of the repeated calls: one, odd, and 64 KiB of float64 (zero-copy with one
+#: node per rank).
+REPEAT_COUNTS = [1, 7, 8192]
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("slot", SLOTS)
+def test_repeated_calls_on_the_same_buffers(slot):
+    """A program's loop: every collective four times on the same arrays, new contents each
+    time (the remembered call: copies, rounds and combines in one compiled call), equal to
+    mpi4py's each time, and every call counted."""
+    net = _net(slot)
+    root = SIZE - 1
+    problems = []
+    for n in REPEAT_COUNTS:
+        a, b = np.zeros(n * SIZE), np.zeros(n * SIZE)
+        v, w = np.zeros(n), np.zeros(n)
+        calls = {
+            "Bcast": (lambda: net.Bcast(v, root), lambda: WORLD.Bcast(v, root), v),
+            "Scatter": (lambda: net.Scatter(a, w, root), lambda: WORLD.Scatter(a, w, root), w),
+            "Allgather": (lambda: net.Allgather(v, b), lambda: WORLD.Allgather(v, b), b),
+            "Alltoall": (lambda: net.Alltoall(a, b), lambda: WORLD.Alltoall(a, b), b),
+            "Allreduce": (lambda: net.Allreduce(v, w), lambda: WORLD.Allreduce(v, w), w),
+            "Reduce": (lambda: net.Reduce(v, w, root=root),
+                       lambda: WORLD.Reduce(v, w, root=root), w),
+            "Scan": (lambda: net.Scan(v, w), lambda: WORLD.Scan(v, w), w),
+        }
+        net.reset_stats()
+        for name, (ours, theirs, out) in calls.items():
+            for i in range(4):
+                # small integers: every sum is exact whatever the order of the additions
+                a[:] = _data(np.int16, n * SIZE, i) % 100
+                v[:] = _data(np.int16, n, i) % 100
+                w[:] = b[:] = -1.0
+                ours()
+                got = out.copy()
+                v[:] = _data(np.int16, n, i) % 100  # a Bcast overwrote it
+                w[:] = b[:] = -1.0
+                theirs()
+                significant = name != "Reduce" or RANK == root
+                if significant and not _same(got, out):
+                    problems.append((name, n, i))
+        if net.stats()["collectives"] != 4 * len(calls):
+            problems.append(("counted", n, net.stats()["collectives"]))
+    assert _agree(not problems), problems
+
+
+@pytest.mark.mpi(min_size=2)
+def test_a_message_of_another_call_is_refused():
+    """Two sizes every rank has run before (so no argument check runs again), then rank 0
+    broadcasts the smaller one while the others expect the larger: the ranks rank 0 sends to
+    find no call signature in the message's trailer and raise, instead of returning its
+    bytes as theirs; the communicator still works after it."""
+    net = _net("one0")
+    small, big = np.zeros(5), np.zeros(6)
+    net.Bcast(small, root=0)
+    net.Bcast(big, root=0)
+    mine = small if RANK == 0 else big
+    err = _error_of(lambda: net.Bcast(mine, root=0))
+    errs = WORLD.allgather(err)
+    children = {t.dst // net.q for r in build_schedule("bcast", net.topology, 0).rounds
+                for t in r.transfers if t.src == 0}
+    ok = all((errs[r] is not None and "rank 0 sent a message of another call" in errs[r][1])
+             == (r in children) for r in range(1, SIZE)) and errs[0] is None
+    assert _agree(ok and _still_works(net)), (errs, sorted(children))
+
+
 # -- bad input -----------------------------------------------------------------------------------
 
 
