@@ -1,0 +1,190 @@
+"""Plan compilation benchmark: CPU time and memory per stage, the compiler before and after issue 13.
+
+One rank's share of a collective is built in three stages, each timed with
+``time.process_time`` (user + system CPU of the process):
+
+* ``schedule``: the array schedule (``dualmpi.engine.core.array_schedule``);
+* ``compile``: the rank's structural plan (``dualmpi.engine.plan.compile_rank``);
+* ``bind``: byte offsets and segments for one message size (``RankPlan.bind``).
+
+(The MPI requests a transport then creates from the bound plan are not timed here.)
+Every repeat runs each variant in a fresh subprocess, interleaved (before, after,
+before, after, ...), so caches and memory start clean; the table gives the medians.
+``before`` is the package as of commit ``56e2dd2`` (extracted with ``git archive``),
+``after`` the working tree; ``after-nohuge`` is the working tree with
+``NUMPY_MADVISE_HUGEPAGE=0`` (numpy then does not ask the kernel for huge pages, which
+trades more page faults for system times that vary less on a loaded machine).  Each
+child also reports its peak resident memory and page faults, and a summary of the
+bound plan (store size, rounds, segments, link messages and bytes) that must be the
+same for every variant.
+
+Run from the repository root::
+
+    flock /work/notes/timing.lock .venv/bin/python benchmarks/plan_compile.py \\
+        --repeats 5 --json benchmarks/results/plan_compile_mc22.json
+"""
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BEFORE = "56e2dd2"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+#: (name, spec, collective, nodes per rank, rank, bytes of one node-level block)
+CASES = [
+    ("MC(2,2) alltoall, one rank of 2", "metacube:k=2,m=2", "alltoall", 512, 0, 64),
+    ("MC(2,1) alltoall, one rank of 8", "metacube:k=2,m=1", "alltoall", 8, 0, 64),
+]
+
+STAGES = ("schedule", "compile", "bind")
+
+
+def child(spec, collective, q, rank, block):
+    """Build, compile and bind one rank's plan; print the measurements as JSON."""
+    import numpy as np
+
+    from dualmpi.engine.core import array_schedule
+    from dualmpi.engine.layout import Layout, layout_kind
+    from dualmpi.engine.plan import compile_rank
+    from dualmpi.topology import from_spec
+
+    def usage():
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return time.process_time(), r.ru_maxrss, r.ru_minflt, r.ru_utime, r.ru_stime
+
+    topo = from_spec(spec)
+    out = {}
+    marks = [usage()]
+    sched = array_schedule(topo, collective, None, "corrected", None, q)
+    marks.append(usage())
+    plan = compile_rank(sched, q, rank, 0)
+    marks.append(usage())
+    layout = Layout(layout_kind(collective), topo.num_nodes, q, block * q * q)
+    bound = plan.bind(layout, 1)
+    marks.append(usage())
+    for name, a, b in zip(STAGES, marks, marks[1:]):
+        out[name] = {"cpu_s": b[0] - a[0], "user_s": b[3] - a[3], "sys_s": b[4] - a[4],
+                     "page_faults": b[2] - a[2], "maxrss_mb": b[1] / 1024}
+    import dualmpi
+
+    out["package"] = os.path.dirname(dualmpi.__file__)
+    out["total_cpu_s"] = marks[-1][0] - marks[0][0]
+    out["maxrss_mb"] = marks[-1][1] / 1024
+    segs = sum(len(o) for r in bound.rounds for _, o, _ in r.sends + r.recvs)
+    out["plan"] = {"nbytes": int(bound.nbytes), "rounds": len(bound.rounds),
+                   "slots": int(plan.num_slots), "segments": int(segs),
+                   "copies": int(sum(r.copies[0].size for r in bound.rounds)),
+                   "link_messages": int(np.sum(bound.link_messages)),
+                   "link_bytes": int(np.sum(bound.link_bytes)),
+                   "links": int(bound.link_src.size)}
+    print(json.dumps(out))
+
+
+def extract_before(folder):
+    """Extract the package as of :data:`BEFORE` into ``folder``; return the folder."""
+    archive = subprocess.run(["git", "-C", ROOT, "archive", BEFORE, "dualmpi"], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
+    return folder
+
+
+def run_child(variant, case, before_dir):
+    """Run one measurement in a fresh interpreter; return its JSON."""
+    _, spec, collective, q, rank, block = case
+    env = dict(os.environ)
+    path = before_dir if variant == "before" else ROOT
+    env["PYTHONPATH"] = path
+    if variant == "after-nohuge":
+        env["NUMPY_MADVISE_HUGEPAGE"] = "0"
+    else:
+        env.pop("NUMPY_MADVISE_HUGEPAGE", None)
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", spec, collective, str(q),
+           str(rank), str(block)]
+    res = subprocess.run(cmd, env=env, cwd=path, capture_output=True, text=True, check=True,
+                         timeout=600)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def summarise(runs):
+    """Return the medians (and ranges) of the stage times and memory of a list of runs."""
+    out = {}
+    for stage in STAGES:
+        out[stage] = {key: statistics.median(r[stage][key] for r in runs)
+                      for key in ("cpu_s", "user_s", "sys_s", "page_faults")}
+        cpu = [r[stage]["cpu_s"] for r in runs]
+        out[stage]["cpu_s_range"] = [min(cpu), max(cpu)]
+    total = [r["total_cpu_s"] for r in runs]
+    out["total_cpu_s"] = statistics.median(total)
+    out["total_cpu_s_range"] = [min(total), max(total)]
+    out["maxrss_mb"] = statistics.median(r["maxrss_mb"] for r in runs)
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5, help="fresh processes per variant")
+    parser.add_argument("--variants", default="before,after,after-nohuge",
+                        help="comma-separated: before, after, after-nohuge")
+    parser.add_argument("--cases", default="all", help="'all' or indices into CASES, e.g. 0")
+    parser.add_argument("--json", help="write the results here")
+    args = parser.parse_args(argv)
+    variants = args.variants.split(",")
+    cases = CASES if args.cases == "all" else [CASES[int(i)] for i in args.cases.split(",")]
+    result = {"command": " ".join([os.path.relpath(sys.executable, ROOT)] + sys.argv),
+              "before": BEFORE,
+              "after": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                                      capture_output=True, text=True).stdout.strip(),
+              "python": platform.python_version(), "cpus": os.cpu_count(),
+              "method": "time.process_time per stage in a fresh process per variant and "
+                        "repeat, variants interleaved; medians over repeats",
+              "cases": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        before_dir = extract_before(tmp) if "before" in variants else None
+        for case in cases:
+            runs = {v: [] for v in variants}
+            loads = []
+            for rep in range(args.repeats):
+                loads.append(os.getloadavg())
+                for v in variants:
+                    runs[v].append(run_child(v, case, before_dir))
+                print(f"{case[0]}: repeat {rep + 1}/{args.repeats}, load {loads[-1][0]:.1f}: "
+                      + ", ".join(f"{v} {runs[v][-1]['total_cpu_s']:.2f} s" for v in variants),
+                      file=sys.stderr)
+            plans = {json.dumps(r["plan"], sort_keys=True) for v in variants for r in runs[v]}
+            if len(plans) != 1:
+                raise SystemExit(f"{case[0]}: the variants' plans differ: {plans}")
+            entry = {"case": case[0], "spec": case[1], "collective": case[2], "q": case[3],
+                     "rank": case[4], "block_bytes": case[5], "repeats": args.repeats,
+                     "loadavg": [list(x) for x in loads], "plan": runs[variants[0]][0]["plan"],
+                     "median": {v: summarise(runs[v]) for v in variants},
+                     "runs": runs}
+            result["cases"].append(entry)
+    for entry in result["cases"]:
+        print(f"\n{entry['case']} (median of {entry['repeats']}, load "
+              f"{min(x[0] for x in entry['loadavg']):.1f}-{max(x[0] for x in entry['loadavg']):.1f})")
+        print(f"{'variant':14s} " + " ".join(f"{s + ' s':>10s}" for s in STAGES)
+              + f" {'total s':>10s} {'range':>13s} {'maxrss MB':>10s}")
+        for v, m in entry["median"].items():
+            print(f"{v:14s} " + " ".join(f"{m[s]['cpu_s']:10.3f}" for s in STAGES)
+                  + f" {m['total_cpu_s']:10.3f} {m['total_cpu_s_range'][0]:6.3f}-"
+                  f"{m['total_cpu_s_range'][1]:<6.3f} {m['maxrss_mb']:10.0f}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(result, fh, indent=1)
+            fh.write("\n")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--child"]:
+        spec, collective, q, rank, block = sys.argv[2:7]
+        child(spec, collective, int(q), int(rank), int(block))
+    else:
+        main()
