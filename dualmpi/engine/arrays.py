@@ -376,26 +376,29 @@ def alltoall_arrays(topo, variant="corrected", checks=4, seed=0):
         blk_r, g = np.nonzero(live_groups[r0:r1])
         blk_r += r0
         t, h = round_t[blk_r], round_h[blk_r]
-        s = (g * per)[:, None] + member                           # (blocks, per)
-        a = s ^ table[t, g, h][:, None]
-        b = s ^ table[t, g, h + 1][:, None]
+        lo, hi = int(bounds[r0]), int(bounds[r1])
+        out = {name: cols[name][lo:hi].reshape(blk_r.size, per) for name in COLUMNS}
+        s = np.add((g * per)[:, None], member, out=out["origin"])     # (blocks, per)
+        a = np.bitwise_xor(s, table[t, g, h][:, None], out=out["src"])
+        b = np.bitwise_xor(s, table[t, g, h + 1][:, None], out=out["dst"])
         links.add(a, b)
-        d = dests[t, g]
-        bkey = (s + 2) * (p + 1) + d + 1
-        transit = (base + 2 * g)[:, None]
+        d = out["target"]
+        d[...] = dests[t, g]
+        bkey = out["src_key"]
+        np.add(s, 2, out=bkey)
+        bkey *= p + 1
+        bkey += d
+        bkey += 1
+        out["dst_key"][...] = bkey
         # hop h reads parity h % 2 and writes the other: a node that forwards and
         # receives in one hop round never overwrites what it is sending
-        lo, hi = int(bounds[r0]), int(bounds[r1])
+        transit = base + 2 * g
+        carried = h > 0
+        bkey[carried] = (transit + h % 2)[carried, None]
+        carried = lengths[t, g] != h + 1
+        out["dst_key"][carried] = (transit + (h + 1) % 2)[carried, None]
         within = np.arange(blk_r.size, dtype=np.int64) - np.searchsorted(blk_r, blk_r)
-        cols["src"][lo:hi] = a.reshape(-1)
-        cols["dst"][lo:hi] = b.reshape(-1)
-        cols["msg"][lo:hi] = ((within * per)[:, None] + member).reshape(-1)
-        cols["origin"][lo:hi] = s.reshape(-1)
-        cols["target"][lo:hi] = d.reshape(-1)
-        cols["src_key"][lo:hi] = np.where((h == 0)[:, None], bkey,
-                                          transit + (h % 2)[:, None]).reshape(-1)
-        cols["dst_key"][lo:hi] = np.where((lengths[t, g] == h + 1)[:, None], bkey,
-                                          transit + ((h + 1) % 2)[:, None]).reshape(-1)
+        np.add((within * per)[:, None], member, out=out["msg"])
     links.check()
     cols["bounds"], cols["reduce"] = bounds, None
     rounds = [RoundRows(int(round_t[r]), int(round_h[r]),
