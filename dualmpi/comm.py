@@ -21,6 +21,7 @@ import zlib
 import numpy as np
 
 from .errors import DualmpiError, InputError, LinkError, RankCountError
+from .resources import ResourceError
 from .topology import Topology, from_spec
 
 __all__ = ["Comm", "PACKETS_ABOVE"]
@@ -183,6 +184,8 @@ class Comm:
         self._engine = Engine(topo, q, self._transport, packets_above=above,
                               packet_bytes=PACKET_BYTES, stream=stream, **self.options)
         self._agreed = set()
+        #: byte matrices of Alltoallv calls whose memory was checked (crc32)
+        self._v_checked = set()
         self._fast, self._gen, self._last = {}, 0, {}
         self._zero_copy = q == 1 and not verify and shape is None and drop is None
         self._baseline = None
@@ -229,7 +232,7 @@ class Comm:
             sig = (root, raw.size, code)
         except InputError as exc:
             problem = str(exc)
-        self._agree("Bcast", sig, problem)
+        self._agree("Bcast", sig, problem, lambda: self._store_bytes("bcast", root, sig[1]))
         send, recv = (raw, None) if self.rank == root else (None, raw)
         run = self._runner("bcast", root, raw.size, send, recv, (buf, None))
         self._remember("Bcast", (buf, root), ((buf, True),), run, send, recv)
@@ -267,7 +270,7 @@ class Comm:
             sig = (root, m, code)
         except InputError as exc:
             problem = str(exc)
-        self._agree("Scatter", sig, problem)
+        self._agree("Scatter", sig, problem, lambda: self._store_bytes("scatter", root, sig[1]))
         send = send if self.rank == root else None
         run = self._runner("scatter", root, sig[1], send, recv,
                            (sendbuf if self.rank == root else None, recvbuf))
@@ -298,7 +301,7 @@ class Comm:
             sig = (m, code)
         except InputError as exc:
             problem = str(exc)
-        self._agree("Allgather", sig, problem)
+        self._agree("Allgather", sig, problem, lambda: self._store_bytes("allgather", 0, sig[0]))
         run = self._runner("allgather", 0, sig[0], send, recv, (sendbuf, recvbuf))
         self._remember("Allgather", (sendbuf, recvbuf), ((sendbuf, False), (recvbuf, True)), run,
                        send, recv)
@@ -326,7 +329,7 @@ class Comm:
             sig = (recv.size // self.size, code)
         except InputError as exc:
             problem = str(exc)
-        self._agree("Alltoall", sig, problem)
+        self._agree("Alltoall", sig, problem, lambda: self._store_bytes("alltoall", 0, sig[0]))
         run = self._runner("alltoall", 0, sig[0], send, recv, (sendbuf, recvbuf))
         self._remember("Alltoall", (sendbuf, recvbuf), ((sendbuf, False), (recvbuf, True)), run,
                        send, recv)
@@ -394,6 +397,7 @@ class Comm:
             a, b = (int(x) for x in wrong[0])
             raise InputError(f"Alltoallv: rank {a} sends {int(sends[a, b])} elements to rank {b}, "
                              f"which expects {int(recvs[b, a])}")
+        self._check_v_memory(sends * item, int(item))
         run = self._engine.runner(self.rank, "alltoallv", sends * item, 0, self.variant,
                                   sdispls=sd * item, rdispls=rd * item, packets=1)
         run.run(send, recv)
@@ -464,7 +468,12 @@ class Comm:
                 sig = (root,) + sig
         except InputError as exc:
             problem = str(exc)
-        self._agree(name, sig, problem)
+        def need():
+            kind = coll if coll != "allreduce" else \
+                "allreduce-" + self._allreduce_algorithm(sig[-3])
+            return self._store_bytes(kind, root, sig[-3], dtype.itemsize)
+
+        self._agree(name, sig, problem, need)
         nbytes = sig[-3]
         if coll == "allreduce":
             coll = "allreduce-" + self._allreduce_algorithm(nbytes)
@@ -737,11 +746,14 @@ class Comm:
             raise InputError(f"bad root {root}: the communicator has ranks 0..{self.size - 1}")
         return int(root)
 
-    def _agree(self, name, sig, problem):
+    def _agree(self, name, sig, problem, need=None):
         """Check that every rank called ``name`` alike; raise the same error on every rank.
 
         Done the first time a signature is seen (all ranks of a correct program see
         signatures in the same order); later calls with a known signature skip it.
+        ``need()`` estimates the bytes the call's plan will allocate on this rank; when
+        that many per rank of this host would not fit in its memory the call is refused
+        on every rank (:class:`~dualmpi.resources.ResourceError`) before allocating.
         """
         key = (name, sig)
         if problem is None and key in self._agreed:
@@ -749,10 +761,17 @@ class Comm:
         MPI = self._MPI
         if self._engine is None:
             raise DualmpiError(f"{name}: the communicator was freed")
+        short = None
+        if problem is None and need is not None:
+            try:
+                short = self._memory_problem(name, need())
+            except DualmpiError as exc:  # the plan cannot be built: every rank hears of it
+                problem = str(exc)
         vec = np.array([_CODES[name], *sig, 0], dtype=np.int64)
-        width = 8
+        width = 9
         flat = np.zeros(width, dtype=np.int64)
-        flat[:min(width - 1, vec.size - 1)] = vec[:min(width - 1, vec.size - 1)]
+        flat[:min(width - 2, vec.size - 1)] = vec[:min(width - 2, vec.size - 1)]
+        flat[-2] = self.rank + 1 if short else 0
         flat[-1] = self.rank + 1 if problem else 0
         both = np.concatenate([flat, -flat])
         out = np.zeros_like(both)
@@ -768,7 +787,52 @@ class Comm:
             if hi[i] != lo[i]:
                 raise InputError(f"{name}: ranks disagree on the {field} "
                                  f"(from {int(lo[i])} to {int(hi[i])})")
+        if short:
+            raise ResourceError(short)
+        if hi[-2]:
+            raise ResourceError(f"{name}: the plan's buffers would not fit in the memory of rank "
+                                f"{int(hi[-2]) - 1}'s host (see its message)")
         self._agreed.add(key)
+
+    def _store_bytes(self, collective, root, nbytes, itemsize=1):
+        """Estimate what a runner of this call allocates on this rank (bytes)."""
+        return self._engine.store_bytes(self.rank, collective, nbytes, root, self.variant,
+                                        self.algorithms.get(collective), itemsize)
+
+    def _check_v_memory(self, matrix, item):
+        """Refuse, on every rank, an Alltoallv whose plan would not fit in memory.
+
+        The byte matrix is the same on every rank (all-gathered), so the ranks check a
+        matrix they have not run before together: one control-plane reduction.
+        """
+        key = zlib.crc32(matrix.tobytes())
+        if key in self._v_checked:
+            return
+        short = self._memory_problem("Alltoallv", self._engine.store_bytes(
+            self.rank, "alltoallv", matrix, 0, self.variant, None, item))
+        flag = np.array([self.rank + 1 if short else 0], dtype=np.int64)
+        out = np.zeros_like(flag)
+        self._transport.allreduce(flag, out, self._MPI.MAX, "the Alltoallv memory check")
+        if short:
+            raise ResourceError(short)
+        if out[0]:
+            raise ResourceError(f"Alltoallv: the plan's buffers would not fit in the memory of "
+                                f"rank {int(out[0]) - 1}'s host (see its message)")
+        if len(self._v_checked) > 4096:
+            self._v_checked.clear()
+        self._v_checked.add(key)
+
+    def _memory_problem(self, name, need):
+        """Return why ``need`` bytes per rank do not fit in this host's memory, or None."""
+        from .resources import available_memory, format_bytes
+
+        ranks = self._transport.host_ranks
+        avail = available_memory()
+        if need * ranks <= 0.8 * avail:
+            return None
+        who = f"{ranks} ranks x {format_bytes(need)}" if ranks > 1 else format_bytes(need)
+        return (f"{name}: the plan's buffers need {who} on this host, which has "
+                f"{format_bytes(avail)} available")
 
     def _again(self, name, args):
         """Run the call made last time with these very argument objects again, if there is one.

@@ -157,6 +157,38 @@ class Engine:
             return 1
         return int(min(self.max_packets, -(-biggest // self.packet_bytes)))
 
+    def store_bytes(self, rank, collective, nbytes, root_rank=0, variant="corrected",
+                    algorithm=None, itemsize=1):
+        """Estimate the bytes a runner of this call allocates on ``rank`` (before building it).
+
+        The store holds every slot of the rank's plan (:meth:`rank_plan`): the blocks its
+        nodes start with, receive and deliver, at their sizes, and transit and scratch
+        slots, each counted at the largest block; plus about 64 bytes per row and piece
+        for the bound segments.  A streamed total exchange holds two chunk buffers.
+
+        >>> from dualmpi.topology import from_spec
+        >>> from dualmpi.engine.local import LocalTransport
+        >>> eng = Engine(from_spec("hypercube:n=3"), 1, LocalTransport())
+        >>> eng.store_bytes(0, "bcast", 1000) >= 1000
+        True
+        """
+        if collective == "alltoall" and self._streams(nbytes):
+            from .stream import StepPlan
+
+            plan = StepPlan(self.topo, self.q, variant)
+            return 2 * plan.num_chunks * plan.chunk * (nbytes // (self.q * self.q))
+        plan = self.rank_plan(rank, collective, root_rank, variant, algorithm)
+        layout = Layout(layout_kind(collective), self.topo.num_nodes, self.q, nbytes, root_rank,
+                        None, None, itemsize)
+        origin, target, is_block = plan.slot_blocks()
+        sizes = layout.size(origin[is_block], target[is_block]) if is_block.any() else \
+            np.zeros(1, dtype=np.int64)
+        biggest = int(sizes.max()) if sizes.size else 0
+        others = int((~is_block).sum()) + plan.scratch
+        rows = sum(int(getattr(plan, kind)["round"].size) for kind in ("send", "recv", "local"))
+        packets = self.packets_for(layout, collective)
+        return int(sizes.sum()) + others * biggest + 64 * rows * packets
+
     def runner(self, rank, collective, nbytes, root_rank=0, variant="corrected", algorithm=None,
                sdispls=None, rdispls=None, packets=None, buffers=None, itemsize=1, op=None):
         """Return the transport's runner of one collective and size (cached).

@@ -88,6 +88,10 @@ class MPITransport:
         #: the control plane (barriers, verdicts, timings): messages through rank 0, so a wait
         #: can always name the ranks that have not answered
         self.ctl = comm.Dup()
+        host = comm.Split_type(MPI.COMM_TYPE_SHARED)
+        #: ranks sharing this rank's host (and its memory)
+        self.host_ranks = host.Get_size()
+        host.Free()
         self.watchdog.disarm()
         from . import cloop
 

@@ -456,6 +456,41 @@ def test_repeated_calls_on_the_same_buffers(slot):
     assert _agree(not problems), problems
 
 
+def _big_calls(net, n):
+    """Calls whose plans need about ``n`` float64 per node: name -> call."""
+    a, b = np.zeros(n * SIZE), np.zeros(n * SIZE)
+    v, w = np.zeros(n), np.zeros(n)
+    return {
+        "Bcast": lambda: net.Bcast(v, SIZE - 1),
+        "Alltoall": lambda: net.Alltoall(a, b),
+        "Allreduce": lambda: net.Allreduce(v, w),
+        "Alltoallv": lambda: net.Alltoallv(a, [n] * SIZE, b, [n] * SIZE),
+    }
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("short", ["every rank", "the last rank"])
+@pytest.mark.parametrize("name", ["Bcast", "Alltoall", "Allreduce", "Alltoallv"])
+def test_a_call_that_would_not_fit_in_memory_is_refused_everywhere(monkeypatch, name, short):
+    """With (pretended) 1 MiB of memory, a call whose plan needs several MiB per rank is
+    refused before anything is allocated, with a ResourceError on every rank — the short
+    rank's own figures, the others naming it — and the communicator still works."""
+    import dualmpi.resources
+
+    net = _net("many0" if SIZE in MANY_NODES else "one0")
+    if short == "every rank" or RANK == SIZE - 1:
+        monkeypatch.setattr(dualmpi.resources, "available_memory", lambda: 1 << 20)
+    n = 1 << 19 if name != "Alltoall" and name != "Alltoallv" else max(1, (1 << 19) // SIZE)
+    err = _error_of(_big_calls(net, n)[name])
+    monkeypatch.undo()
+    errs = WORLD.allgather(err)
+    mine = "buffers need" in (errs[SIZE - 1] or ("", ""))[1] and "available" in errs[SIZE - 1][1]
+    others = all(e is not None and e[0] == "ResourceError" for e in errs)
+    if short == "the last rank" and SIZE > 1:
+        others = others and all(f"rank {SIZE - 1}'s host" in e[1] for e in errs[:-1])
+    assert _agree(mine and others and _still_works(net)), errs
+
+
 @pytest.mark.mpi(min_size=2)
 def test_a_message_of_another_call_is_refused():
     """Two sizes every rank has run before (so no argument check runs again), then rank 0
