@@ -128,6 +128,11 @@ class Layout:
         q, coll = self.q, self.collective
         if coll == "bcast":
             return np.full(origin.shape, self.nbytes, dtype=np.int64)
+        parts = {"scatter": q, "allgather": q, "alltoall": q * q}.get(coll)
+        if parts is not None and self.nbytes % parts == 0:  # equal pieces: no index needed
+            shape = {"scatter": target.shape, "allgather": origin.shape}.get(
+                coll, np.broadcast(origin, target).shape)
+            return np.full(shape, self.nbytes // parts, dtype=np.int64)
         if coll == "scatter":
             return split_sizes(self.nbytes, q, target % q)
         if coll == "allgather":
