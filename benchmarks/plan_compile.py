@@ -18,10 +18,15 @@ child also reports its peak resident memory and page faults, and a summary of th
 bound plan (store size, rounds, segments, link messages and bytes) that must be the
 same for every variant.
 
+``--wall N`` adds what a user sees: ``N`` interleaved pairs of the 2-rank job
+:data:`WALL_COMMAND` (wall time, and the CPU time of all its processes), ``before``
+being the working tree with the compiler's files (:data:`COMPILER_FILES`) as of
+``56e2dd2`` and ``after`` the working tree, so the rest of the engine is the same.
+
 Run from the repository root::
 
     flock /work/notes/timing.lock .venv/bin/python benchmarks/plan_compile.py \\
-        --repeats 5 --json benchmarks/results/plan_compile_mc22.json
+        --repeats 5 --wall 5 --json benchmarks/results/plan_compile_mc22.json
 """
 
 import argparse
@@ -45,6 +50,14 @@ CASES = [
 ]
 
 STAGES = ("schedule", "compile", "bind")
+
+#: The files of the schedule arrays and the plan compiler (replaced for ``before`` of ``--wall``).
+COMPILER_FILES = ("dualmpi/engine/plan.py", "dualmpi/engine/arrays.py", "dualmpi/engine/layout.py")
+
+#: The user's job of ``--wall`` (run from the package's folder, after launch/ompi-env.sh).
+WALL_COMMAND = ("{venv}/mpiexec -n 2 -x PYTHONPATH {venv}/python -m mpi4py -m dualmpi run "
+                "metacube:k=2,m=2 --collective alltoall --sizes 64 --iters 3 --warmup 1 "
+                "--json {out}")
 
 
 def child(spec, collective, q, rank, block):
@@ -96,6 +109,38 @@ def extract_before(folder):
     return folder
 
 
+def tree_with_old_compiler(folder):
+    """Copy the working tree's package into ``folder`` with :data:`COMPILER_FILES` as of BEFORE."""
+    import shutil
+
+    shutil.copytree(os.path.join(ROOT, "dualmpi"), os.path.join(folder, "dualmpi"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for name in COMPILER_FILES:
+        text = subprocess.run(["git", "-C", ROOT, "show", f"{BEFORE}:{name}"], check=True,
+                              capture_output=True, text=True).stdout
+        with open(os.path.join(folder, name), "w") as fh:
+            fh.write(text)
+    return folder
+
+
+def wall_run(folder, tmp):
+    """Run :data:`WALL_COMMAND` with the package in ``folder``; return wall and CPU seconds."""
+    out = os.path.join(tmp, "run.json")
+    cmd = (f". {ROOT}/launch/ompi-env.sh && exec timeout 600 "
+           + WALL_COMMAND.format(venv=os.path.dirname(sys.executable), out=out))
+    env = dict(os.environ, PYTHONPATH=folder)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    res = subprocess.run(["bash", "-c", cmd], cwd=folder, env=env, capture_output=True,
+                         text=True, timeout=700)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if res.returncode != 0 or " ok rounds" not in res.stdout + res.stderr:
+        raise SystemExit(f"the user's job failed ({res.returncode}):\n{res.stdout}{res.stderr}")
+    return {"wall_s": wall, "user_s": after.ru_utime - before.ru_utime,
+            "sys_s": after.ru_stime - before.ru_stime}
+
+
 def run_child(variant, case, before_dir):
     """Run one measurement in a fresh interpreter; return its JSON."""
     _, spec, collective, q, rank, block = case
@@ -134,6 +179,8 @@ def main(argv=None):
     parser.add_argument("--variants", default="before,after,after-nohuge",
                         help="comma-separated: before, after, after-nohuge")
     parser.add_argument("--cases", default="all", help="'all' or indices into CASES, e.g. 0")
+    parser.add_argument("--wall", type=int, default=0, metavar="N",
+                        help="also time N interleaved pairs of the user's 2-rank job")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     variants = args.variants.split(",")
@@ -167,6 +214,23 @@ def main(argv=None):
                      "median": {v: summarise(runs[v]) for v in variants},
                      "runs": runs}
             result["cases"].append(entry)
+        if args.wall:
+            old = tree_with_old_compiler(os.path.join(tmp, "old-compiler"))
+            runs, loads = {"before": [], "after": []}, []
+            for rep in range(args.wall):
+                loads.append(os.getloadavg())
+                for v, folder in (("before", old), ("after", ROOT)):
+                    runs[v].append(wall_run(folder, tmp))
+                print(f"user's job: repeat {rep + 1}/{args.wall}, load {loads[-1][0]:.1f}: "
+                      + ", ".join(f"{v} {runs[v][-1]['wall_s']:.2f} s" for v in runs),
+                      file=sys.stderr)
+            result["user_job"] = {
+                "command": WALL_COMMAND.format(venv=".venv/bin", out="<tmp>.json"),
+                "before": f"working tree with {', '.join(COMPILER_FILES)} as of {BEFORE}",
+                "repeats": args.wall, "loadavg": [list(x) for x in loads],
+                "median": {v: {k: statistics.median(r[k] for r in runs[v]) for k in runs[v][0]}
+                           for v in runs},
+                "runs": runs}
     for entry in result["cases"]:
         print(f"\n{entry['case']} (median of {entry['repeats']}, load "
               f"{min(x[0] for x in entry['loadavg']):.1f}-{max(x[0] for x in entry['loadavg']):.1f})")
@@ -176,6 +240,11 @@ def main(argv=None):
             print(f"{v:14s} " + " ".join(f"{m[s]['cpu_s']:10.3f}" for s in STAGES)
                   + f" {m['total_cpu_s']:10.3f} {m['total_cpu_s_range'][0]:6.3f}-"
                   f"{m['total_cpu_s_range'][1]:<6.3f} {m['maxrss_mb']:10.0f}")
+    if "user_job" in result:
+        job = result["user_job"]
+        print(f"\nthe user's job (median of {job['repeats']}): " + "; ".join(
+            f"{v} wall {m['wall_s']:.2f} s, CPU {m['user_s'] + m['sys_s']:.2f} s (both ranks)"
+            for v, m in job["median"].items()))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(result, fh, indent=1)
