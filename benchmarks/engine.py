@@ -11,9 +11,10 @@ For every collective and block size it times, interleaved within each repeat
 * ``dualmpi``: the public call (``net.Alltoall(send, recv)``): argument checks, copy
   in, the compiled plan's rounds, copy out;
 * ``floor``: the same compiled plan — the very persistent requests the call runs (its
-  zero-copy binding where it has one) — run by the smallest loop (``benchmarks/floor.py``):
-  the engine's compiled C loop called directly where it is built, and ``floor-python``,
-  the same loop in Python;
+  zero-copy binding where it has one, with the copy of the rank's own block that binding
+  needs) — run by the smallest loop (``benchmarks/floor.py``): the engine's compiled C
+  loop called directly where it is built, and ``floor-python``, the same loop in Python;
+  ``floor-rounds``, where the call copies its own block, the rounds alone;
 * ``native``: the MPI library's own collective on the same buffers;
 * ``before`` (``--before``): the per-message engine dualmpi had before the compiled
   plans (commit 4043cad, extracted with ``git archive``), on the same schedule.
@@ -161,6 +162,9 @@ def main():
                         "native": api_call(world, coll, send2, recv2)}
             if getattr(runner, "_c", None) is not None:
                 variants["floor-python"] = python_loop(runner)
+                # every rank times the same variants (the root of a scatter alone copies)
+                if world.allreduce(len(runner.own_copies()), op=MPI.MAX):
+                    variants["floor-rounds"] = floor_loop(runner, own=False)
             if args.neighbor:
                 variants["floor-neighbor"] = neighbor_loop(runner)
             cleanup = None
@@ -188,6 +192,8 @@ def main():
             row["compiled_loop"] = "floor-python" in med
             if "floor-python" in med:
                 row["python/floor"] = med["floor-python"] / med["floor"]
+            if "floor-rounds" in med:
+                row["dualmpi/floor-rounds"] = med["dualmpi"] / med["floor-rounds"]
             if "before" in med:
                 row["before/native"] = med["before"] / med["native"]
                 row["before/dualmpi"] = med["before"] / med["dualmpi"]

@@ -3,24 +3,33 @@
 ``floor_loop(runner)`` returns a function that runs the persistent requests of an
 :class:`dualmpi.engine.mpi.MPIRunner` round by round — ``Startall``, the local moves
 between a rank's own nodes, ``Waitall`` — and nothing else: no argument checks, no
-copy of the user's buffers in or out, no watchdog, no statistics.  Where the engine's
-compiled loop is built (:mod:`dualmpi.engine.cloop`) the floor is that C loop called
-directly; ``python_loop`` is the same in Python.  It is what the topology's schedule
-costs on this host, the reference for dualmpi's own overhead (``benchmarks/engine.py``).
+copy of the user's buffers in or out (but, for a runner bound to the user's buffers,
+the rank's own block from its send to its receive buffer, which the collective needs),
+no watchdog, no statistics.  Where the engine's compiled loop is built
+(:mod:`dualmpi.engine.cloop`) the floor is that C loop called directly; ``python_loop``
+is the same in Python.  It is what the topology's schedule costs on this host, the
+reference for dualmpi's own overhead (``benchmarks/engine.py``).
 """
+
+import ctypes
 
 from mpi4py import MPI
 
 __all__ = ["floor_loop", "python_loop", "neighbor_loop"]
 
 
-def floor_loop(runner):
+def floor_loop(runner, own=True):
     """Return a no-argument function running ``runner``'s rounds once: the C loop, else Python.
 
-    The C loop is called with no flags and no copies: the rounds and nothing else (the
-    engine's own call also clears and checks the trailers, copies and counts).
+    The C loop is called with no flags: the rounds and, with ``own`` (default), the copy of
+    the rank's own block from its send to its receive buffer that a zero-copy runner makes
+    during the first round — data movement the collective needs (MPI's own collectives make
+    it too) — and nothing else: the engine's own call also clears and checks the trailers
+    and counts the call.  ``own=False`` is the rounds alone.
     """
-    compiled = runner.c_call(0) if getattr(runner, "_c", None) is not None else None
+    compiled = None
+    if getattr(runner, "_c", None) is not None:
+        compiled = runner.c_call(0, mid=runner.own_copies() if own else ())
     if compiled is not None and not isinstance(compiled[1], tuple):
         fn, arg, keep = compiled
 
@@ -35,6 +44,16 @@ def python_loop(runner):
     """Return a no-argument function running ``runner``'s rounds once, as leanly as Python can."""
     rounds = [(reqs, move) for _, reqs, move, _, _, _, _ in runner._loop]
     startall, waitall = MPI.Prequest.Startall, MPI.Request.Waitall
+    own = runner.own_copies()
+    if own and rounds:  # the rank's own block, while the first round's messages fly
+        first = rounds[0][1]
+
+        def copy_own():
+            if first is not None:
+                first()
+            for dst, src, n in own:
+                ctypes.memmove(dst, src, n)
+        rounds[0] = (rounds[0][0], copy_own)
 
     def run():
         for reqs, move in rounds:

@@ -24,6 +24,7 @@ def main(paths):
         before = meta.get("before") is not None
         neighbor = any("neighbor/floor" in r for r in data["rows"])
         python = any("python/floor" in r for r in data["rows"])
+        rounds = any("dualmpi/floor-rounds" in r for r in data["rows"])
         head = ["collective", "block (B)", "pieces", "dualmpi (µs)", "floor (µs)", "native (µs)",
                 "dualmpi/floor", "dualmpi/native"]
         if before:
@@ -32,6 +33,8 @@ def main(paths):
             head += ["neighbour colls/floor"]
         if python:
             head += ["Python loop/floor"]
+        if rounds:
+            head += ["dualmpi/rounds alone"]
         print("| " + " | ".join(head) + " |")
         print("|" + "|".join("---" if i < 1 else "---:" for i in range(len(head))) + "|")
         for r in data["rows"]:
@@ -45,6 +48,9 @@ def main(paths):
                 cells += [f"{r['neighbor/floor']:.2f}"]
             if python:
                 cells += [f"{r['python/floor']:.2f}" if "python/floor" in r else "—"]
+            if rounds:
+                cells += [f"{r['dualmpi/floor-rounds']:.2f}" if "dualmpi/floor-rounds" in r
+                          else "—"]
             print("| " + " | ".join(cells) + " |")
 
 

@@ -27,8 +27,8 @@ _TAG_MOD = 1 << 15
 
 # The compiled loop's argument array (dualmpi/engine/rounds.c: the enum of its fields).
 (_A_NROUNDS, _A_NREQ, _A_REQS, _A_NMOVE, _A_MOVES, _A_STORE, _A_PROGRESS, _A_BASE, _A_NTRAIL,
- _A_TRAIL, _A_SIGNATURE, _A_FLAGS, _A_NPRE, _A_PRE, _A_NPOST, _A_POST, _A_CALLS,
- _A_FIELDS) = range(18)
+ _A_TRAIL, _A_SIGNATURE, _A_FLAGS, _A_NPRE, _A_PRE, _A_NPOST, _A_POST, _A_CALLS, _A_NMID, _A_MID,
+ _A_FIELDS) = range(20)
 #: Flags of a compiled call: clear the trailers first, check them after, count the call.
 _F_RESET, _F_CHECK, _F_COUNT = 1, 2, 4
 
@@ -250,6 +250,8 @@ class MPIRunner:
         trail_at = sig_at + 8
         self.absolute = buffers is not None
         self._own = []
+        #: the user's (send, recv) uint8 arrays a zero-copy runner is bound to
+        self.buffers = buffers
         if self.absolute:
             bound, self._own = self._relocate(bound, plan, layout, buffers)
             base = self.store.ctypes.data
@@ -347,13 +349,15 @@ class MPIRunner:
         fn, arg, self._c_keep = self.c_call(_F_RESET | _F_CHECK | _F_COUNT)
         return fn, arg
 
-    def c_call(self, flags, pre=(), post=()):
+    def c_call(self, flags, pre=(), post=(), mid=()):
         """Return ``(fn, args, keep)``: ``fn(args)`` runs the whole plan once in C, or None.
 
         ``flags``: :data:`_F_RESET` (clear the trailers first), :data:`_F_CHECK` (check
         them after), :data:`_F_COUNT` (count the call); ``pre``/``post``: copies
         ``(destination, source, length)`` at absolute addresses before and after the
-        rounds.  ``args`` is one pointer per segment of the plan; with several the
+        rounds; ``mid``: copies that touch no message's bytes (a rank's own block), done
+        while the first round's messages are in flight.  ``args`` is one pointer per
+        segment of the plan; with several the
         caller combines in between (see :meth:`_call_segments`).  ``flags=0`` and no
         copies is the bare loop, the floor of ``benchmarks/floor.py``.  ``keep`` holds the
         arrays the pointers address: keep it as long as ``args``.
@@ -365,6 +369,7 @@ class MPIRunner:
         keep, args = [], []
         pre = np.asarray(pre, dtype=np.int64).reshape(-1, 3)
         post = np.asarray(post, dtype=np.int64).reshape(-1, 3)
+        mid = np.asarray(mid, dtype=np.int64).reshape(-1, 3)
         last = len(self._segments) - 1
         for i, (first, count, _) in enumerate(self._segments):
             a = np.zeros(_A_FIELDS, dtype=np.int64)
@@ -385,10 +390,13 @@ class MPIRunner:
                 a[_A_NPRE], a[_A_PRE] = len(pre), pre.ctypes.data
             if i == last and post.size:
                 a[_A_NPOST], a[_A_POST] = len(post), post.ctypes.data
+            if i == 0 and mid.size:
+                a[_A_NMID], a[_A_MID] = len(mid), mid.ctypes.data
             a[_A_CALLS] = self._ncalls.ctypes.data
             keep.append(a)
             args.append(ctypes.c_void_p(a.ctypes.data))
-        return self._c_fn, (args[0] if len(args) == 1 else tuple(args)), (keep, pre, post)
+        return (self._c_fn, (args[0] if len(args) == 1 else tuple(args)),
+                (keep, pre, post, mid))
 
     def bind_call(self, send, recv):
         """Return a function of no argument running the plan on these very buffers.
@@ -400,17 +408,16 @@ class MPIRunner:
         """
         if self._c is None:
             return lambda: self.run(send, recv)
+        pre = mid = post = ()
         if self.absolute:
-            pre = ()
-            post = [] if recv is None else [(recv.ctypes.data + a, send.ctypes.data + b, n)
-                                            for a, b, n in self._own]
+            mid = self.own_copies(send, recv)
         else:
             base = self.store.ctypes.data
             pre = [] if send is None else [(base + a, send.ctypes.data + b, n)
                                           for a, b, n in self.copy_in]
             post = [] if recv is None else [(recv.ctypes.data + a, base + b, n)
                                             for a, b, n in self.copy_out]
-        fn, arg, keep = self.c_call(_F_RESET | _F_CHECK | _F_COUNT, pre, post)
+        fn, arg, keep = self.c_call(_F_RESET | _F_CHECK | _F_COUNT, pre, post, mid)
         wd = self.transport.watchdog
         tracked, failed = self._tracked, self._failed
         if self._combining:
@@ -430,6 +437,20 @@ class MPIRunner:
                     failed(err)
         call.keep = (send, recv, keep)
         return call
+
+    def own_copies(self, send=None, recv=None):
+        """Return a zero-copy runner's copies of the rank's own block, send to receive buffer.
+
+        ``(destination, source, length)`` at absolute addresses (default: the buffers the
+        runner is bound to); none for a runner that copies through its store.
+        """
+        if not self.absolute:
+            return []
+        if send is None and recv is None:
+            send, recv = self.buffers
+        if recv is None:
+            return []
+        return [(recv.ctypes.data + a, send.ctypes.data + b, n) for a, b, n in self._own]
 
     def _call_segments(self, fn, args):
         """Run the plan's segments in C, combining in between (reductions)."""
