@@ -152,6 +152,22 @@ def test_the_digest_sees_a_one_byte_change():
     assert _digest([off]) != before
 
 
+@pytest.mark.parametrize("case", [CASES[0], CASES[3], CASES[5]], ids=lambda c: c[1])
+def test_copies_all_is_every_rounds_copies_in_order(case):
+    from dualmpi.engine.plan import compile_rank
+
+    spec, coll, q, ranks, root, nbytes, itemsize, packets = case
+    topo = from_spec(spec)
+    sched = array_schedule(topo, coll, root * q, "corrected", None, q)
+    for pk in packets:
+        bound = compile_rank(sched, q, ranks[0], root).bind(
+            Layout(layout_kind(coll), topo.num_nodes, q, nbytes, root), pk)
+        assert bound.copies_all[0].size
+        for i in range(3):
+            each = [r.copies[i] for r in bound.rounds]
+            assert np.array_equal(np.concatenate(each), bound.copies_all[i])
+
+
 def _reduce_rows(rows):
     """A two-round reduction on Q_2 given as ``(src, dst, origin, target)`` rows per round."""
     from dualmpi.engine.arrays import ArraySchedule, RoundRows, block_key

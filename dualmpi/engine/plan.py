@@ -135,6 +135,9 @@ class BoundPlan:
     #: Byte offset and size of every slot in the store.
     slot_offset: np.ndarray = None
     slot_size: np.ndarray = None
+    #: Every round's ``copies`` one after the other, in round order (``(src, dst, length)``
+    #: arrays; each round's are a slice of them): one table for a compiled loop.
+    copies_all: tuple = None
 
 
 def compile_rank(sched, q, rank, root_rank=0):
@@ -427,6 +430,8 @@ def _bind(plan, layout, packets, positions=None):
         for k, pr, a, b in zip((heads // (plan.p + 1)).tolist(), (heads % (plan.p + 1)).tolist(),
                                kept[bounds[:-1]].tolist(), kept[bounds[1:]].tolist()):
             rounds.setdefault(k, _new_round(k))[kind].append((pr, o[a:b], n[a:b]))
+    z = np.zeros(0, dtype=np.int64)
+    copies_all = (z, z, z)
     for kind, rr, oo, pc, a_off, b_off, ln, red in (
             ("copies", l_rnd, l_ord, l_pc, l_src, l_dst, l_len, None),
             ("combines", l_rnd, l_ord, l_pc, l_dst, l_fin, l_len, l_red),
@@ -439,6 +444,8 @@ def _bind(plan, layout, packets, positions=None):
         srt = _in_order(rr, oo, pc, int(rr.max()) + 1)
         if srt is not None:
             rr, a_off, b_off, ln = rr[srt], a_off[srt], b_off[srt], ln[srt]
+        if kind == "copies":
+            copies_all = (a_off, b_off, ln)
         bounds = np.flatnonzero(np.r_[True, rr[1:] != rr[:-1], True])
         for k, a, b in zip(rr[bounds[:-1]].tolist(), bounds[:-1].tolist(), bounds[1:].tolist()):
             rounds.setdefault(k, _new_round(k))[kind].append((a_off[a:b], b_off[a:b], ln[a:b]))
@@ -449,7 +456,7 @@ def _bind(plan, layout, packets, positions=None):
     copy_in = _user_segments(plan.inputs, offset, layout.inputs(plan.rank), size)
     copy_out = _user_segments(plan.outputs, offset, layout.outputs(plan.rank), size)
     return BoundPlan(nbytes, bound, copy_in, copy_out, lsrc, ldst, lmsgs, lbytes, packets,
-                     offset, size)
+                     offset, size, copies_all)
 
 
 def _new_round(k):
