@@ -25,7 +25,6 @@ of ``dualmpi`` are checked against ``native`` before anything is timed.
 """
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -38,10 +37,11 @@ from mpi4py import MPI
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import dualmpi  # noqa: E402
-from dualmpi.collectives import COLLECTIVES, build_schedule  # noqa: E402
+from dualmpi.collectives import COLLECTIVES  # noqa: E402
 from dualmpi.engine import cloop  # noqa: E402
 from dualmpi.topology import from_spec  # noqa: E402
 from floor import floor_loop, neighbor_loop, python_loop  # noqa: E402
+from results_io import run_meta, write_results  # noqa: E402
 
 BEFORE = "4043cad"
 
@@ -210,16 +210,9 @@ def main():
     net.Free()
     load.append(os.getloadavg())
     if me == 0:
-        meta = {"spec": args.spec, "ranks": ranks, "cores": os.cpu_count(),
-                "mpi_library": MPI.Get_library_version().splitlines()[0],
-                "loadavg_start": load[0], "loadavg_end": load[1], "repeats": args.repeats,
-                "before": BEFORE if args.before else None, "argv": sys.argv,
-                "compiled_loop": not cloop.reason(), "compiled_loop_reason": cloop.reason()}
-        with open(args.json, "w") as fh:
-            json.dump({"format": "dualmpi-engine-bench/1", "meta": meta, "rows": rows}, fh,
-                      indent=2)
-            fh.write("\n")
-        print(f"results written to {args.json}")
+        meta = run_meta(args.spec, load, args.repeats, before=BEFORE if args.before else None,
+                        compiled_loop=not cloop.reason(), compiled_loop_reason=cloop.reason())
+        write_results(args.json, "dualmpi-engine-bench/1", meta, rows)
 
 
 if __name__ == "__main__":

@@ -26,10 +26,12 @@ from .topology import Topology, from_spec
 
 __all__ = ["Comm", "PACKETS_ABOVE"]
 
-#: Blocks larger than this are pipelined in pieces of :data:`PACKET_BYTES` by default
-#: (``packets="auto"``); docs/performance.md has the measurements behind the value.
-PACKETS_ABOVE = 1 << 17
-PACKET_BYTES = 1 << 16
+#: Broadcast and scatter blocks larger than this are pipelined in pieces of
+#: :data:`PACKET_BYTES` by default (``packets="auto"``); the all-to-all patterns, whose
+#: links are busy every round, are not: docs/performance.md has the measurements.
+PACKETS_ABOVE = 1 << 18
+PACKET_BYTES = 1 << 18
+PIPELINED = ("bcast", "scatter")
 
 #: Pieces of at least this many bytes run zero-copy when a caller reuses its buffers (below it
 #: the copies cost less than looking the buffers up); docs/performance.md.
@@ -133,9 +135,10 @@ class Comm:
         ``(ts, tw, th)`` seconds: hold each sending port ``ts + n*tw`` per message (and
         ``th`` per hop), so wall time follows the papers' cost model.
     packets : "auto", int
-        Pipelining: ``"auto"`` cuts blocks above :data:`PACKETS_ABOVE` bytes into
-        64 KiB pieces forwarded as they arrive (cut-through); an int fixes the piece
-        count (1: whole blocks, store-and-forward).
+        Pipelining: ``"auto"`` cuts broadcast and scatter blocks above
+        :data:`PACKETS_ABOVE` bytes (256 KiB) into 256 KiB pieces forwarded as they
+        arrive (cut-through); an int fixes the piece count for every collective (1:
+        whole blocks, store-and-forward).
     variant : str
         ``"corrected"`` (default) or ``"as-printed"`` algorithms where a paper errs.
     algorithms : dict, optional
@@ -182,7 +185,8 @@ class Comm:
         if stream not in ("auto", True, False):
             raise InputError(f"bad stream {stream!r}: 'auto', True or False")
         self._engine = Engine(topo, q, self._transport, packets_above=above,
-                              packet_bytes=PACKET_BYTES, stream=stream, **self.options)
+                              packet_bytes=PACKET_BYTES, pipelined=PIPELINED, stream=stream,
+                              **self.options)
         self._agreed = set()
         #: byte matrices of Alltoallv calls whose memory was checked (crc32)
         self._v_checked = set()

@@ -133,3 +133,24 @@ def test_links_depend_only_on_the_class(spec):
         rep = (u >> shift) << shift
         for x in xs:
             assert class_link(topo, u, x) == class_link(topo, rep, x)
+
+
+def test_auto_pipelining_cuts_only_large_tree_blocks():
+    """``packets="auto"`` (the Comm's constants): broadcast and scatter blocks above 256 KiB
+    in 256 KiB pieces, the all-to-all patterns whole (docs/performance.md, Pipelining)."""
+    from dualmpi.comm import PACKET_BYTES, PACKETS_ABOVE, PIPELINED
+    from dualmpi.engine.core import Engine
+    from dualmpi.engine.layout import Layout, layout_kind
+    from dualmpi.engine.local import LocalTransport
+
+    topo = from_spec("dualcube:r=2")
+    eng = Engine(topo, 1, LocalTransport(), packets_above=PACKETS_ABOVE,
+                 packet_bytes=PACKET_BYTES, pipelined=PIPELINED)
+
+    def pieces(coll, nbytes):
+        return eng.packets_for(Layout(layout_kind(coll), 8, 1, nbytes), coll)
+
+    assert [pieces("bcast", n) for n in (1 << 18, (1 << 18) + 1, 1 << 20, 1 << 24)] == \
+        [1, 2, 4, 16]
+    assert pieces("scatter", 1 << 20) == 4
+    assert pieces("allgather", 1 << 20) == pieces("alltoall", 1 << 20) == 1

@@ -97,12 +97,15 @@ class Engine:
         switching; ``None``: never).
     packet_bytes : int
         Target piece size when pipelining.
+    pipelined : tuple of str or None
+        The collectives ``packets_above`` applies to (``None``: every one).
     """
 
     def __init__(self, topo, q, transport, packets_above=None, packet_bytes=1 << 16,
-                 max_packets=16, stream="auto", **options):
+                 max_packets=16, stream="auto", pipelined=None, **options):
         self.topo, self.q, self.transport = topo, q, transport
         self.stream = stream
+        self.pipelined = pipelined
         self.options = options
         #: What runners dropped from the cache had counted: ``{(src, dst): [messages, bytes]}``
         #: and ``{"collectives", "rounds", "steps", "checksum_failures"}``.
@@ -148,7 +151,8 @@ class Engine:
         Decided by the largest node-level block: a rank's piece holds ``q`` (scatter,
         allgather) or ``q * q`` (alltoall) of them.
         """
-        if self.packets_above is None or collective == "alltoallv":
+        if self.packets_above is None or collective == "alltoallv" or (
+                self.pipelined is not None and collective not in self.pipelined):
             return 1
         parts = {"scatter": self.q, "allgather": self.q, "alltoall": self.q * self.q}.get(
             collective, 1)

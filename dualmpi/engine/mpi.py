@@ -268,8 +268,8 @@ class MPIRunner:
             for peer, offs, lens in rnd.recvs:
                 if verify:
                     checks.append((offs, lens, crc_at))
-                    offs, lens, crc_at = np.r_[offs, crc_at], np.r_[lens, 4], crc_at + 8
-                offs, lens = np.r_[offs, trail_at], np.r_[lens, 8]
+                    offs, lens, crc_at = np.append(offs, crc_at), np.append(lens, 4), crc_at + 8
+                offs, lens = np.append(offs, trail_at), np.append(lens, 8)
                 trail_at += 8
                 self._senders.append((rnd.index, peer))
                 reqs.append(graph.Recv_init(self._spec(offs, lens), peer, tag))
@@ -278,8 +278,8 @@ class MPIRunner:
                     continue
                 if verify:
                     crcs.append((offs, lens, crc_at))
-                    offs, lens, crc_at = np.r_[offs, crc_at], np.r_[lens, 4], crc_at + 8
-                offs, lens = np.r_[offs, sig_at], np.r_[lens, 8]
+                    offs, lens, crc_at = np.append(offs, crc_at), np.append(lens, 4), crc_at + 8
+                offs, lens = np.append(offs, sig_at), np.append(lens, 8)
                 reqs.append(graph.Send_init(self._spec(offs, lens), peer, tag))
             hold = 0.0
             if shape is not None:
@@ -328,9 +328,7 @@ class MPIRunner:
             np.array([req.handle for _, reqs, _, _, _, _, _ in loop for req in reqs],
                      dtype=kinds[width]),
             np.array([rnd.copies[0].size for rnd in bound.rounds], dtype=np.intc),
-            np.ascontiguousarray(np.concatenate(
-                [np.stack([rnd.copies[1], rnd.copies[0], rnd.copies[2]], axis=1).reshape(-1)
-                 for rnd in bound.rounds] + [np.zeros(3, dtype=np.int64)]).astype(np.int64)))
+            _move_table(bound))
         #: the watchdog's view of the loop: (round, peers) per position
         self._tracked = Watchdog.tracker(transport.progress,
                                          [(k, peers) for k, _, _, _, peers, _, _ in loop])
@@ -613,6 +611,17 @@ class MPIRunner:
         for dtype in self._types:
             dtype.Free()
         self._reqs, self._types, self._loop = [], [], []
+
+
+def _move_table(bound):
+    """Return every round's local moves as one int64 table of ``(dst, src, length)`` rows."""
+    copies = bound.copies_all
+    if copies is None:  # a plan bound without the joined table: join the rounds'
+        copies = tuple(np.concatenate([rnd.copies[i] for rnd in bound.rounds] +
+                                      [np.zeros(0, dtype=np.int64)]) for i in range(3))
+    table = np.zeros((copies[0].size + 1, 3), dtype=np.int64)  # a spare row: never empty
+    table[:-1, 0], table[:-1, 1], table[:-1, 2] = copies[1], copies[0], copies[2]
+    return table.reshape(-1)
 
 
 def _crc(store, offs, lens):

@@ -837,9 +837,10 @@ def test_options_keep_results(slot, name):
         assert _agree(_same_error_everywhere(err, "InputError", "need a Hamiltonian cycle")), err
         return
     with dualmpi.Comm(WORLD, spec, watchdog=60, **options) as net:
-        # 17000 doubles: above PACKETS_ABOVE (pipelined unless packets=1); from 32 ranks on
-        # the pieces of Allgather and Alltoall stay small (pipelining is covered up to 8 ranks)
-        for n in (7, 17000):
+        # 40000 doubles: above PACKETS_ABOVE (the Bcast pipelined unless packets=1); from 32
+        # ranks on the pieces of Allgather and Alltoall stay small (pipelining is covered up
+        # to 8 ranks)
+        for n in (7, 40000):
             m = min(n, 2000) if BIG else n
             piece = _data(np.float64, m)
             mine, ref = _sentinel(np.float64, m * SIZE), _sentinel(np.float64, m * SIZE)
