@@ -195,8 +195,9 @@ class Comm:
         self._baseline = None
         self._p2p = {}
         self._allreduce_costs = None
-        #: the last call of each method, repeated without its checks (:meth:`_again`)
-        self._memo, self._settled = {}, False
+        #: the last call of each method, repeated without its checks (:meth:`_remember`)
+        self._forget()
+        self._settled = False
         self._faulty = hasattr(topo, "alive")
         self._IN_PLACE = MPI.IN_PLACE
         self._MPI = MPI
@@ -216,9 +217,14 @@ class Comm:
     def __exit__(self, *exc):
         self.Free()
 
+    def _forget(self):
+        """Drop every remembered call (:meth:`_remember`)."""
+        for name in _CODES:
+            setattr(self, "_m" + name, _no_match)
+
     def Free(self):
         """Release the plans, persistent requests and the graph communicator."""
-        self._memo.clear()
+        self._forget()
         if self._engine is not None:
             self._engine.free()
             self._transport.free()
@@ -227,7 +233,7 @@ class Comm:
     # -- collectives ---------------------------------------------------------------------------
     def Bcast(self, buf, root=0):
         """Broadcast ``buf`` from rank ``root`` (mirrors :meth:`mpi4py.MPI.Comm.Bcast`)."""
-        if self._again("Bcast", (buf, root)):
+        if self._mBcast(buf, root):
             return
         problem, raw, sig = None, None, (0, 0, 0)
         try:
@@ -244,7 +250,7 @@ class Comm:
 
     def Scatter(self, sendbuf, recvbuf, root=0):
         """Scatter rank ``root``'s ``sendbuf`` in equal pieces (mirrors ``Comm.Scatter``)."""
-        if self._again("Scatter", (sendbuf, recvbuf, root)):
+        if self._mScatter(sendbuf, recvbuf, root):
             return
         problem, sig, send, recv = None, (0, 0, 0), None, None
         try:
@@ -284,7 +290,7 @@ class Comm:
 
     def Allgather(self, sendbuf, recvbuf):
         """Gather every rank's ``sendbuf`` into every ``recvbuf`` (mirrors ``Comm.Allgather``)."""
-        if self._again("Allgather", (sendbuf, recvbuf)):
+        if self._mAllgather(sendbuf, recvbuf):
             return
         problem, sig, send, recv = None, (0, 0), None, None
         try:
@@ -313,7 +319,7 @@ class Comm:
 
     def Alltoall(self, sendbuf, recvbuf):
         """The total exchange: piece ``j`` of ``sendbuf`` to rank ``j`` (mirrors ``Comm.Alltoall``)."""
-        if self._again("Alltoall", (sendbuf, recvbuf)):
+        if self._mAlltoall(sendbuf, recvbuf):
             return
         problem, sig, send, recv = None, (0, 0), None, None
         try:
@@ -415,7 +421,8 @@ class Comm:
         (:mod:`dualmpi.collectives.reduce`); ``recvbuf`` is significant at the root only,
         where ``sendbuf`` may be ``MPI.IN_PLACE``.
         """
-        self._reduction("Reduce", "reduce", sendbuf, recvbuf, op, root)
+        if not self._mReduce(sendbuf, recvbuf, op, root):
+            self._reduction("Reduce", "reduce", sendbuf, recvbuf, op, root)
 
     def Allreduce(self, sendbuf, recvbuf, op=None):
         """Reduce every rank's ``sendbuf`` into every ``recvbuf`` (mirrors ``Comm.Allreduce``).
@@ -424,23 +431,24 @@ class Comm:
         unless ``algorithms={"allreduce": ...}`` names one; ``sendbuf`` may be
         ``MPI.IN_PLACE``.
         """
-        self._reduction("Allreduce", "allreduce", sendbuf, recvbuf, op, 0)
+        if not self._mAllreduce(sendbuf, recvbuf, op, 0):
+            self._reduction("Allreduce", "allreduce", sendbuf, recvbuf, op, 0)
 
     def Scan(self, sendbuf, recvbuf, op=None):
         """Inclusive prefix reduction over the ranks (mirrors ``Comm.Scan``)."""
-        self._reduction("Scan", "scan", sendbuf, recvbuf, op, 0)
+        if not self._mScan(sendbuf, recvbuf, op, 0):
+            self._reduction("Scan", "scan", sendbuf, recvbuf, op, 0)
 
     def Exscan(self, sendbuf, recvbuf, op=None):
         """Exclusive prefix reduction over the ranks (mirrors ``Comm.Exscan``).
 
         Rank 0's ``recvbuf`` is left as it was (MPI leaves it undefined).
         """
-        self._reduction("Exscan", "exscan", sendbuf, recvbuf, op, 0)
+        if not self._mExscan(sendbuf, recvbuf, op, 0):
+            self._reduction("Exscan", "exscan", sendbuf, recvbuf, op, 0)
 
     def _reduction(self, name, coll, sendbuf, recvbuf, op, root):
         """Check, agree on and run one reduction (see :meth:`Reduce`)."""
-        if self._again(name, (sendbuf, recvbuf, op, root)):
-            return
         from .ops import resolve
 
         MPI = self._MPI
@@ -838,46 +846,29 @@ class Comm:
         return (f"{name}: the plan's buffers need {who} on this host, which has "
                 f"{format_bytes(avail)} available")
 
-    def _again(self, name, args):
-        """Run the call made last time with these very argument objects again, if there is one.
-
-        Returns True when done.  The arguments are compared by identity (the remembered
-        call holds references to them, so their ids cannot be reused), their arrays by
-        dtype, shape and (receive buffers) writability; a plan dropped from the engine's
-        cache ends the memory.  The argument check was agreed on when the call was first
-        made, as for every known signature (see :meth:`_agree`).  What runs is the
-        runner's call bound to the buffers (:meth:`MPIRunner.bind_call
-        <dualmpi.engine.mpi.MPIRunner.bind_call>`): with the compiled loop, one C call.
-        """
-        m = self._memo.get(name)
-        if m is None:
-            return False
-        epoch, held, checks, call = m
-        if epoch != self._engine.evictions:
-            return False
-        for a, b in zip(args, held):
-            if a is not b:
-                return False
-        for arr, dtype, shape, writable in checks:
-            if arr.dtype is not dtype or arr.shape != shape or (writable and
-                                                                 not arr.flags.writeable):
-                return False
-        call()
-        return True
-
     def _remember(self, name, args, arrays, run, send, recv):
-        """Remember a call for :meth:`_again` once its runner is final (see :meth:`_runner`)."""
+        """Remember a call, once its runner is final (see :meth:`_runner`), as ``self._m<name>``.
+
+        The next call of ``name`` starts with ``self._m<name>(*args)``, which runs the
+        remembered call again and returns True when it is made with these very argument
+        objects: compared by identity (the remembered call holds references to them, so
+        their ids cannot be reused), their arrays by dtype, shape and (receive buffers)
+        writability; a plan dropped from the engine's cache ends the memory.  The argument
+        check was agreed on when the call was first made, as for every known signature
+        (see :meth:`_agree`).  What runs is the runner's call bound to the buffers
+        (:meth:`MPIRunner.bind_call <dualmpi.engine.mpi.MPIRunner.bind_call>`): with the
+        compiled loop, one C call.
+        """
+        attr = "_m" + name
+        setattr(self, attr, _no_match)
         if not self._settled:
-            self._memo.pop(name, None)
             return
         checks = tuple((a, a.dtype, a.shape, w) for a, w in arrays if type(a) is np.ndarray)
         if len(checks) != sum(1 for a, _ in arrays if a is not None and a is not self._IN_PLACE):
-            self._memo.pop(name, None)  # a buffer that is not a plain array: checked each time
-            return
+            return  # a buffer that is not a plain array: checked each time
         bind = getattr(run, "bind_call", None)
         call = bind(send, recv) if bind is not None else (lambda: run.run(send, recv))
-        # holding the argument objects keeps their ids from being reused
-        self._memo[name] = (self._engine.evictions, args, checks, call)
+        setattr(self, attr, _matcher(args, checks, call, self._engine))
 
     def _runner(self, collective, root, nbytes, send=None, recv=None, objs=None):
         """Return the runner of a call: zero-copy when the same buffers come back.
@@ -933,6 +924,48 @@ _FIELDS = {"Bcast": ("root", "message size", "datatype"),
            "Allreduce": ("message size", "datatype", "operation"),
            "Scan": ("message size", "datatype", "operation"),
            "Exscan": ("message size", "datatype", "operation")}
+
+
+def _no_match(*args):
+    """No call remembered: the arguments are checked (see :meth:`Comm._remember`)."""
+    return False
+
+
+def _matcher(held, checks, call, engine):
+    """Return ``match(*args)``: run ``call`` and return True when ``args`` are ``held``.
+
+    ``held`` are the remembered call's argument objects (compared by identity, up to 4),
+    ``checks`` ``(array, dtype, shape, writable)`` of its arrays (at most 2), ``engine``
+    the engine whose cache evictions end the memory.
+    """
+    h0, h1, h2, h3 = tuple(held) + (None,) * (4 - len(held))
+    epoch = engine.evictions
+    if not checks:
+        def match(a, b=None, c=None, d=None):
+            if a is h0 and b is h1 and c is h2 and d is h3 and engine.evictions == epoch:
+                call()
+                return True
+            return False
+        return match
+    x, dx, sx, wx = checks[0]
+    if len(checks) == 1:
+        def match(a, b=None, c=None, d=None):
+            if a is h0 and b is h1 and c is h2 and d is h3 and engine.evictions == epoch and \
+                    x.dtype is dx and x.shape == sx and (not wx or x.flags.writeable):
+                call()
+                return True
+            return False
+        return match
+    y, dy, sy, wy = checks[1]
+
+    def match(a, b=None, c=None, d=None):
+        if a is h0 and b is h1 and c is h2 and d is h3 and engine.evictions == epoch and \
+                x.dtype is dx and x.shape == sx and (not wx or x.flags.writeable) and \
+                y.dtype is dy and y.shape == sy and (not wy or y.flags.writeable):
+            call()
+            return True
+        return False
+    return match
 
 
 def _vspec(spec):

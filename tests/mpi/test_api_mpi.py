@@ -456,6 +456,35 @@ def test_repeated_calls_on_the_same_buffers(slot):
     assert _agree(not problems), problems
 
 
+@pytest.mark.mpi
+def test_a_remembered_call_rechecks_changed_arrays():
+    """The same array objects, changed in place between calls: another dtype view runs with
+    the new dtype (equal to mpi4py's), a receive buffer made read-only is refused on every
+    rank, and after ``Free`` the remembered call is gone (freed-communicator error)."""
+    net = dualmpi.Comm(WORLD, _spec("one0"), watchdog=60)
+    send, recv = _data(np.float64, 4 * SIZE), np.zeros(4 * SIZE)
+    problems = []
+    for _ in range(2):
+        net.Alltoall(send, recv)
+    send.dtype, recv.dtype = np.int32, np.int32  # the same bytes, twice the elements
+    ref = np.zeros_like(recv)
+    net.Alltoall(send, recv)
+    WORLD.Alltoall(send, ref)
+    if not _same(recv, ref):
+        problems.append("dtype view")
+    recv.flags.writeable = False
+    err = _error_of(lambda: net.Alltoall(send, recv))
+    if not _same_error_everywhere(err, "InputError", "read-only"):
+        problems.append(("read-only", err))
+    recv.flags.writeable = True
+    net.Alltoall(send, recv)
+    net.Free()
+    err = _error_of(lambda: net.Alltoall(send, recv))
+    if not _same_error_everywhere(err, "DualmpiError", "the communicator was freed"):
+        problems.append(("freed", err))
+    assert _agree(not problems), problems
+
+
 def _big_calls(net, n):
     """Calls whose plans need about ``n`` float64 per node: name -> call."""
     a, b = np.zeros(n * SIZE), np.zeros(n * SIZE)
