@@ -5,8 +5,8 @@ Run under mpiexec, one rank per node, e.g.::
     mpiexec -n 8 python -m mpi4py benchmarks/engine.py dualcube:r=2 \\
         --json benchmarks/results/engine_dualcube_r2_np8.json --before
 
-For every collective and block size it times, interleaved within each repeat
-(A B C D, A B C D, ...):
+For every collective and block size it times, interleaved within each repeat and
+starting each repeat with the next variant (A B C D, B C D A, ...):
 
 * ``dualmpi``: the public call (``net.Alltoall(send, recv)``): argument checks, copy
   in, the compiled plan's rounds, copy out;
@@ -174,8 +174,10 @@ def main():
             times = {name: [] for name in variants}
             for call in variants.values():  # warm-up
                 call()
-            for _ in range(args.repeats):
-                for name, call in variants.items():
+            order = list(variants.items())
+            for rep in range(args.repeats):
+                # each repeat starts with another variant: none always follows the slow one
+                for name, call in order[rep % len(order):] + order[:rep % len(order)]:
                     times[name].append(time_calls(call, k, world))
             if cleanup is not None:
                 cleanup()

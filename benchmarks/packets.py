@@ -6,8 +6,9 @@ Run under mpiexec, one rank per node, e.g.::
         --json benchmarks/results/packets_dualcube_r2_1MiB.json
 
 For every collective it builds one ``dualmpi.Comm`` per piece count (``packets=P``) and
-times them interleaved within each repeat (P=1, 2, 4, 8, 16, P=1, ...): ``calls`` calls,
-each after a barrier, the largest per-rank mean kept; the table gives the median over
+times them interleaved, each repeat starting with the next piece count (1 2 4 8 16,
+2 4 8 16 1, ...): ``calls`` calls, each after a barrier, the largest per-rank mean kept;
+the table gives the median over
 repeats relative to whole blocks (P=1).  The results are checked against mpi4py's
 before anything is timed.  This is what ``packets="auto"`` (``dualmpi.comm.PACKETS_ABOVE``,
 ``PACKET_BYTES``, ``PIPELINED``) was chosen from: docs/performance.md.
@@ -75,8 +76,9 @@ def main():
             call()
             calls[p] = call
         times = {p: [] for p in calls}
-        for _ in range(args.repeats):
-            for p, call in calls.items():
+        order = list(calls.items())
+        for rep in range(args.repeats):
+            for p, call in order[rep % len(order):] + order[:rep % len(order)]:
                 total = 0.0
                 for _ in range(args.calls):
                     world.Barrier()

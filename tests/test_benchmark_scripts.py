@@ -40,3 +40,19 @@ def test_packets_benchmark_times_every_piece_count(tmp_path):
     for row in data["rows"]:
         assert row["packets"] == {str(p): p for p in (1, 2, 4, 8, 16)}
         assert row["relative"]["1"] == 1.0
+
+
+@needs_mpiexec
+def test_plan_setup_benchmark_reports_every_stage(tmp_path):
+    """One 2-rank job on a small metacube: both ranks' stage times, and their sum."""
+    import sys
+
+    out = tmp_path / "setup.json"
+    job = run_job([sys.executable, REPO / "benchmarks" / "plan_setup.py", "--spec",
+                   "metacube:k=2,m=1", "--jobs", "1", "--json", out], ompi_env(120), timeout=180)
+    assert job.returncode == 0 and not job.timed_out, job.stdout + job.stderr
+    data = json.loads(out.read_text())
+    assert data["format"] == "dualmpi-plan-setup/1" and data["rank_runs"] == 2
+    for rank in data["per_rank"]:
+        stages = sum(rank[k] for k in ("schedule", "compile", "bind", "requests"))
+        assert abs(stages - rank["total"]) < 1e-6 and rank["total"] > 0
