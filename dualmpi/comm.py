@@ -820,11 +820,16 @@ class Comm:
         key = zlib.crc32(matrix.tobytes())
         if key in self._v_checked:
             return
-        short = self._memory_problem("Alltoallv", self._engine.store_bytes(
-            self.rank, "alltoallv", matrix, 0, self.variant, None, item))
+        try:
+            short = self._memory_problem("Alltoallv", self._engine.store_bytes(
+                self.rank, "alltoallv", matrix, 0, self.variant, None, item))
+        except DualmpiError as exc:  # the plan cannot be built: the others must hear of it
+            short = exc
         flag = np.array([self.rank + 1 if short else 0], dtype=np.int64)
         out = np.zeros_like(flag)
         self._transport.allreduce(flag, out, self._MPI.MAX, "the Alltoallv memory check")
+        if isinstance(short, DualmpiError):
+            raise short
         if short:
             raise ResourceError(short)
         if out[0]:
