@@ -20,7 +20,7 @@
 
 int dualmpi_request_size(void) { return (int)sizeof(MPI_Request); }
 
-/* The fields of dualmpi_run's argument array (see dualmpi/engine/mpi.py, _CArgs). */
+/* The fields of dualmpi_run's argument array (dualmpi/engine/mpi.py: the _A_ constants). */
 enum {
     A_NROUNDS, A_NREQ, A_REQS, A_NMOVE, A_MOVES, A_STORE, A_PROGRESS, A_BASE,
     A_NTRAIL, A_TRAIL, A_SIGNATURE, A_FLAGS, A_NPRE, A_PRE, A_NPOST, A_POST, A_CALLS,
