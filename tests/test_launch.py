@@ -274,3 +274,27 @@ def test_demo_in_a_checkout_with_spaces(tmp_path):
     proc = run(["bash", "launch/demo"], env=env, cwd=dest, timeout=1700)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert proc.stdout.count("verified") >= 2 or "yes" in proc.stdout
+
+
+def test_multihost_arguments_have_no_blanks(tmp_path):
+    """A checkout (and its venv) in a path with a space: the launcher arguments for the
+    namespace hosts, which Open MPI splits on blanks, name spaceless symlinks to the hostfile,
+    the agent and the MPI's prefix (``--prefix``) instead."""
+    spaced = tmp_path / "my checkout"
+    (spaced / "bin").mkdir(parents=True)
+    hostfile = spaced / "hosts"
+    hostfile.write_text("h0 slots=2\n")
+    env = dict(os.environ, MPIEXEC=str(spaced / "bin" / "mpiexec"))
+    proc = run(["bash", LAUNCH / "netns-hosts", "mpiexec-args", hostfile], env=env)
+    assert proc.returncode == 0, proc.stderr
+    args = proc.stdout.split()
+    assert len(proc.stdout.strip().splitlines()) == 1
+    named = {flag: args[i + 1] for i, flag in enumerate(args[:-1])
+             if flag in ("--prefix", "--hostfile", "plm_ssh_agent")}
+    assert set(named) == {"--prefix", "--hostfile", "plm_ssh_agent"}
+    assert Path(named["--prefix"]).resolve() == spaced.resolve()
+    assert Path(named["--hostfile"]).read_text() == "h0 slots=2\n"
+    assert Path(named["plm_ssh_agent"]).resolve() == (LAUNCH / "netns-agent").resolve()
+    plain = run(["bash", LAUNCH / "netns-hosts", "mpiexec-args", "/tmp/hosts"],
+                env=dict(os.environ, MPIEXEC="/usr/bin/mpiexec"))
+    assert "--prefix" not in plain.stdout.split()
