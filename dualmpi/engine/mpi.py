@@ -345,6 +345,8 @@ class MPIRunner:
         self._combining = len(self._segments) > 1
         self._c_fn = lib.dualmpi_run
         fn, arg, self._c_keep = self.c_call(_F_RESET | _F_CHECK | _F_COUNT)
+        #: the plan run once in C on the store (copies in and out are the caller's)
+        self._c_run = self._closure(fn, arg)
         return fn, arg
 
     def c_call(self, flags, pre=(), post=(), mid=()):
@@ -416,6 +418,12 @@ class MPIRunner:
             post = [] if recv is None else [(recv.ctypes.data + a, base + b, n)
                                             for a, b, n in self.copy_out]
         fn, arg, keep = self.c_call(_F_RESET | _F_CHECK | _F_COUNT, pre, post, mid)
+        call = self._closure(fn, arg)
+        call.keep = (send, recv, keep)
+        return call
+
+    def _closure(self, fn, arg):
+        """Return a function of no argument making the C call(s) ``fn(arg)`` under the watchdog."""
         wd = self.transport.watchdog
         tracked, failed = self._tracked, self._failed
         if self._combining:
@@ -433,7 +441,6 @@ class MPIRunner:
                 err = fn(arg)
                 if err:
                     failed(err)
-        call.keep = (send, recv, keep)
         return call
 
     def own_copies(self, send=None, recv=None):
@@ -522,19 +529,7 @@ class MPIRunner:
             for a, b, n in self.copy_in:
                 store[a:a + n] = send[b:b + n]
         if self._c is not None:
-            fn, arg = self._c
-            if self._combining:
-                self._call_segments(fn, arg)
-            else:
-                wd = self.transport.watchdog
-                if wd.deadline > 0:
-                    wd.state = self._tracked
-                    err = fn(arg)
-                    wd.state = None
-                else:
-                    err = fn(arg)
-                if err:
-                    self._failed(err)
+            self._c_run()
         else:
             trail = self._trail_mv
             trail[:] = self._zeros
