@@ -1,0 +1,655 @@
+"""Object (pickle) collectives built on a communicator's buffer collectives."""
+
+import operator
+
+import numpy as np
+
+from .errors import InputError
+
+__all__ = [
+    "barrier",
+    "bcast",
+    "scatter",
+    "gather",
+    "allgather",
+    "alltoall",
+    "reduce",
+    "allreduce",
+    "scan",
+    "exscan",
+]
+
+# A rank that cannot take part sends one of these codes in place of a pickle's size; every
+# rank that receives a code raises InputError naming the rank, so no rank is left waiting.
+_PICKLE = -1
+_LENGTH = -2
+_OP = -3
+_COMBINE = -4
+
+_WHAT = {
+    _PICKLE: "could not pickle its object",
+    _LENGTH: "did not pass one item per rank",
+    _OP: "passed an op that is not callable",
+    _COMBINE: "could not combine the objects",
+}
+
+#: At most this many failing ranks are named in one message.
+_NAMED = 4
+
+
+def _mpi():
+    from mpi4py import MPI
+
+    return MPI
+
+
+def _root(comm, root, name):
+    """Return ``root`` as an int in ``range(size)`` or raise InputError (every rank alike)."""
+    size = comm.Get_size()
+    try:
+        r = operator.index(root)
+    except TypeError:
+        raise InputError(f"{name}: root must be an integer rank, got {root!r}") from None
+    if not 0 <= r < size:
+        raise InputError(f"{name}: root {r} is not a rank of this communicator (0..{size - 1})")
+    return r
+
+
+class _Failure:
+    """What went wrong on this rank before or during a collective: a code and the cause."""
+
+    def __init__(self, code, detail, cause=None):
+        self.code = code
+        self.detail = detail
+        self.cause = cause
+
+
+def _dumps(MPI, obj):
+    """Return ``(data, None)``, the pickle of ``obj``, or ``(None, failure)``."""
+    try:
+        return MPI.pickle.dumps(obj), None
+    except Exception as exc:  # pickle raises PicklingError, TypeError, AttributeError, ...
+        return None, _Failure(_PICKLE, f"{type(exc).__name__}: {exc}", exc)
+
+
+def _dumpv(MPI, seq, size):
+    """Return ``(pickles, None)``, one per rank, of the items of ``seq``, or ``(None, failure)``.
+
+    As mpi4py: ``None`` stands for ``size`` Nones and any iterable is listed.
+    """
+    if seq is None:
+        items = [None] * size
+    else:
+        try:
+            items = list(seq)
+        except TypeError as exc:
+            return None, _Failure(_LENGTH, f"{type(seq).__name__} is not a sequence", exc)
+        if len(items) != size:
+            return None, _Failure(_LENGTH, f"expected one item per rank ({size}), "
+                                           f"got {len(items)}")
+    out = []
+    for item in items:
+        data, failure = _dumps(MPI, item)
+        if failure is not None:
+            return None, failure
+        out.append(data)
+    return out, None
+
+
+def _loads(MPI, view):
+    """Unpickle ``view`` (an empty pickle is ``None``, as in mpi4py)."""
+    return MPI.pickle.loads(view) if len(view) else None
+
+
+def _loadv(MPI, buf, counts):
+    """Unpickle the pickles laid one after another in ``buf`` with byte ``counts``."""
+    view = memoryview(buf)
+    out, start = [], 0
+    for count in counts:
+        out.append(_loads(MPI, view[start:start + count]))
+        start += count
+    return out
+
+
+def _displs(counts):
+    """Return packed displacements of ``counts`` (int64)."""
+    displs = np.zeros(len(counts), dtype=np.int64)
+    np.cumsum(counts[:-1], out=displs[1:])
+    return displs
+
+
+def _check(comm, name, codes, failure):
+    """Raise InputError on this rank if any rank sent a code (``codes``: rank -> size or code).
+
+    Every rank that holds the same codes raises the same message; the rank where a failure
+    happened adds its cause and chains the original exception.
+    """
+    bad = [(r, int(c)) for r, c in codes if c < 0]
+    if not bad:
+        return
+    parts = [f"rank {r} {_WHAT[c]}" for r, c in bad[:_NAMED]]
+    if len(bad) > _NAMED:
+        parts.append(f"{len(bad) - _NAMED} more ranks failed")
+    message = f"{name}: " + "; ".join(parts)
+    cause = None
+    if failure is not None:
+        message += f" (here, rank {comm.Get_rank()}: {failure.detail})"
+        cause = failure.cause
+    raise InputError(message) from cause
+
+
+def _sizes(data, failure):
+    """Return this rank's size entry: the pickle's length, or the failure's code."""
+    return failure.code if failure is not None else len(data)
+
+
+def _gather_bytes(comm, MPI, name, data, failure, root):
+    """Gather the pickles at ``root``: the buffer and counts there, ``(None, None)`` elsewhere.
+
+    The sizes are all-gathered (not gathered), so a rank's failure reaches every rank.
+    """
+    size = comm.Get_size()
+    mine = np.array([_sizes(data, failure)], dtype=np.int64)
+    sizes = np.empty(size, dtype=np.int64)
+    comm.Allgather(mine, sizes)
+    _check(comm, name, enumerate(sizes), failure)
+    send = [np.frombuffer(data, dtype=np.uint8), MPI.BYTE]
+    if comm.Get_rank() != root:
+        comm.Gatherv(send, None, root)
+        return None, None
+    buf = np.empty(int(sizes.sum()), dtype=np.uint8)
+    comm.Gatherv(send, [buf, (sizes, _displs(sizes)), MPI.BYTE], root)
+    return buf, sizes
+
+
+def _bcast_bytes(comm, MPI, name, data, failure, root):
+    """Broadcast ``root``'s pickle (or its failure code); return the pickle's bytes."""
+    rank = comm.Get_rank()
+    head = np.array([_sizes(data, failure) if rank == root else 0], dtype=np.int64)
+    comm.Bcast(head, root)
+    _check(comm, name, [(root, head[0])], failure)
+    if rank == root:
+        buf = np.frombuffer(bytearray(data), dtype=np.uint8)
+    else:
+        buf = np.empty(int(head[0]), dtype=np.uint8)
+    comm.Bcast([buf, MPI.BYTE], root)
+    return buf
+
+
+def _scatter_bytes(comm, MPI, name, pickles, failure, root):
+    """Scatter ``root``'s pickles (or its failure code); return this rank's pickle's bytes."""
+    size = comm.Get_size()
+    counts = sendbuf = None
+    if comm.Get_rank() == root:
+        if failure is not None:
+            counts = np.full(size, failure.code, dtype=np.int64)
+        else:
+            counts = np.array([len(p) for p in pickles], dtype=np.int64)
+    head = np.empty(1, dtype=np.int64)
+    comm.Scatter(counts, head, root)
+    _check(comm, name, [(root, head[0])], failure)
+    if counts is not None:
+        data = np.frombuffer(b"".join(pickles), dtype=np.uint8)
+        sendbuf = [data, (counts, _displs(counts)), MPI.BYTE]
+    buf = np.empty(int(head[0]), dtype=np.uint8)
+    comm.Scatterv(sendbuf, [buf, MPI.BYTE], root)
+    return buf
+
+
+def _fold(items, op):
+    """Return ``items[0] op items[1] op ...``, combined left to right (rank order)."""
+    result = items[0]
+    for item in items[1:]:
+        result = op(result, item)
+    return result
+
+
+def _contribute(MPI, sendobj, op):
+    """Return this rank's pickle for a reduction and its failure (a non-callable op first)."""
+    if not callable(op):
+        return None, _Failure(_OP, f"{type(op).__name__!r} object is not callable")
+    return _dumps(MPI, sendobj)
+
+
+def _default_op(MPI, op):
+    """Return ``op``, or ``MPI.SUM`` for ``None``."""
+    return MPI.SUM if op is None else op
+
+
+def barrier(comm):
+    """Block until every rank of ``comm`` has called it (mirrors ``Comm.barrier``).
+
+    Parameters
+    ----------
+    comm : communicator
+        Any communicator with mpi4py's ``Barrier``.
+
+    Examples
+    --------
+    >>> from mpi4py import MPI
+    >>> barrier(MPI.COMM_WORLD) is None
+    True
+    """
+    comm.Barrier()
+
+
+def bcast(comm, obj, root=0):
+    """Broadcast ``root``'s Python object to every rank (mirrors ``Comm.bcast``).
+
+    The root pickles ``obj`` (the other ranks' ``obj`` is ignored), broadcasts its size as
+    one int64 and then its bytes.
+
+    Parameters
+    ----------
+    comm : communicator
+        Any communicator with mpi4py's ``Bcast``, ``Get_rank`` and ``Get_size``.
+    obj : object
+        The object to send, significant at ``root`` only.
+    root : int
+        The sending rank.
+
+    Returns
+    -------
+    object
+        An unpickled copy of ``root``'s ``obj`` on every rank, ``root`` included.
+
+    Raises
+    ------
+    InputError
+        On every rank if ``root`` cannot pickle ``obj`` or ``root`` is not a rank.
+
+    Examples
+    --------
+    >>> from mpi4py import MPI
+    >>> comm = MPI.COMM_WORLD
+    >>> bcast(comm, {"a": [1, 2]} if comm.Get_rank() == 0 else None)
+    {'a': [1, 2]}
+    """
+    MPI = _mpi()
+    root = _root(comm, root, "bcast")
+    data = failure = None
+    if comm.Get_rank() == root:
+        data, failure = _dumps(MPI, obj)
+    return _loads(MPI, _bcast_bytes(comm, MPI, "bcast", data, failure, root))
+
+
+def scatter(comm, sendobj, root=0):
+    """Send item ``i`` of ``root``'s sequence to rank ``i`` (mirrors ``Comm.scatter``).
+
+    The root pickles each item (the other ranks' ``sendobj`` is ignored), scatters the sizes
+    as int64 and then the bytes with ``Scatterv``.
+
+    Parameters
+    ----------
+    comm : communicator
+        Any communicator with mpi4py's ``Scatter``, ``Scatterv``, ``Get_rank`` and ``Get_size``.
+    sendobj : iterable or None
+        At ``root``, ``size`` objects (any iterable), or ``None`` for ``size`` Nones.
+    root : int
+        The sending rank.
+
+    Returns
+    -------
+    object
+        This rank's item.
+
+    Raises
+    ------
+    InputError
+        On every rank if ``root``'s ``sendobj`` does not hold one item per rank, an item
+        cannot be pickled, or ``root`` is not a rank.
+
+    Examples
+    --------
+    >>> from mpi4py import MPI
+    >>> comm = MPI.COMM_WORLD
+    >>> items = [f"item {i}" for i in range(comm.Get_size())]
+    >>> scatter(comm, items if comm.Get_rank() == 0 else None) == items[comm.Get_rank()]
+    True
+    """
+    MPI = _mpi()
+    root = _root(comm, root, "scatter")
+    pickles = failure = None
+    if comm.Get_rank() == root:
+        pickles, failure = _dumpv(MPI, sendobj, comm.Get_size())
+    return _loads(MPI, _scatter_bytes(comm, MPI, "scatter", pickles, failure, root))
+
+
+def gather(comm, sendobj, root=0):
+    """Collect every rank's Python object at ``root`` (mirrors ``Comm.gather``).
+
+    Every rank pickles ``sendobj``; the sizes are all-gathered as int64 (so that a rank's
+    failure to pickle stops every rank), then the bytes go to ``root`` with ``Gatherv``.
+
+    Parameters
+    ----------
+    comm : communicator
+        Any communicator with mpi4py's ``Allgather``, ``Gatherv``, ``Get_rank`` and ``Get_size``.
+    sendobj : object
+        This rank's object.
+    root : int
+        The receiving rank.
+
+    Returns
+    -------
+    list or None
+        At ``root``, the objects in rank order; ``None`` elsewhere.
+
+    Raises
+    ------
+    InputError
+        On every rank if a rank cannot pickle its object or ``root`` is not a rank.
+
+    Examples
+    --------
+    >>> from mpi4py import MPI
+    >>> comm = MPI.COMM_WORLD
+    >>> got = gather(comm, comm.Get_rank() ** 2)
+    >>> got == [r ** 2 for r in range(comm.Get_size())] if comm.Get_rank() == 0 else got is None
+    True
+    """
+    MPI = _mpi()
+    root = _root(comm, root, "gather")
+    data, failure = _dumps(MPI, sendobj)
+    buf, sizes = _gather_bytes(comm, MPI, "gather", data, failure, root)
+    return None if buf is None else _loadv(MPI, buf, sizes)
+
+
+def allgather(comm, sendobj):
+    """Collect every rank's Python object on every rank (mirrors ``Comm.allgather``).
+
+    Every rank pickles ``sendobj``; the sizes are all-gathered as int64, then the bytes
+    with ``Allgatherv``.
+
+    Parameters
+    ----------
+    comm : communicator
+        Any communicator with mpi4py's ``Allgather``, ``Allgatherv`` and ``Get_size``.
+    sendobj : object
+        This rank's object.
+
+    Returns
+    -------
+    list
+        The objects in rank order.
+
+    Raises
+    ------
+    InputError
+        On every rank if a rank cannot pickle its object.
+
+    Examples
+    --------
+    >>> from mpi4py import MPI
+    >>> comm = MPI.COMM_WORLD
+    >>> allgather(comm, comm.Get_rank()) == list(range(comm.Get_size()))
+    True
+    """
+    MPI = _mpi()
+    size = comm.Get_size()
+    data, failure = _dumps(MPI, sendobj)
+    mine = np.array([_sizes(data, failure)], dtype=np.int64)
+    sizes = np.empty(size, dtype=np.int64)
+    comm.Allgather(mine, sizes)
+    _check(comm, "allgather", enumerate(sizes), failure)
+    buf = np.empty(int(sizes.sum()), dtype=np.uint8)
+    comm.Allgatherv([np.frombuffer(data, dtype=np.uint8), MPI.BYTE],
+                    [buf, (sizes, _displs(sizes)), MPI.BYTE])
+    return _loadv(MPI, buf, sizes)
+
+
+def alltoall(comm, sendobj):
+    """Send item ``j`` of every rank's sequence to rank ``j`` (mirrors ``Comm.alltoall``).
+
+    Every rank pickles its items; the sizes are exchanged with ``Alltoall`` as int64 (a
+    rank that fails sends its failure code to every rank), then the bytes with ``Alltoallv``.
+
+    Parameters
+    ----------
+    comm : communicator
+        Any communicator with mpi4py's ``Alltoall``, ``Alltoallv`` and ``Get_size``.
+    sendobj : iterable or None
+        ``size`` objects (any iterable), item ``j`` for rank ``j``, or ``None`` for ``size``
+        Nones.
+
+    Returns
+    -------
+    list
+        The item each rank sent to this rank, in rank order.
+
+    Raises
+    ------
+    InputError
+        On every rank if a rank's ``sendobj`` does not hold one item per rank or an item
+        cannot be pickled.
+
+    Examples
+    --------
+    >>> from mpi4py import MPI
+    >>> comm = MPI.COMM_WORLD
+    >>> rank, size = comm.Get_rank(), comm.Get_size()
+    >>> alltoall(comm, [(rank, j) for j in range(size)]) == [(i, rank) for i in range(size)]
+    True
+    """
+    MPI = _mpi()
+    size = comm.Get_size()
+    pickles, failure = _dumpv(MPI, sendobj, size)
+    if failure is not None:
+        scounts = np.full(size, failure.code, dtype=np.int64)
+    else:
+        scounts = np.array([len(p) for p in pickles], dtype=np.int64)
+    rcounts = np.empty(size, dtype=np.int64)
+    comm.Alltoall(scounts, rcounts)
+    _check(comm, "alltoall", enumerate(rcounts), failure)
+    buf = np.empty(int(rcounts.sum()), dtype=np.uint8)
+    comm.Alltoallv([np.frombuffer(b"".join(pickles), dtype=np.uint8),
+                    (scounts, _displs(scounts)), MPI.BYTE],
+                   [buf, (rcounts, _displs(rcounts)), MPI.BYTE])
+    return _loadv(MPI, buf, rcounts)
+
+
+def _reduce_at(comm, MPI, name, sendobj, op, root, combine):
+    """Gather the pickles at ``root`` and return ``combine(objects, op)`` there.
+
+    Return ``(result, failure)`` at ``root`` and ``(None, None)`` elsewhere; a failure to
+    unpickle or combine at ``root`` is returned, not raised, so the caller can pass it on.
+    """
+    data, failure = _contribute(MPI, sendobj, op)
+    buf, sizes = _gather_bytes(comm, MPI, name, data, failure, root)
+    if buf is None:
+        return None, None
+    try:
+        return combine(_loadv(MPI, buf, sizes), op), None
+    except Exception as exc:  # the user's op, an unpickler or a pickler raised
+        return None, _Failure(_COMBINE, f"{type(exc).__name__}: {exc}", exc)
+
+
+def reduce(comm, sendobj, op=None, root=0):
+    """Combine every rank's Python object with ``op`` at ``root`` (mirrors ``Comm.reduce``).
+
+    The objects are gathered at ``root`` (as by :func:`gather`) and folded there.
+
+    Parameters
+    ----------
+    comm : communicator
+        Any communicator with mpi4py's ``Allgather``, ``Gatherv``, ``Get_rank`` and ``Get_size``.
+    sendobj : object
+        This rank's object.
+    op : callable, optional
+        An ``MPI.Op`` (default ``MPI.SUM``; mpi4py's ops are callable on Python objects,
+        ``MPI.MAXLOC`` on ``(value, index)`` pairs) or any function of two objects.  The
+        objects are combined left to right in rank order, ``(x0 op x1) op x2 ...``, so
+        ``op`` need not be commutative.
+    root : int
+        The receiving rank.
+
+    Returns
+    -------
+    object or None
+        At ``root``, ``x0 op x1 op ... op x(size-1)`` (an unpickled copy of ``x0`` on one
+        rank); ``None`` elsewhere.
+
+    Raises
+    ------
+    InputError
+        On every rank if a rank cannot pickle its object or passed an ``op`` that is not
+        callable, or ``root`` is not a rank; at ``root`` alone (the other ranks have
+        nothing left to wait for) if ``op`` raises.
+
+    Examples
+    --------
+    >>> from mpi4py import MPI
+    >>> comm = MPI.COMM_WORLD
+    >>> got = reduce(comm, str(comm.Get_rank()), op=lambda a, b: a + b)
+    >>> got == "".join(map(str, range(comm.Get_size()))) if comm.Get_rank() == 0 else got is None
+    True
+    """
+    MPI = _mpi()
+    root = _root(comm, root, "reduce")
+    result, failure = _reduce_at(comm, MPI, "reduce", sendobj, _default_op(MPI, op), root,
+                                 _fold)
+    if failure is not None:
+        _check(comm, "reduce", [(root, failure.code)], failure)
+    return result
+
+
+def allreduce(comm, sendobj, op=None):
+    """Combine every rank's Python object with ``op`` on every rank (mirrors ``Comm.allreduce``).
+
+    The objects are gathered at rank 0 and folded there; the result is broadcast (its size
+    as one int64, then its pickle), so every rank holds an unpickled copy of the same
+    bytes.  Rank 0 combines once instead of every rank combining everything, and the
+    network carries a gather and a broadcast instead of an all-gather of every object.
+
+    Parameters
+    ----------
+    comm : communicator
+        Any communicator with mpi4py's ``Allgather``, ``Gatherv``, ``Bcast``, ``Get_rank``
+        and ``Get_size``.
+    sendobj : object
+        This rank's object.
+    op : callable, optional
+        As for :func:`reduce`: an ``MPI.Op`` (default ``MPI.SUM``) or any function of two
+        objects, applied left to right in rank order.
+
+    Returns
+    -------
+    object
+        ``x0 op x1 op ... op x(size-1)``.
+
+    Raises
+    ------
+    InputError
+        On every rank if a rank cannot pickle its object or passed an ``op`` that is not
+        callable, or if ``op`` raises (or its result cannot be pickled) on rank 0.
+
+    Examples
+    --------
+    >>> from mpi4py import MPI
+    >>> comm = MPI.COMM_WORLD
+    >>> allreduce(comm, [comm.Get_rank()], op=lambda a, b: a + b) == list(range(comm.Get_size()))
+    True
+    """
+    MPI = _mpi()
+    result, failure = _reduce_at(comm, MPI, "allreduce", sendobj, _default_op(MPI, op), 0,
+                                 lambda items, op: MPI.pickle.dumps(_fold(items, op)))
+    return _loads(MPI, _bcast_bytes(comm, MPI, "allreduce", result, failure, 0))
+
+
+def _prefixes(MPI, items, op, exclusive):
+    """Return the pickles of the rank-order prefixes of ``items``, one per rank.
+
+    Inclusive: ``x0``, ``x0 op x1``, ...; exclusive: ``None``, ``x0``, ``x0 op x1``, ...
+    (the whole fold is not formed).
+    """
+    n = len(items)
+    acc = items[0]
+    out = [None, acc] if exclusive else [acc]
+    for item in items[1:n - 1 if exclusive else n]:
+        acc = op(acc, item)
+        out.append(acc)
+    return [MPI.pickle.dumps(x) for x in out[:n]]
+
+
+def _scan(comm, name, sendobj, op, exclusive):
+    """Gather at rank 0, form the prefixes there, scatter them back; return this rank's."""
+    MPI = _mpi()
+    pickles, failure = _reduce_at(comm, MPI, name, sendobj, _default_op(MPI, op), 0,
+                                  lambda items, op: _prefixes(MPI, items, op, exclusive))
+    return _loads(MPI, _scatter_bytes(comm, MPI, name, pickles, failure, 0))
+
+
+def scan(comm, sendobj, op=None):
+    """Inclusive prefix reduction of the ranks' Python objects (mirrors ``Comm.scan``).
+
+    The objects are gathered at rank 0, which forms every prefix in rank order and
+    scatters them back (its size as int64, then its pickle) -- mpi4py's own scheme when
+    its fast reductions are off.
+
+    Parameters
+    ----------
+    comm : communicator
+        Any communicator with mpi4py's ``Allgather``, ``Gatherv``, ``Scatter``,
+        ``Scatterv``, ``Get_rank`` and ``Get_size``.
+    sendobj : object
+        This rank's object.
+    op : callable, optional
+        As for :func:`reduce`: an ``MPI.Op`` (default ``MPI.SUM``) or any function of two
+        objects, applied left to right in rank order.
+
+    Returns
+    -------
+    object
+        On rank ``i``, ``x0 op x1 op ... op xi``.
+
+    Raises
+    ------
+    InputError
+        On every rank if a rank cannot pickle its object or passed an ``op`` that is not
+        callable, or if ``op`` raises (or a prefix cannot be pickled) on rank 0.
+
+    Examples
+    --------
+    >>> from mpi4py import MPI
+    >>> comm = MPI.COMM_WORLD
+    >>> scan(comm, 1) == comm.Get_rank() + 1
+    True
+    """
+    return _scan(comm, "scan", sendobj, op, False)
+
+
+def exscan(comm, sendobj, op=None):
+    """Exclusive prefix reduction of the ranks' Python objects (mirrors ``Comm.exscan``).
+
+    As :func:`scan`, each rank receiving the prefix of the ranks before it.
+
+    Parameters
+    ----------
+    comm : communicator
+        Any communicator with mpi4py's ``Allgather``, ``Gatherv``, ``Scatter``,
+        ``Scatterv``, ``Get_rank`` and ``Get_size``.
+    sendobj : object
+        This rank's object.
+    op : callable, optional
+        As for :func:`reduce`: an ``MPI.Op`` (default ``MPI.SUM``) or any function of two
+        objects, applied left to right in rank order.
+
+    Returns
+    -------
+    object or None
+        On rank ``i > 0``, ``x0 op x1 op ... op x(i-1)``; ``None`` on rank 0.
+
+    Raises
+    ------
+    InputError
+        On every rank if a rank cannot pickle its object or passed an ``op`` that is not
+        callable, or if ``op`` raises (or a prefix cannot be pickled) on rank 0.
+
+    Examples
+    --------
+    >>> from mpi4py import MPI
+    >>> comm = MPI.COMM_WORLD
+    >>> exscan(comm, 1) == (comm.Get_rank() or None)
+    True
+    """
+    return _scan(comm, "exscan", sendobj, op, True)
