@@ -1,0 +1,293 @@
+"""dualmpi.msgbuffer at several ranks against MPI.COMM_WORLD's collectives on the same specs.
+
+For each spec pair the MPI collective runs on the user's buffers (the reference); then the
+specs are read with msgbuffer, the packed bytes move by ``Alltoallv`` on plain bytes (the
+blocks msgbuffer computed, nothing else), and ``unpack()`` writes them.  Both receive buffers
+start as the same sentinel, so gaps left untouched by MPI must stay untouched here.  The
+send and receive sides must also compute equal type signatures for every block.  Every rank
+communicates in every test, then the ranks agree on the verdict.  Run at 2 and 8 ranks
+(``min_size=2``: Open MPI's one-rank Alltoallw, coll/self, scales byte displacements by the
+extent).
+"""
+
+import numpy as np
+import pytest
+
+MPI = pytest.importorskip("mpi4py.MPI")
+mb = pytest.importorskip("dualmpi.msgbuffer")
+
+WORLD = MPI.COMM_WORLD
+SIZE = WORLD.Get_size()
+RANK = WORLD.Get_rank()
+ROOT = SIZE - 1
+SENTINEL = 0x5A
+
+pytestmark = pytest.mark.mpi(min_size=2)
+
+
+def _agree(ok):
+    """True when ``ok`` holds on every rank (collective)."""
+    return bool(WORLD.allreduce(1 if ok else 0, op=MPI.MIN))
+
+
+def _build(fn):
+    """Run ``fn`` on every rank; fail on every rank together if it raised on any."""
+    try:
+        result, problem = fn(), ""
+    except Exception as exc:  # noqa: BLE001 - reported below, on every rank
+        result, problem = None, f"rank {RANK}: {type(exc).__name__}: {exc}"
+    problems = [p for p in WORLD.allgather(problem) if p]
+    if problems:
+        pytest.fail("; ".join(problems))
+    return result
+
+
+def _move(sdata, scounts, sdispls, rdata, rcounts, rdispls):
+    """Move packed bytes between ranks (the test's stand-in for the network)."""
+    WORLD.Alltoallv([sdata, (np.asarray(scounts), np.asarray(sdispls)), MPI.BYTE],
+                    [rdata, (np.asarray(rcounts), np.asarray(rdispls)), MPI.BYTE])
+
+
+def _src(nbytes, salt=0):
+    return ((np.arange(nbytes) * 7 + 31 * RANK + salt) % 251).astype(np.uint8)
+
+
+def _pairs():
+    """(name, send datatype, send count, recv datatype, recv count): equal signatures."""
+    INT, DOUBLE = MPI.INT, MPI.DOUBLE
+    s_pair = MPI.Datatype.Create_struct([1, 1], [0, 8], [INT, DOUBLE])
+    r_pair = MPI.Datatype.Create_struct([1, 1], [12, 24], [INT, DOUBLE]).Create_resized(4, 40)
+    quad = MPI.Datatype.Create_struct([1, 1, 1, 1], [0, 8, 16, 24], [INT, DOUBLE, INT, DOUBLE])
+    return [
+        ("int_to_int", INT, 3, INT, 3),
+        ("vector_to_indexed_block", INT.Create_vector(3, 1, 2), 1,
+         INT.Create_indexed_block(1, [0, 2, 4]), 1),
+        ("ints_to_gapped", INT, 2, INT.Create_resized(0, 12), 2),
+        ("subarray_to_contiguous", INT.Create_subarray([4, 5], [2, 3], [1, 1]), 1,
+         INT.Create_contiguous(6), 1),
+        ("struct_pair_to_resized_struct", s_pair, 2, r_pair, 2),
+        ("two_pairs_to_one_quad", s_pair, 2, quad, 1),
+        ("hvector_to_hindexed", DOUBLE.Create_hvector(2, 1, 24), 1,
+         DOUBLE.Create_hindexed([1, 1], [16, 0]), 1),
+        # a dense run that starts 8 bytes after each element's origin (true_lb 8): a view
+        ("shifted_dense", INT.Create_hindexed([2], [8]), 1, INT.Create_contiguous(2), 1),
+        ("contiguous_to_shifted_dense", INT.Create_contiguous(2), 1,
+         INT.Create_hindexed([2], [8]), 1),
+    ]
+
+
+def _committed(t):
+    return t if t.is_predefined else t.Commit()
+
+
+PAIRS = [(name, _committed(st), sc, _committed(rt), rc) for name, st, sc, rt, rc in _pairs()]
+IDS = [p[0] for p in PAIRS]
+
+
+def _need(dt, count, blocks, extra=0):
+    """Bytes a buffer needs for ``count * blocks`` elements plus ``extra`` extents."""
+    n = count * blocks + extra
+    return max(dt.extent, 1) * n + max(dt.true_extent, 0) + 64
+
+
+def _check(ok, message):
+    assert _agree(ok), message
+
+
+@pytest.mark.parametrize("name,st,sc,rt,rc", PAIRS, ids=IDS)
+def test_alltoall_counts_are_per_block(name, st, sc, rt, rc):
+    sbuf = _src(_need(st, sc, SIZE))
+    rref = np.full(_need(rt, rc, SIZE), SENTINEL, np.uint8)
+    rmine = rref.copy()
+    WORLD.Alltoall([sbuf, sc, st], [rref, rc, rt])
+    ms, mr = _build(lambda: (mb.simple([sbuf, sc, st], blocks=SIZE, role="send",
+                                       what="Alltoall sendbuf"),
+                             mb.simple([rmine, rc, rt], blocks=SIZE, role="recv",
+                                       what="Alltoall recvbuf")))
+    ms.pack()
+    b = ms.nbytes
+    _move(ms.data, [b] * SIZE, [i * b for i in range(SIZE)],
+          mr.data, [mr.nbytes] * SIZE, [i * mr.nbytes for i in range(SIZE)])
+    mr.unpack()
+    same = rmine.tobytes() == rref.tobytes()
+    sigs = WORLD.allgather((ms.typesig, mr.typesig))
+    _check(ms.count == sc and mr.count == rc and ms.nbytes == mr.nbytes,
+           f"{name}: counts per block or bytes disagree")
+    _check(all(s == r == sigs[0][0] for s, r in sigs), f"{name}: type signatures differ")
+    _check(same, f"{name}: unpacked bytes differ from MPI_Alltoall's")
+
+
+def test_alltoall_inferred_count():
+    sbuf = np.arange(3 * SIZE, dtype=np.int32) + 100 * RANK
+    rref = np.zeros(3 * SIZE, np.int32)
+    WORLD.Alltoall(sbuf, rref)
+    rmine = np.zeros_like(rref)
+    ms, mr = _build(lambda: (mb.simple(sbuf, blocks=SIZE, role="send"),
+                             mb.simple(rmine, blocks=SIZE, role="recv")))
+    _move(ms.pack(), [12] * SIZE, [12 * i for i in range(SIZE)],
+          mr.data, [12] * SIZE, [12 * i for i in range(SIZE)])
+    mr.unpack()
+    _check(ms.count == 3 and not ms.packed and np.array_equal(rmine, rref),
+           "inferred Alltoall count is not per block")
+
+
+@pytest.mark.parametrize("name,st,sc,rt,rc", PAIRS, ids=IDS)
+def test_scatter_and_gather(name, st, sc, rt, rc):
+    # Scatter: the root's sendbuf covers SIZE blocks
+    sbuf = _src(_need(st, sc, SIZE), salt=5)
+    rref = np.full(_need(rt, rc, 1), SENTINEL, np.uint8)
+    rmine = rref.copy()
+    WORLD.Scatter([sbuf, sc, st] if RANK == ROOT else None, [rref, rc, rt], root=ROOT)
+    ms, mr = _build(lambda: (
+        mb.simple([sbuf, sc, st], blocks=SIZE, role="send") if RANK == ROOT else None,
+        mb.simple([rmine, rc, rt], role="recv")))
+    if RANK == ROOT:
+        ms.pack()
+        scounts, sdispls = [ms.nbytes] * SIZE, [i * ms.nbytes for i in range(SIZE)]
+        sdata = ms.data
+    else:
+        scounts, sdispls, sdata = [0] * SIZE, [0] * SIZE, np.zeros(0, np.uint8)
+    rcounts = [mr.nbytes if i == ROOT else 0 for i in range(SIZE)]
+    _move(sdata, scounts, sdispls, mr.data, rcounts, [0] * SIZE)
+    mr.unpack()
+    scatter_ok = rmine.tobytes() == rref.tobytes()
+    # Gather: the root's recvbuf covers SIZE blocks (roles swapped: send rt, receive st)
+    gsend = _src(_need(rt, rc, 1), salt=9)
+    gref = np.full(_need(st, sc, SIZE), SENTINEL, np.uint8)
+    gmine = gref.copy()
+    WORLD.Gather([gsend, rc, rt], [gref, sc, st] if RANK == ROOT else None, root=ROOT)
+    gs, gr = _build(lambda: (
+        mb.simple([gsend, rc, rt], role="send"),
+        mb.simple([gmine, sc, st], blocks=SIZE, role="recv") if RANK == ROOT else None))
+    gs.pack()
+    scounts = [gs.nbytes if i == ROOT else 0 for i in range(SIZE)]
+    if RANK == ROOT:
+        rcounts, rdispls, rdata = [gr.nbytes] * SIZE, [i * gr.nbytes for i in range(SIZE)], \
+            gr.data
+    else:
+        rcounts, rdispls, rdata = [0] * SIZE, [0] * SIZE, np.zeros(0, np.uint8)
+    _move(gs.data, scounts, [0] * SIZE, rdata, rcounts, rdispls)
+    if RANK == ROOT:
+        gr.unpack()
+    gather_ok = gmine.tobytes() == gref.tobytes()
+    _check(scatter_ok, f"{name}: Scatter result differs from MPI's")
+    _check(gather_ok, f"{name}: Gather result differs from MPI's")
+
+
+def _vcounts(i, j):
+    """Elements rank ``i`` sends rank ``j`` (zero for some pairs)."""
+    return (i + 2 * j) % 3
+
+
+@pytest.mark.parametrize("name,st,sc,rt,rc", PAIRS, ids=IDS)
+def test_alltoallv_with_gaps(name, st, sc, rt, rc):
+    if sc != rc:
+        pytest.skip("one send element must match one receive element")
+    scounts = np.array([_vcounts(RANK, j) for j in range(SIZE)], np.int64)
+    rcounts = np.array([_vcounts(i, RANK) for i in range(SIZE)], np.int64)
+    sdispls = np.concatenate([[0], np.cumsum(scounts + 1)[:-1]])  # one extent gap each
+    rdispls = np.concatenate([[0], np.cumsum(rcounts + 2)[:-1]])[::-1].copy()  # reversed
+    sbuf = _src(_need(st, int(scounts.sum()) + SIZE, 1), salt=3)
+    rref = np.full(_need(rt, int(rcounts.sum()) + 2 * SIZE, 1), SENTINEL, np.uint8)
+    rmine = rref.copy()
+    WORLD.Alltoallv([sbuf, (scounts, sdispls), st], [rref, (rcounts, rdispls), rt])
+    vs, vr = _build(lambda: (
+        mb.vector([sbuf, (scounts, sdispls), st], SIZE, role="send", what="Alltoallv sendbuf"),
+        mb.vector([rmine, rcounts, rdispls, rt], SIZE, role="recv",
+                  what="Alltoallv recvbuf")))
+    vs.pack()
+    _move(vs.data, vs.byte_counts, vs.byte_displs, vr.data, vr.byte_counts, vr.byte_displs)
+    vr.unpack()
+    same = rmine.tobytes() == rref.tobytes()
+    sent = WORLD.alltoall([vs.block_typesig(j) for j in range(SIZE)])
+    sigs_ok = all(sent[i] == vr.block_typesig(i) for i in range(SIZE))
+    _check(sigs_ok, f"{name}: Alltoallv block signatures differ between sender and receiver")
+    _check(same, f"{name}: Alltoallv result differs from MPI's")
+
+
+@pytest.mark.parametrize("form", ["int_count", "int_displ_stride", "inferred"])
+def test_alltoallv_short_forms(form):
+    sbuf = np.arange(4 * SIZE, dtype=np.int32) + 1000 * RANK
+    spec = {"int_count": [sbuf, 3],
+            "int_displ_stride": [sbuf, (2, 4), MPI.INT],
+            "inferred": sbuf}[form]
+    rref = np.full(4 * SIZE, -1, np.int32)
+    rspec_counts = {"int_count": 3, "int_displ_stride": 2, "inferred": 4}[form]
+    WORLD.Alltoallv(spec, [rref, rspec_counts])
+    rmine = np.full_like(rref, -1)
+    vs, vr = _build(lambda: (mb.vector(spec, SIZE, role="send"),
+                             mb.vector([rmine, rspec_counts], SIZE, role="recv")))
+    _move(vs.pack(), vs.byte_counts, vs.byte_displs, vr.data, vr.byte_counts, vr.byte_displs)
+    vr.unpack()
+    _check(np.array_equal(rmine, rref), f"{form}: Alltoallv short form differs from MPI's")
+
+
+def test_scatterv_gatherv():
+    _, st, _, rt, _ = PAIRS[1]  # vector(3,1,2) -> indexed_block(1, [0,2,4])
+    counts = np.array([1 + i % 2 for i in range(SIZE)], np.int64)
+    displs = np.concatenate([[0], np.cumsum(counts + 1)[:-1]])
+    sbuf = _src(_need(st, int(counts.sum()) + SIZE, 1), salt=11)
+    mine_n = int(counts[RANK])
+    rref = np.full(_need(rt, mine_n, 1), SENTINEL, np.uint8)
+    rmine = rref.copy()
+    sspec = [sbuf, (counts, displs), st]
+    WORLD.Scatterv(sspec if RANK == ROOT else None, [rref, mine_n, rt], root=ROOT)
+    vs, mr = _build(lambda: (mb.vector(sspec, SIZE, role="send") if RANK == ROOT else None,
+                             mb.simple([rmine, mine_n, rt], role="recv")))
+    if RANK == ROOT:
+        _move(vs.pack(), vs.byte_counts, vs.byte_displs, mr.data,
+              [mr.nbytes if i == ROOT else 0 for i in range(SIZE)], [0] * SIZE)
+    else:
+        _move(np.zeros(0, np.uint8), [0] * SIZE, [0] * SIZE, mr.data,
+              [mr.nbytes if i == ROOT else 0 for i in range(SIZE)], [0] * SIZE)
+    mr.unpack()
+    scatter_ok = rmine.tobytes() == rref.tobytes()
+    gref = np.full(sbuf.size, SENTINEL, np.uint8)
+    gmine = gref.copy()
+    rspec = [gmine, (counts, displs), st]
+    WORLD.Gatherv([rref, mine_n, rt], [gref, (counts, displs), st] if RANK == ROOT else None,
+                  root=ROOT)
+    gs, vr = _build(lambda: (mb.simple([rref, mine_n, rt], role="send"),
+                             mb.vector(rspec, SIZE, role="recv") if RANK == ROOT else None))
+    scounts = [gs.nbytes if i == ROOT else 0 for i in range(SIZE)]
+    if RANK == ROOT:
+        _move(gs.pack(), scounts, [0] * SIZE, vr.data, vr.byte_counts, vr.byte_displs)
+        vr.unpack()
+    else:
+        _move(gs.pack(), scounts, [0] * SIZE, np.zeros(0, np.uint8), [0] * SIZE, [0] * SIZE)
+    gather_ok = gmine.tobytes() == gref.tobytes()
+    _check(scatter_ok, "Scatterv result differs from MPI's")
+    _check(gather_ok, "Gatherv result differs from MPI's")
+
+
+@pytest.mark.parametrize("shift", range(len(PAIRS)))
+def test_alltoallw_per_rank_datatypes(shift):
+    kinds = [pair[1:] for pair in PAIRS]
+    slot = 512
+
+    def pick(i, j):  # every pair of datatypes appears at every job size
+        return kinds[(i + j + shift) % len(kinds)]
+
+    stypes = [pick(RANK, j)[0] for j in range(SIZE)]
+    scounts = [pick(RANK, j)[1] for j in range(SIZE)]
+    sdispls = [j * slot + 8 * ((RANK + j) % 3) for j in range(SIZE)]  # bytes, unaligned
+    rtypes = [pick(i, RANK)[2] for i in range(SIZE)]
+    rcounts = [pick(i, RANK)[3] for i in range(SIZE)]
+    rdispls = [(SIZE - 1 - i) * slot + 4 for i in range(SIZE)]
+    sbuf = _src(SIZE * slot, salt=17)
+    rref = np.full(SIZE * slot, SENTINEL, np.uint8)
+    rmine = rref.copy()
+    sspec = [sbuf, (scounts, sdispls), stypes]
+    WORLD.Alltoallw(sspec, [rref, (rcounts, rdispls), rtypes])
+    ws, wr = _build(lambda: (
+        mb.wvector(sspec, SIZE, role="send", what="Alltoallw sendbuf"),
+        mb.wvector([rmine, rcounts, rdispls, rtypes], SIZE, role="recv",
+                   what="Alltoallw recvbuf")))
+    ws.pack()
+    _move(ws.data, ws.byte_counts, ws.byte_displs, wr.data, wr.byte_counts, wr.byte_displs)
+    wr.unpack()
+    same = rmine.tobytes() == rref.tobytes()
+    sent = WORLD.alltoall([ws.block_typesig(j) for j in range(SIZE)])
+    _check(all(sent[i] == wr.block_typesig(i) for i in range(SIZE)),
+           "Alltoallw block signatures differ between sender and receiver")
+    _check(same, "Alltoallw result differs from MPI's")

@@ -1,0 +1,584 @@
+"""dualmpi.msgbuffer against MPI's own reading of the same buffer specs (one process).
+
+The reference is ``MPI.COMM_SELF``: a ``Sendrecv`` from the spec into plain bytes shows which
+bytes MPI reads and in which order; a ``Sendrecv`` from plain bytes into the spec (over a
+sentinel) shows which bytes MPI writes.  ``pack()`` must give the first byte for byte and
+``unpack()`` the second, gaps untouched.  Where mpi4py raises, msgbuffer must raise InputError.
+"""
+
+import array
+import ctypes
+import mmap
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from dualmpi.errors import InputError
+
+MPI = pytest.importorskip("mpi4py.MPI")
+mb = pytest.importorskip("dualmpi.msgbuffer")
+
+SELF = MPI.COMM_SELF
+SENTINEL = 0xA5
+
+
+def _types():
+    """Every kind of derived datatype (committed), with predefined ones for comparison."""
+    INT, SHORT, DOUBLE = MPI.INT, MPI.SHORT, MPI.DOUBLE
+    t = {}
+    t["INT"] = INT
+    t["DOUBLE"] = DOUBLE
+    t["FLOAT_INT"] = MPI.FLOAT_INT
+    t["SHORT_INT"] = MPI.SHORT_INT  # a predefined pair type with a hole
+    t["contiguous"] = INT.Create_contiguous(3)
+    t["vector"] = INT.Create_vector(3, 2, 4)
+    t["vector_dense"] = INT.Create_vector(3, 2, 2)
+    t["hvector"] = SHORT.Create_hvector(2, 3, 20)
+    t["hvector_negative"] = INT.Create_hvector(3, 1, -8)
+    t["indexed"] = INT.Create_indexed([2, 1, 3], [5, 0, 9])
+    t["indexed_swapped"] = INT.Create_indexed([1, 1], [1, 0])  # dense bytes, permuted order
+    t["hindexed"] = SHORT.Create_hindexed([1, 2], [12, 0])
+    t["hindexed_negative"] = INT.Create_hindexed([1, 1], [-8, 4])  # bytes before the origin
+    t["hindexed_shifted"] = INT.Create_hindexed([2], [8])  # dense, 8 bytes after the origin
+    t["indexed_block"] = INT.Create_indexed_block(1, [0, 2, 4, 6, 8])
+    t["hindexed_block"] = INT.Create_hindexed_block(2, [16, 0])
+    t["subarray_c"] = INT.Create_subarray([4, 5], [2, 3], [1, 1], order=MPI.ORDER_C)
+    t["subarray_f"] = INT.Create_subarray([4, 5], [2, 3], [1, 1], order=MPI.ORDER_F)
+    t["subarray_rows"] = INT.Create_subarray([4, 5], [2, 5], [1, 0], order=MPI.ORDER_C)
+    t["subarray_full"] = DOUBLE.Create_subarray([3, 2], [3, 2], [0, 0])
+    t["struct"] = MPI.Datatype.Create_struct([1, 2, 1], [0, 8, 16], [INT, SHORT, DOUBLE])
+    t["struct_swapped"] = MPI.Datatype.Create_struct([1, 2], [8, 0], [INT, SHORT])
+    t["struct_dense"] = MPI.Datatype.Create_struct([2, 1], [0, 8], [INT, DOUBLE])
+    t["resized_gap"] = INT.Create_resized(0, 8)
+    gapped = INT.Create_resized(0, 8)
+    t["contiguous_of_gapped"] = gapped.Create_contiguous(2)
+    t["indexed_of_gapped"] = gapped.Create_indexed([2], [1])
+    gapped.Free()
+    t["resized_dense"] = INT.Create_contiguous(2).Create_resized(0, 8)
+    t["resized_negative_lb"] = INT.Create_vector(2, 1, 2).Create_resized(-4, 16)
+    t["resized_zero_extent"] = INT.Create_resized(0, 0)
+    t["resized_negative_extent"] = INT.Create_resized(0, -4)
+    t["dup"] = INT.Dup()
+    t["dup_vector"] = INT.Create_vector(2, 1, 3).Dup()
+    inner = MPI.Datatype.Create_struct([1, 1], [0, 4], [INT, MPI.FLOAT]).Create_resized(0, 12)
+    t["nested_vector_of_struct"] = inner.Create_vector(2, 1, 2)
+    inner.Free()
+    sub = INT.Create_subarray([3, 3], [2, 2], [0, 1])
+    t["nested_indexed_of_subarray"] = sub.Create_indexed([1, 1], [1, 0])
+    sub.Free()
+    t["darray"] = INT.Create_darray(1, 0, [4, 6], [MPI.DISTRIBUTE_BLOCK, MPI.DISTRIBUTE_CYCLIC],
+                                    [MPI.DISTRIBUTE_DFLT_DARG, 2], [1, 1])
+    return {name: dt if dt.is_predefined else dt.Commit() for name, dt in t.items()}
+
+
+TYPES = _types()
+#: Datatypes whose elements, at extent steps, are one ascending run of bytes: a view.
+DENSE = {"INT", "DOUBLE", "FLOAT_INT", "contiguous", "vector_dense", "subarray_full",
+         "struct_dense", "resized_dense", "dup", "hindexed_shifted"}
+#: Datatypes whose ONE element is a dense run but whose extent is not their size.
+DENSE_ONE = {"subarray_rows", "resized_gap", "resized_zero_extent", "resized_negative_extent"}
+
+
+def _is_view(name, n):
+    return n > 0 and (name in DENSE or (n == 1 and name in DENSE_ONE))
+
+
+def _span(dt, n):
+    """Bytes [lo, hi) that ``n`` elements touch, relative to the first element's origin."""
+    if n == 0 or dt.size == 0:
+        return 0, 0
+    ext = dt.extent
+    lo = dt.true_lb + min(0, (n - 1) * ext)
+    hi = dt.true_lb + dt.true_extent + max(0, (n - 1) * ext)
+    return lo, hi
+
+
+def _layout(dt, n):
+    """A buffer large enough for ``n`` elements and the displacement (in extents) to use."""
+    lo, hi = _span(dt, n)
+    displ = 0
+    if lo < 0:
+        displ = -(lo // dt.extent) if dt.extent > 0 else 0
+    origin = displ * dt.extent if dt.extent > 0 else -min(lo, 0)
+    return origin + hi + 8, displ, origin
+
+
+def _mpi_reads(spec, nbytes):
+    out = np.zeros(nbytes, np.uint8)
+    SELF.Sendrecv(spec, 0, 7, [out, nbytes, MPI.BYTE], 0, 7)
+    return out
+
+
+def _mpi_writes(payload, spec):
+    SELF.Sendrecv([payload, payload.size, MPI.BYTE], 0, 8, spec, 0, 8)
+
+
+def _src(nbytes):
+    return (np.arange(nbytes) * 7 + 3).astype(np.uint8)
+
+
+def _spec(buf, n, displ, dt):
+    return [buf, (n, displ), dt] if displ else [buf, n, dt]
+
+
+@pytest.mark.parametrize("name", sorted(TYPES))
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_pack_is_what_mpi_reads(name, n):
+    dt = TYPES[name]
+    size, displ, origin = _layout(dt, n)
+    buf = _src(size)
+    if displ == 0 and origin:  # negative extent: element 1 lies before the buffer
+        with pytest.raises(InputError, match="needs bytes"):
+            mb.simple([buf, n, dt], role="send", what="Send buf")
+        return
+    spec = _spec(buf, n, displ, dt)
+    m = mb.simple(spec, role="send", what="Send buf")
+    assert m.count == n and m.blocks == 1 and m.nbytes == n * dt.size
+    assert m.data.dtype == np.uint8 and m.data.ndim == 1 and m.data.flags.c_contiguous
+    assert m.datatype == dt
+    ref = _mpi_reads(spec, n * dt.size)
+    got = m.pack().copy()
+    assert got.tobytes() == ref.tobytes()
+    if _is_view(name, n):
+        assert not m.packed and np.shares_memory(m.data, buf)
+    elif n:
+        assert m.packed and not np.shares_memory(m.data, buf)
+
+
+@pytest.mark.parametrize("name", sorted(TYPES))
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_unpack_writes_what_mpi_writes(name, n):
+    dt = TYPES[name]
+    if n > 1 and dt.extent <= 0:
+        pytest.skip("overlapping elements: receiving into them is erroneous in MPI")
+    size, displ, origin = _layout(dt, n)
+    payload = _src(n * dt.size)[::-1].copy()
+    ref = np.full(size, SENTINEL, np.uint8)
+    _mpi_writes(payload, _spec(ref, n, displ, dt))
+    mine = np.full(size, SENTINEL, np.uint8)
+    m = mb.simple(_spec(mine, n, displ, dt), role="recv", what="Recv buf")
+    m.data[:] = payload
+    m.unpack()
+    assert mine.tobytes() == ref.tobytes()
+    assert np.count_nonzero(mine != SENTINEL) <= n * dt.size  # only the typemap's bytes
+    assert m.packed == (not _is_view(name, n) and n > 0)
+
+
+def test_issue_bcast_indexed_block_leaves_gaps():
+    buf = np.full(10, -1, np.int32)
+    m = mb.simple((buf, 1, TYPES["indexed_block"]), role="recv", what="Bcast buf")
+    m.data[:] = np.arange(10, 15, dtype=np.int32).view(np.uint8)
+    m.unpack()
+    assert buf.tolist() == [10, -1, 11, -1, 12, -1, 13, -1, 14, -1]
+
+
+@pytest.mark.parametrize("name", ["hindexed_negative", "hvector_negative"])
+def test_negative_lower_bound_outside_buffer_is_refused(name):
+    dt = TYPES[name]
+    with pytest.raises(InputError, match="Send buf: count 1 needs bytes"):
+        mb.simple([np.zeros(64, np.uint8), 1, dt], role="send", what="Send buf")
+
+
+# ---------------------------------------------------------------------------------------------
+# Buffer forms without a datatype: the buffer's format picks it, as in mpi4py
+
+
+class DLPackOnly:
+    """Exposes memory only through DLPack (no buffer protocol)."""
+
+    def __init__(self, arr):
+        self._arr = arr
+
+    def __dlpack__(self, **kwargs):
+        return self._arr.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._arr.__dlpack_device__()
+
+
+class ArrayInterfaceOnly:
+    def __init__(self, arr):
+        self._arr = arr
+        self.__array_interface__ = arr.__array_interface__
+
+
+def _forms():
+    a32 = np.arange(6, dtype=np.int32)
+    return {
+        "numpy_1d": (np.arange(5, dtype=np.float64), MPI.DOUBLE, 5),
+        "numpy_2d_c": (np.arange(12, dtype=np.int16).reshape(3, 4), MPI.SHORT, 12),
+        "numpy_2d_f": (np.asfortranarray(np.arange(6.0).reshape(2, 3)), MPI.DOUBLE, 6),
+        "numpy_0d": (np.array(2.5), MPI.DOUBLE, 1),
+        "numpy_empty": (np.zeros((0, 3), np.int32), MPI.INT, 0),
+        "numpy_bool": (np.array([True, False, True]), MPI.BOOL, 3),
+        "numpy_complex": (np.arange(3, dtype=np.complex128), MPI.C_DOUBLE_COMPLEX, 3),
+        "numpy_uint8": (np.arange(4, dtype=np.uint8), MPI.BYTE, 4),  # format "B" is BYTE
+        "bytes": (b"abcdef", MPI.BYTE, 6),
+        "bytearray": (bytearray(b"abcd"), MPI.BYTE, 4),
+        "memoryview_i": (memoryview(a32), MPI.INT, 6),
+        "array_h": (array.array("h", [1, 2, 3]), MPI.SHORT, 3),
+        "array_d": (array.array("d", [1.0, 2.0]), MPI.DOUBLE, 2),
+        "array_q": (array.array("q", [1, 2]), MPI.LONG_LONG, 2),
+        "mmap": (_mmap(16), MPI.BYTE, 16),
+        "ctypes": ((ctypes.c_int * 3)(1, 2, 3), MPI.INT, 3),
+        "dlpack": (DLPackOnly(np.arange(4, dtype=np.int64)), MPI.LONG, 4),
+        "mpi_buffer": (MPI.buffer.allocate(8), MPI.BYTE, 8),
+    }
+
+
+def _mmap(n):
+    m = mmap.mmap(-1, n)
+    m.write(bytes(range(n)))
+    return m
+
+
+FORMS = _forms()
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_bare_buffer_forms(form):
+    buf, dt, count = FORMS[form]
+    m = mb.simple(buf, role="send", what="Send buf")
+    assert m.datatype == dt, (m.datatype.Get_name(), dt.Get_name())
+    assert m.count == count and m.nbytes == count * dt.size and not m.packed
+    assert m.obj is buf
+    ref = _mpi_reads(buf, m.nbytes)
+    assert m.data.tobytes() == ref.tobytes()
+    r = mb.simple(buf, role="recv", what="Recv buf") if form != "bytes" else None
+    if r is not None and r.nbytes:  # a view: writing data writes the user's memory
+        r.data[0] ^= 0xFF
+        assert _mpi_reads(buf, r.nbytes)[0] == ref[0] ^ 0xFF
+        r.data[0] ^= 0xFF
+
+
+def test_typed_buffer_counts_elements_not_bytes():
+    buf = array.array("h", range(8))
+    m = mb.simple([buf, 3], role="send", what="Send buf")
+    assert m.datatype == MPI.SHORT and m.count == 3 and m.nbytes == 6
+    assert m.data.tobytes() == _mpi_reads([buf, 3], 6).tobytes()
+
+
+@pytest.mark.parametrize("spec_kind", ["list", "tuple", "str_type", "count_displ_tuple",
+                                       "count_displ_list", "four", "datatype_only"])
+def test_list_forms(spec_kind):
+    buf = np.arange(10, dtype=np.int32)
+    spec = {
+        "list": [buf, 4],
+        "tuple": (buf, 4),
+        "str_type": [buf, 3, "i"],
+        "count_displ_tuple": [buf, (3, 2), MPI.INT],
+        "count_displ_list": [buf, [3, 2]],
+        "four": [buf, 3, 4, MPI.INT],
+        "datatype_only": [buf, MPI.INT],
+    }[spec_kind]
+    m = mb.simple(spec, role="send", what="Send buf")
+    ref = _mpi_reads(spec, m.nbytes)
+    assert m.data.tobytes() == ref.tobytes() and m.datatype == MPI.INT
+
+
+def test_none_buffer_with_zero_count():
+    for spec in ([None, MPI.INT], [None, 0, MPI.INT]):
+        m = mb.simple(spec, role="recv", what="Recv buf")
+        assert m.count == 0 and m.nbytes == 0 and m.data.size == 0
+        SELF.Sendrecv(spec, 0, 9, spec, 0, 9)  # mpi4py accepts it too
+
+
+def test_fast_path_agrees_with_general_path():
+    for arr in (np.arange(12, dtype=np.int32), np.arange(6.0).reshape(2, 3), np.zeros(0)):
+        fast = mb.simple(arr, blocks=2 if arr.size else 1, role="recv")
+        slow = mb.simple([arr, mb.simple(arr).datatype], blocks=fast.blocks, role="recv")
+        assert (fast.count, fast.blocks, fast.nbytes, fast.typesig, fast.dtype) == \
+            (slow.count, slow.blocks, slow.nbytes, slow.typesig, slow.dtype)
+        assert fast.datatype == slow.datatype and np.shares_memory(fast.data, arr) == bool(
+            arr.size)
+
+
+@pytest.mark.parametrize("blocks,count", [(1, 12), (2, 6), (3, 4), (4, 3), (12, 1)])
+def test_blocks_divide_an_inferred_count(blocks, count):
+    m = mb.simple(np.arange(12, dtype=np.int32), blocks=blocks, role="send")
+    assert (m.count, m.blocks, m.nbytes, m.data.size) == (count, blocks, 4 * count, 48)
+
+
+def test_count_in_spec_is_per_block():
+    s = np.arange(16, dtype=np.int32)
+    m = mb.simple([s, 2, MPI.INT], blocks=4, role="send", what="Alltoall sendbuf")
+    assert (m.count, m.nbytes, m.data.size) == (2, 8, 32)
+    v = TYPES["vector"]  # 3 blocks of 2 ints, stride 4: extent 40 bytes
+    big = np.arange(64, dtype=np.int32)
+    m = mb.simple([big, 1, v], blocks=3, role="send", what="Alltoall sendbuf")
+    assert m.nbytes == 24 and m.data.size == 72
+    ref = _mpi_reads([big, 3, v], 72)
+    assert m.pack().tobytes() == ref.tobytes()
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors: one InputError line naming the argument; mpi4py raises on the same specs
+
+
+def _mpi4py_raises(spec):
+    """True when mpi4py refuses ``spec`` as a send buffer before MPI sees it."""
+    try:
+        SELF.Sendrecv(spec, 0, 11, [bytearray(64), 64, MPI.BYTE], 0, 11)
+    except (TypeError, ValueError, KeyError, BufferError):
+        return True
+    return False
+
+
+ERRORS = {
+    "non_contiguous": (np.arange(10)[::2], "not contiguous"),
+    "big_endian": (np.arange(3, dtype=">i4"), "non-native byte order"),
+    "structured_no_type": (np.zeros(2, "i4,f4"), "cannot map buffer format"),
+    "twelve_bytes_double": ([bytearray(12), MPI.DOUBLE], "not a multiple of the datatype"),
+    "datatype_null": ([bytearray(8), MPI.DATATYPE_NULL], "DATATYPE_NULL"),
+    "none_with_count": ([None, 2, MPI.INT], "None but the count is 2"),
+    "negative_displ": ([bytearray(8), (1, -1), MPI.BYTE], "negative displacement"),
+    "displ_out_of_bounds": ([bytearray(8), (1, 9), MPI.BYTE], "out of bounds"),
+    "five_items": ([bytearray(8), 1, 0, MPI.BYTE, 0], "2 to 4 items"),
+    "not_a_buffer": (3.5, "expecting a buffer"),
+    "array_interface_only": (ArrayInterfaceOnly(np.arange(3)), "expecting a buffer"),
+    "float_count": ([bytearray(8), 1.5], "not an integer"),
+    "bad_type_code": ([bytearray(8), "zz"], "cannot map 'zz'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ERRORS))
+def test_errors_where_mpi4py_raises(case):
+    spec, message = ERRORS[case]
+    with pytest.raises(InputError, match=message) as info:
+        mb.simple(spec, role="send", what="Send buf")
+    text = str(info.value)
+    assert text.startswith("Send buf: ") and "\n" not in text
+    assert _mpi4py_raises(spec), "mpi4py accepts what msgbuffer refuses"
+
+
+ERRORS_MPI_DOES_NOT_CHECK = {  # MPI would read or write outside the buffer, or fail later
+    "count_too_large": ([np.zeros(4, np.int32), 5, MPI.INT], "needs bytes"),
+    "negative_count": ([np.zeros(4, np.int32), -1, MPI.INT], "negative count"),
+    "vector_too_large": ([np.zeros(9, np.int32), 1, TYPES["vector"]], "needs bytes"),
+    "bottom": ([MPI.BOTTOM, 1, MPI.INT], "MPI.BOTTOM"),
+    "in_place": (MPI.IN_PLACE, "MPI.IN_PLACE is not a buffer here"),
+    "none": (None, "None is not a buffer here"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ERRORS_MPI_DOES_NOT_CHECK))
+def test_errors_before_mpi_would_misbehave(case):
+    spec, message = ERRORS_MPI_DOES_NOT_CHECK[case]
+    with pytest.raises(InputError, match=message):
+        mb.simple(spec, role="send", what="Send buf")
+
+
+def test_uncommitted_datatype():
+    v = MPI.INT.Create_vector(2, 1, 2)
+    try:
+        with pytest.raises(InputError, match="Commit"):
+            mb.simple([np.zeros(8, np.int32), 1, v], role="send", what="Send buf")
+        with pytest.raises(MPI.Exception):
+            SELF.Sendrecv([np.zeros(8, np.int32), 1, v], 0, 12, bytearray(8), 0, 12)
+    finally:
+        v.Free()
+
+
+@pytest.mark.parametrize("buf", [b"abcd", np.arange(4).view(np.uint8)[:8].copy()],
+                         ids=["bytes", "readonly_numpy"])
+def test_readonly_receive_buffer(buf):
+    if isinstance(buf, np.ndarray):
+        buf.flags.writeable = False
+    with pytest.raises(InputError, match="Recv buf: .*read-only"):
+        mb.simple(buf, role="recv", what="Recv buf")
+    with pytest.raises((BufferError, ValueError)):
+        SELF.Sendrecv(bytearray(4), 0, 13, buf, 0, 13)
+    mb.simple(buf, role="send")  # sending from it is fine
+
+
+def test_readonly_mmap_receive():
+    ro = mmap.mmap(-1, 8, access=mmap.ACCESS_READ)
+    with pytest.raises(InputError, match="read-only"):
+        mb.simple(ro, role="recv", what="Recv buf")
+
+
+def test_inner_datatypes_stay_usable():
+    """msgbuffer frees the handles decode() returns (MPI says to); the user's types survive."""
+    inner = MPI.INT.Create_contiguous(2).Commit()
+    outer = inner.Create_vector(2, 1, 2).Commit()
+    twice = MPI.Datatype.Create_struct([1, 1], [0, 16], [inner, inner]).Commit()
+    try:
+        for _ in range(5):
+            mb.simple([np.zeros(8, np.int32), 1, outer], role="send")
+            mb.simple([np.zeros(8, np.int32), 1, twice], role="send")
+        outer.Free()
+        twice.Free()
+        out = np.zeros(2, np.int32)
+        SELF.Sendrecv([np.arange(2, dtype=np.int32), 1, inner], 0, 14, out, 0, 14)
+        assert out.tolist() == [0, 1]
+    finally:
+        for t in (outer, twice, inner):
+            if t != MPI.DATATYPE_NULL:
+                t.Free()
+
+
+# ---------------------------------------------------------------------------------------------
+# Type signatures and reduction dtypes
+
+
+def _sig(spec):
+    return mb.simple(spec, role="send").typesig
+
+
+def test_typesig_follows_mpi_type_matching():
+    ints = np.zeros(16, np.int32)
+    raw = np.zeros(64, np.uint8)
+    pair = MPI.Datatype.Create_struct([1, 1], [0, 8], [MPI.INT, MPI.DOUBLE]).Commit()
+    quad = MPI.Datatype.Create_struct([1, 1, 1, 1], [0, 8, 16, 24],
+                                      [MPI.INT, MPI.DOUBLE, MPI.INT, MPI.DOUBLE]).Commit()
+    two = MPI.INT.Create_contiguous(2).Commit()
+    fi = MPI.Datatype.Create_struct([1, 1], [0, 4], [MPI.FLOAT, MPI.INT]).Commit()
+    try:
+        assert _sig([raw, 2, pair]) == _sig([raw, 1, quad])
+        assert _sig([raw, 1, pair]) != _sig([raw, 1, quad])
+        assert _sig([ints, 4, MPI.INT]) == _sig([ints, 2, two]) == _sig([ints, 4, MPI.INT32_T])
+        assert _sig([ints, 4, MPI.INT]) == _sig(ints[:4])
+        assert _sig([ints, 4, MPI.INT]) != _sig([ints, 4, MPI.FLOAT])
+        assert _sig([ints, 3, MPI.INT]) != _sig([ints, 4, MPI.INT])
+        assert _sig([raw, 2, MPI.FLOAT_INT]) == _sig([raw, 2, fi])
+        assert _sig([ints, 1, TYPES["vector"]]) == _sig([ints, 6, MPI.INT])
+        assert _sig([ints, 0, MPI.INT]) == _sig([raw, 0, pair]) == (0, 0)
+        assert _sig([raw, 4, MPI.PACKED]) is None
+    finally:
+        for t in (pair, quad, two, fi):
+            t.Free()
+
+
+def test_dtype_for_reductions():
+    raw = np.zeros(256, np.uint8)
+    assert mb.simple([raw, 1, TYPES["vector"]]).dtype == np.int32
+    assert mb.simple([raw, 1, TYPES["struct"]]).dtype is None
+    ints = MPI.Datatype.Create_struct([1, 2], [0, 8], [MPI.INT, MPI.INT32_T]).Commit()
+    try:
+        assert mb.simple([raw, 2, ints]).dtype == np.int32
+    finally:
+        ints.Free()
+    assert mb.simple([raw, 2, MPI.FLOAT_INT]).dtype.names == ("f0", "f1")
+    assert mb.simple(np.zeros(3)).dtype == np.float64
+
+
+# ---------------------------------------------------------------------------------------------
+# Vector forms (v-variants) and Alltoallw
+
+
+def test_vector_forms_infer_as_mpi4py():
+    s = np.arange(7, dtype=np.int32)
+    v = mb.vector(s, 3, role="send")
+    assert v.counts.tolist() == [3, 2, 2] and v.displs.tolist() == [0, 3, 5]
+    v = mb.vector([s, 2], 3, role="send")
+    assert v.counts.tolist() == [2, 2, 2] and v.displs.tolist() == [0, 2, 4]
+    v = mb.vector([s, (2, 3)], 2, role="send")
+    assert v.counts.tolist() == [2, 2] and v.displs.tolist() == [0, 3]
+    v = mb.vector([s, ([1, 2], [5, 0])], 2, role="send")
+    assert v.byte_counts.tolist() == [4, 8] and v.byte_displs.tolist() == [20, 0]
+    assert not v.packed and np.shares_memory(v.data, s)
+    v = mb.vector([s, [1, 2], [5, 0], "i"], 2, role="send")
+    assert v.counts.tolist() == [1, 2] and v.displs.tolist() == [5, 0]
+    v = mb.vector([s, [3, 4], MPI.INT], 2, role="send")  # a list in 2nd place: counts
+    assert v.displs.tolist() == [0, 3]
+
+
+@pytest.mark.parametrize("spec,message", [
+    (lambda s: [s, [1, 2], [5, 0]], "must be a datatype"),
+    (lambda s: [s, [[1, 2], [5, 0]]], "not an integer"),
+    (lambda s: [s, [1, 2, 3]], "3 items, expecting 2"),
+    (lambda s: [s, ([1, 2], [0, 6])], "needs bytes"),
+    (lambda s: [s, [1, -1]], "negative count"),
+    (lambda s: [s[:5], MPI.DOUBLE], "not a multiple"),
+])
+def test_vector_errors(spec, message):
+    s = np.arange(7, dtype=np.int32)
+    with pytest.raises(InputError, match=message):
+        mb.vector(spec(s), 2, role="send", what="Alltoallv sendbuf")
+
+
+def test_vector_three_items_without_datatype_is_refused_by_mpi4py_too():
+    s = np.arange(4, dtype=np.int32)
+    with pytest.raises(TypeError):
+        SELF.Alltoallv([s, [2], [1]], [np.zeros(4, np.int32), [2], [0]])
+
+
+@pytest.mark.parametrize("name", sorted(TYPES))
+def test_vector_against_alltoallv(name):
+    dt = TYPES[name]
+    if dt.extent <= 0:
+        pytest.skip("v-displacements need a positive extent")
+    n, displ = 2, 1
+    size, d0, _ = _layout(dt, n + displ)
+    displ += d0
+    sbuf = _src(size)
+    v = mb.vector([sbuf, ([n], [displ]), dt], 1, role="send", what="Alltoallv sendbuf")
+    ref = np.zeros(n * dt.size, np.uint8)
+    SELF.Alltoallv([sbuf, ([n], [displ]), dt], [ref, ([n * dt.size], [0]), MPI.BYTE])
+    packed = v.pack()
+    got = packed[v.byte_displs[0]:v.byte_displs[0] + v.byte_counts[0]]
+    assert got.tobytes() == ref.tobytes()
+    rbuf_ref = np.full(size, SENTINEL, np.uint8)
+    SELF.Alltoallv([ref[::-1].copy(), ([ref.size], [0]), MPI.BYTE],
+                   [rbuf_ref, ([n], [displ]), dt])
+    rbuf = np.full(size, SENTINEL, np.uint8)
+    r = mb.vector([rbuf, ([n], [displ]), dt], 1, role="recv", what="Alltoallv recvbuf")
+    r.data[r.byte_displs[0]:r.byte_displs[0] + r.byte_counts[0]] = ref[::-1]
+    r.unpack()
+    assert rbuf.tobytes() == rbuf_ref.tobytes()
+    assert r.packed == (not _is_view(name, n))
+
+
+def test_wvector_displacements_are_bytes():
+    """Alltoallw displacements count bytes (MPI standard).
+
+    The reference is a Sendrecv from the byte offset: Open MPI 5.0.11's one-process
+    Alltoallw (coll/self, used for COMM_SELF) multiplies the displacements by the extents.
+    """
+    dt = TYPES["vector"]
+    sbuf = _src(256)
+    w = mb.wvector([sbuf, ([2], [12]), [dt]], 1, role="send", what="Alltoallw sendbuf")
+    assert w.packed and w.byte_counts.tolist() == [2 * dt.size]
+    ref = _mpi_reads([sbuf[12:], 2, dt], 2 * dt.size)
+    assert w.pack().tobytes() == ref.tobytes()
+    rref = np.full(256, SENTINEL, np.uint8)
+    _mpi_writes(ref, [rref[12:], 2, dt])
+    mine = np.full(256, SENTINEL, np.uint8)
+    r = mb.wvector([mine, ([2], [12]), [dt]], 1, role="recv")
+    r.data[:] = ref
+    r.unpack()
+    assert mine.tobytes() == rref.tobytes()
+    assert r.block_typesig(0) == mb.simple([sbuf, 12, MPI.INT]).typesig
+
+
+def test_wvector_forms():
+    s = np.arange(8, dtype=np.int32)
+    w = mb.wvector([s, [MPI.INT, MPI.INT]], 2, role="send")
+    assert w.counts.tolist() == [1, 1] and w.displs.tolist() == [0, 0] and not w.packed
+    w = mb.wvector([s, [2, 1], [0, 12], [MPI.INT, MPI.DOUBLE]], 2, role="send")
+    assert w.byte_counts.tolist() == [8, 8] and w.byte_displs.tolist() == [0, 12]
+    assert w.dtype is None
+    with pytest.raises(InputError, match="expecting 2 datatypes"):
+        mb.wvector([s, ([1, 1], [0, 0]), [MPI.INT]], 2, role="send", what="Alltoallw sendbuf")
+    with pytest.raises(InputError, match="needs bytes"):
+        mb.wvector([s, ([1, 1], [0, 30]), [MPI.INT, MPI.INT]], 2, role="send")
+
+
+def test_in_place():
+    assert mb.in_place(None) and mb.in_place(MPI.IN_PLACE)
+    assert not mb.in_place(MPI.BOTTOM) and not mb.in_place(np.zeros(1))
+
+
+def test_import_does_not_import_mpi4py():
+    code = ("import sys, dualmpi.msgbuffer as m; "
+            "assert 'mpi4py.MPI' not in sys.modules and m.in_place(None); "
+            "assert 'mpi4py.MPI' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_doctests():
+    import doctest
+
+    assert doctest.testmod(mb).failed == 0
