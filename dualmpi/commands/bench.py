@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from ..collectives import COLLECTIVES
 from ..errors import InputError
 from ..executors.options import make_options
-from .common import check_output_path, load_topology, topology_arg
+from .common import check_output_path, load_topology, topology_arg, write_json_atomic, write_output
 from .run import check_runnable, metadata, parse_sizes
 
 __all__ = ["add_parser", "main"]
@@ -64,7 +64,7 @@ def main(args):
     """Run the benchmark grid and write the results (rank 0)."""
     topo = load_topology(args.spec)
     check_runnable(topo)
-    from ..measure.harness import DEFAULT_SIZES, run_bench, write_results
+    from ..measure.harness import DEFAULT_SIZES, run_bench
 
     pp = parse_sizes(args.sizes) if args.sizes else list(DEFAULT_SIZES)
     coll = parse_sizes(args.coll_sizes) if args.coll_sizes else []
@@ -96,7 +96,26 @@ def main(args):
         meta["switching"] = options.switching
         results = {"format": results["format"], "meta": meta, **{
             k: v for k, v in results.items() if k != "format"}}
-        csv_path = write_results(results, args.json)
-        print(f"results written to {args.json} and {csv_path}")
+        write_json_atomic(results, args.json)
+        write_output(csv, _csv_text(results), "--json (its .csv)")
+        print(f"results written to {args.json} and {csv}")
     bad = [r for r in results["pingpong"] + results["collectives"] if not r["verified"]]
     return 1 if bad else 0
+
+
+def _csv_text(results):
+    """Return the rows of both sections as CSV text (nested fields flattened: ``model.ts``)."""
+    import csv
+    import io
+
+    from ..measure.harness import _flat
+
+    rows = [dict(section=s, **_flat(r)) for s in ("pingpong", "collectives") for r in results[s]]
+    fields = []
+    for r in rows:
+        fields += [k for k in r if k not in fields]
+    out = io.StringIO(newline="")
+    writer = csv.DictWriter(out, fieldnames=fields)
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()

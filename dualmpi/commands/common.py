@@ -9,7 +9,7 @@ from ..topology import from_spec
 
 __all__ = [
     "topology_arg", "node_arg", "resolve_node", "load_topology", "print_json", "format_table",
-    "add_fault_args", "apply_faults", "check_output_path", "write_json_atomic",
+    "add_fault_args", "apply_faults", "check_output_path", "write_output", "write_json_atomic",
 ]
 
 
@@ -84,40 +84,185 @@ def apply_faults(topo, args):
 
 
 
-def check_output_path(path, what="--json"):
-    """Raise :class:`~dualmpi.errors.InputError` unless ``path`` can be written (before measuring).
+#: How long :func:`write_output` waits for a process to open a FIFO for reading (seconds).
+FIFO_WAIT_S = 10.0
 
-    Creates nothing: the folder must exist and be writable, and ``path`` must not be a
-    folder.
+
+def _output_target(path, what):
+    """Return ``(kind, where)``: how ``path`` is written, or raise :class:`InputError`.
+
+    ``"file"``: a new file or a regular one (through symlinks: ``where`` is the
+    target), replaced through a temporary file in the target's folder and a rename;
+    ``"stream"``: a FIFO or a character device (``/dev/stdout``, ``/dev/null``),
+    written in place and never replaced.  Directories, block devices and sockets are
+    refused.  Creates nothing.
     """
     import os
+    import stat
 
     from ..errors import InputError
 
-    if path is None:
-        return
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise InputError(f"{what} {path}: is a directory")
-    if not os.path.isdir(folder):
-        raise InputError(f"{what} {path}: the directory {folder} does not exist")
-    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise InputError(f"{what} {path}: not writable")
-
-
-def write_json_atomic(obj, path):
-    """Write ``obj`` as indented JSON to ``path`` through a temporary file and a rename."""
-    import os
-    import tempfile
-
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".dualmpi-", suffix=".json", dir=folder)
     try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(obj, fh, indent=2)
-            fh.write("\n")
-        os.replace(tmp, path)
+        st = os.stat(path)  # follows symlinks
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise InputError(f"{what} {path}: {exc.strerror or exc}") from None
+    if st is None or stat.S_ISREG(st.st_mode):
+        where = os.path.realpath(path)  # a symlink's (possibly dangling) target
+        try:
+            same = st is None or os.path.samestat(os.stat(where), st)
+        except OSError:
+            same = False
+        if not same:  # a file reached only through a magic link (/proc/self/fd/N of a deleted file)
+            return "stream", path
+        folder = os.path.dirname(where)
+        if not os.path.isdir(folder):
+            raise InputError(f"{what} {path}: the directory {folder} does not exist")
+        if st is not None and not os.access(where, os.W_OK):
+            raise InputError(f"{what} {path}: not writable")
+        if not os.access(folder, os.W_OK):
+            raise InputError(f"{what} {path}: not writable (the directory {folder} is not: "
+                             "the file is replaced through a temporary file beside it)")
+        return "file", where
+    if stat.S_ISFIFO(st.st_mode) or stat.S_ISCHR(st.st_mode):
+        if not os.access(path, os.W_OK):
+            raise InputError(f"{what} {path}: not writable")
+        return "stream", path
+    kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a block device"
+            if stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+            else "not a regular file")
+    raise InputError(f"{what} {path}: is {kind}; give a file name (a FIFO or a character "
+                     "device such as /dev/stdout is written in place)")
+
+
+def check_output_path(path, what="--json"):
+    """Raise :class:`~dualmpi.errors.InputError` unless ``path`` can be written (before measuring).
+
+    Creates nothing.  A new or regular file (also through a symlink) needs a writable
+    folder, since :func:`write_output` replaces it through a temporary file beside it;
+    a FIFO or character device must be writable; anything else is refused.
+    """
+    if path is not None:
+        _output_target(path, what)
+
+
+def write_output(path, data, what="--json"):
+    """Write ``data`` (text or bytes) to ``path``: the one writer of the commands' output files.
+
+    A new or regular file is written to a temporary file in its folder and renamed
+    over it (atomic: readers see the old or the new file, never a part; an existing
+    file keeps its permissions, a new one gets those of ``open``).  A symlink is
+    followed: its target is replaced, the link stays.  A FIFO or a character device
+    (``/dev/stdout``) is written in place and never replaced; a FIFO that no process
+    opens for reading within :data:`FIFO_WAIT_S` is an error, not a hang.  Anything else is
+    refused.
+
+    Raises
+    ------
+    InputError
+        ``path`` cannot be written (see :func:`check_output_path`).
+    DualmpiError
+        Writing failed (disk full, no reader, ...); nothing was renamed over ``path``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     Path(d, "link.json").symlink_to("target.json")
+    ...     write_output(Path(d, "link.json"), "{}")
+    ...     Path(d, "link.json").is_symlink(), Path(d, "target.json").read_text()
+    (True, '{}')
+    """
+    import os
+
+    from ..errors import DualmpiError
+
+    kind, where = _output_target(path, what)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    try:
+        if kind == "stream":
+            _write_in_place(where, data, what)
+        else:
+            _replace_file(where, data, what, path)
+    except OSError as exc:
+        raise DualmpiError(f"{what} {path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _write_in_place(path, data, what):
+    """Write ``data`` to a FIFO or character device (opened without creating or truncating)."""
+    import errno
+    import os
+    import stat
+    import time
+
+    from ..errors import DualmpiError
+
+    deadline = time.monotonic() + FIFO_WAIT_S
+    while True:  # non-blocking: a FIFO without a reader fails (ENXIO) instead of waiting forever
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NOCTTY | os.O_NONBLOCK)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise
+            if time.monotonic() > deadline:
+                raise DualmpiError(f"{what} {path}: a FIFO that no process reads (waited "
+                                   f"{FIFO_WAIT_S:g} s)") from None
+            time.sleep(0.05)
+    with os.fdopen(fd, "wb") as fh:
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
+            raise DualmpiError(f"{what} {path}: changed while it was opened; not written")
+        os.set_blocking(fd, True)
+        fh.write(data)
+
+
+def _replace_file(where, data, what, path):
+    """Write ``data`` to a new file beside ``where``, then rename it over ``where`` (a regular
+    file or nothing): never over a file of another kind."""
+    import os
+    import stat
+
+    from ..errors import DualmpiError
+
+    folder, name = os.path.split(where)
+    for attempt in range(100):
+        tmp = os.path.join(folder, f".{name}.{os.getpid()}.{attempt}.tmp")
+        try:  # mode 0o666 less the umask, as open() would create it
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise DualmpiError(f"{what} {path}: no free temporary name in {folder}")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            try:
+                os.fchmod(fd, stat.S_IMODE(os.stat(where).st_mode))  # keep the file's mode
+            except FileNotFoundError:
+                pass
+            fh.write(data)
+            fh.flush()
+            os.fsync(fd)
+        try:
+            mode = os.lstat(where).st_mode
+        except FileNotFoundError:
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):
+            raise DualmpiError(f"{what} {path}: became something other than a regular file "
+                               "while it was written; left alone")
+        os.replace(tmp, where)
     except BaseException:
-        if os.path.exists(tmp):
+        try:
             os.unlink(tmp)
+        except FileNotFoundError:
+            pass
         raise
+
+
+def write_json_atomic(obj, path, what="--json"):
+    """Write ``obj`` as indented JSON to ``path`` with :func:`write_output`."""
+    write_output(path, json.dumps(obj, indent=2) + "\n", what)

@@ -2,9 +2,8 @@
 
 import sys
 
-from ..errors import DualmpiError
 from ..export import FORMATS, SIMGRID_FULL_ROUTES, export
-from .common import load_topology, topology_arg
+from .common import check_output_path, load_topology, topology_arg, write_output
 
 __all__ = ["add_parser", "main"]
 
@@ -38,6 +37,7 @@ def add_parser(sub):
 def main(args):
     """Write the export; return the exit code."""
     topo = load_topology(args.spec)
+    check_output_path(args.output, "-o")
     options = {}
     if args.fmt == "simgrid":
         options = {"bandwidth": args.bandwidth, "latency": args.latency}
@@ -45,10 +45,6 @@ def main(args):
     if not args.output:
         sys.stdout.write(text)
         return 0
-    try:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise DualmpiError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    write_output(args.output, text, "-o")
     print(f"wrote {topo.spec} ({topo.num_nodes} nodes) as {args.fmt} to {args.output}")
     return 0

@@ -7,7 +7,7 @@ from ..model.analysis import analyze, table2_pairs
 from ..model.fit import parse_boundaries, regime_params
 from ..model.formulas import PATTERNS, TABLE2_ROWS, paper_formula, predict
 from ..topology import from_spec
-from .common import format_table
+from .common import check_output_path, format_table, write_output
 from .fit import add_fit_options, fit_tables, fmt_us, format_mdape, group_header, load_all, prediction_table
 
 __all__ = ["add_parser", "main", "table2_table"]
@@ -49,6 +49,7 @@ def main(args):
         raise DualmpiError(f"--plot {args.plot}: no such directory")
     if args.plot:
         _check_plot_format(args.plot)
+        check_output_path(args.plot, "--plot")
     results = load_all(args.files)
     out = analyze(results, boundaries, args.stat, args.coll_stat, args.kind, args.pool,
                   args.resamples)
@@ -78,10 +79,15 @@ def main(args):
         for group in out["groups"]:
             rows[group["label"]] = [r for res in results if res.path in group["files"]
                                     for r in res.pingpong]
-        try:
-            plot_report(out, args.plot, rows, args.title)
-        except OSError as exc:
-            raise DualmpiError(f"--plot {args.plot}: cannot write: {exc.strerror or exc}") from None
+        import io
+
+        import matplotlib
+
+        figure = io.BytesIO()
+        ext = os.path.splitext(args.plot)[1].lstrip(".").lower()
+        with matplotlib.rc_context({"savefig.format": ext}):  # the format of args.plot's name
+            plot_report(out, figure, rows, args.title)
+        write_output(args.plot, figure.getvalue(), "--plot")
         print(f"\nfigure: {args.plot}")
     return 0
 
