@@ -2,11 +2,15 @@
 without it, and the Python loop still correct when it is off (``DUALMPI_CLOOP=0``)."""
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 
 import pytest
 
 from dualmpi.engine import cloop
-from mpi_helpers import dualmpi_cmd, mpi_cmd, needs_mpiexec, ompi_env, run_job
+from mpi_helpers import REPO, dualmpi_cmd, mpi_cmd, needs_mpiexec, ompi_env, run_job
 
 #: A job that runs every collective through dualmpi.Comm on 8 ranks, checks it against
 #: mpi4py's own and prints whether the compiled loop ran it.
@@ -107,3 +111,99 @@ def test_the_watchdog_names_a_stall_in_the_compiled_loop(tmp_path):
                   env, timeout=90)
     assert job.returncode != 0 and not job.timed_out, job.stdout + job.stderr
     assert "watchdog" in job.stderr and "in round 0 for rank 0 to send" in job.stderr
+
+
+# -- a damaged cache (issue 23, item 8) -----------------------------------------------------------
+#: Loads the compiled loop in a fresh process (a SIGBUS inside dlopen must not kill pytest) with
+#: ``mpicc`` given by argv[1] (a wrapper that can be broken), and prints what it got.
+LOAD = """
+import json, sys
+from dualmpi.engine import cloop
+cloop._mpicc = lambda: sys.argv[1]
+lib = cloop.load("issue 23 test")
+print(json.dumps({"built": lib is not None, "reason": cloop.reason(),
+                  "works": lib is not None and lib.dualmpi_fields() > 0}))
+"""
+
+needs_mpicc = pytest.mark.skipif(cloop._mpicc() is None, reason="no mpicc to build the loop")
+
+
+@pytest.fixture
+def cache(tmp_path):
+    """A cache folder and an ``mpicc`` wrapper that fails once ``<wrapper>.broken`` exists."""
+    wrapper = tmp_path / "mpicc"
+    wrapper.write_text(f'#!/bin/sh\n[ -e "$0.broken" ] && {{ echo "mpicc: broken" >&2; exit 1; }}\n'
+                       f'exec {cloop._mpicc()} "$@"\n')
+    wrapper.chmod(0o755)
+    return tmp_path / "cache", wrapper
+
+
+def _load(cache):
+    """Load the loop in a new process; return ``(its report or None, CompletedProcess)``."""
+    folder, wrapper = cache
+    env = dict(os.environ, DUALMPI_CACHE=str(folder), PYTHONPATH=str(REPO))
+    env.pop("DUALMPI_CLOOP", None)
+    proc = subprocess.run([sys.executable, "-c", LOAD, str(wrapper)], env=env, cwd=REPO,
+                          capture_output=True, text=True, timeout=180)
+    lines = proc.stdout.strip().splitlines()
+    return (json.loads(lines[-1]) if proc.returncode == 0 and lines else None), proc
+
+
+def _library(cache):
+    """Return the one compiled library in the cache folder."""
+    (lib,) = cache[0].glob("rounds-*.so")
+    return lib
+
+
+@needs_mpicc
+def test_truncated_library_is_rebuilt_not_loaded(cache):
+    """A library cut short (full disk, racing jobs) crashed every later process with SIGBUS
+    inside dlopen and was never rebuilt; now it is rebuilt, with one warning line."""
+    got, proc = _load(cache)
+    assert got == {"built": True, "reason": "", "works": True} and proc.stderr == "", proc.stderr
+    lib = _library(cache)
+    size = lib.stat().st_size
+    with open(lib, "r+b") as fh:
+        fh.truncate(size // 4)
+    got, proc = _load(cache)
+    shown = f"exit {proc.returncode}\n{proc.stderr[-2000:]}"
+    assert got == {"built": True, "reason": "", "works": True}, shown
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("dualmpi: warning: compiled round loop") and "rebuilt" in line, line
+    assert _library(cache).stat().st_size == size
+    got, proc = _load(cache)  # and the next process loads it quietly
+    assert got["works"] and proc.stderr == "", proc.stderr
+
+
+@needs_mpicc
+@pytest.mark.parametrize("recorded", [False, True], ids=["foreign", "foreign-with-record"])
+def test_foreign_library_is_rebuilt(cache, recorded):
+    """Another shared object at the library's path (an AttributeError traceback before): never
+    used as the loop; rebuilt, also when its record was rewritten to match it."""
+    _load(cache)
+    lib = _library(cache)
+    import _ctypes
+
+    shutil.copyfile(_ctypes.__file__, lib)
+    if recorded:
+        lib.with_name(lib.name + ".sha256").write_text(cloop._record(lib) + "\n")
+    got, proc = _load(cache)
+    shown = f"exit {proc.returncode}\n{proc.stderr[-2000:]}"
+    assert got == {"built": True, "reason": "", "works": True}, shown
+    assert "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) == 1, shown
+    assert ("is not the round loop" if recorded else "does not match its record") in proc.stderr
+
+
+@needs_mpicc
+def test_damaged_library_that_cannot_be_rebuilt_falls_back(cache):
+    """When the rebuild fails too, the rounds run in Python: one warning line, no crash."""
+    _load(cache)
+    lib = _library(cache)
+    lib.write_bytes(lib.read_bytes()[:4096])
+    cache[1].with_name("mpicc.broken").touch()
+    got, proc = _load(cache)
+    shown = f"exit {proc.returncode}\n{proc.stderr[-2000:]}"
+    assert got is not None and not got["built"], shown
+    assert got["reason"] == "mpicc failed: mpicc: broken", got
+    (line,) = proc.stderr.splitlines()
+    assert "rebuilding it failed (mpicc failed: mpicc: broken): rounds run in Python" in line, line

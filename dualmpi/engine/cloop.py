@@ -6,12 +6,19 @@ of the source, the compiler and the MPI library) and returns the loaded library,
 case the engine runs its rounds in Python (:class:`~dualmpi.engine.mpi.MPIRunner`),
 with the same requests and the same messages.  Ranks that start together compile
 once: a file lock serialises them and the library is renamed into place atomically.
+
+The cache is checked before it is loaded: beside ``rounds-<key>.so`` a record
+``rounds-<key>.so.sha256`` holds its size and SHA-256, written when it was built.  A
+library that does not match its record (cut short by a full disk, or a foreign file at
+that path) is never opened: it is rebuilt, and when that fails the rounds run in
+Python, with one line on stderr saying why.
 """
 
 import ctypes
 import hashlib
 import os
 import platform
+import secrets
 import shutil
 import subprocess
 import sys
@@ -22,6 +29,9 @@ __all__ = ["load", "reason", "SOURCE", "cache_dir"]
 
 #: The C source of the loop.
 SOURCE = Path(__file__).with_name("rounds.c")
+
+#: The functions the engine calls; a library without them is not this loop.
+SYMBOLS = ("dualmpi_request_size", "dualmpi_fields", "dualmpi_run")
 
 _loaded = {}
 
@@ -73,7 +83,7 @@ def load(library_version=""):
 
 
 def _build(library_version):
-    """Compile (or find) the library; return ``(CDLL or None, reason)``."""
+    """Compile (or find and verify) the library; return ``(CDLL or None, reason)``."""
     cc = _mpicc()
     if cc is None:
         return None, "no mpicc"
@@ -89,18 +99,93 @@ def _build(library_version):
         folder = Path(tempfile.gettempdir()) / f"dualmpi-{os.getuid()}"
         folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"rounds-{key}.so"
-    if not target.exists():
-        import fcntl
+    lib, problem = _open_verified(target)
+    if lib is not None:
+        return lib, ""
+    import fcntl
 
-        with open(folder / "build.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not target.exists():
-                tmp = folder / f".rounds-{key}-{os.getpid()}.so"
-                proc = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(tmp), str(SOURCE)],
-                                      capture_output=True, text=True, timeout=120)
-                if proc.returncode != 0:
-                    tmp.unlink(missing_ok=True)
-                    last = (proc.stderr.strip().splitlines() or ["?"])[-1]
-                    return None, f"mpicc failed: {last}"
-                os.replace(tmp, target)
-    return ctypes.CDLL(str(target)), ""
+    with open(folder / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lib, problem = _open_verified(target)  # built meanwhile by a rank holding the lock?
+        if lib is not None:
+            return lib, ""
+        why = _compile(cc, key, target)
+        if why:
+            if problem:
+                _warn(f"{target}: {problem}; rebuilding it failed ({why}): rounds run in Python")
+            return None, why
+        lib, again = _open_verified(target)
+    if lib is None:
+        _warn(f"{target}: rebuilt, but {again}: rounds run in Python")
+        return None, again
+    if problem:
+        _warn(f"{target}: {problem}; rebuilt")
+    return lib, ""
+
+
+def _record(path):
+    """Return the record of ``path``: ``"<size> <sha256>"``."""
+    data = Path(path).read_bytes()
+    return f"{len(data)} {hashlib.sha256(data).hexdigest()}"
+
+
+def _open_verified(target):
+    """Return ``(CDLL, "")`` when ``target`` matches its record and has the loop's functions.
+
+    Otherwise ``(None, problem)``; ``problem`` is "" when there is nothing to repair
+    (no library yet, or one without a record: a cache from before records, rebuilt
+    silently), else what is wrong.  A library that does not match its record is never
+    opened: ``dlopen`` of a file cut short crashes the process (SIGBUS).
+    """
+    try:
+        expected = Path(f"{target}.sha256").read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None, ""
+    try:
+        found = _record(target)
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror or exc})" if target.exists() else ""
+    if found != expected:
+        size = found.split()[0]
+        return None, (f"does not match its record ({size} bytes, recorded "
+                      f"{expected.split()[0] if expected.split() else '?'}; cut short or replaced)")
+    try:
+        lib = ctypes.CDLL(str(target))
+    except OSError as exc:
+        return None, f"cannot be loaded ({exc})"
+    missing = [name for name in SYMBOLS if not hasattr(lib, name)]
+    if missing:
+        import _ctypes
+
+        _ctypes.dlclose(lib._handle)  # so that a rebuilt file at this path is loaded afresh
+        return None, f"is not the round loop (no {', '.join(missing)})"
+    return lib, ""
+
+
+def _compile(cc, key, target):
+    """Build ``target`` and its record through temporary files and renames; return "" or why not."""
+    tmp = note = None
+    try:
+        # a name of its own (another host may share the folder); the linker creates the file
+        tmp = target.parent / f".rounds-{key}-{os.getpid()}-{secrets.token_hex(4)}.so"
+        note = Path(f"{tmp}.sha256")
+        proc = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(tmp), str(SOURCE)],
+                              capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["?"])[-1]
+            return f"mpicc failed: {last}"
+        note.write_text(_record(tmp) + "\n", encoding="ascii")
+        os.replace(tmp, target)
+        os.replace(note, f"{target}.sha256")
+        return ""
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        for path in (tmp, note):
+            if path is not None:
+                path.unlink(missing_ok=True)
+
+
+def _warn(text):
+    """Print one warning line about the compiled loop on stderr."""
+    print(f"dualmpi: warning: compiled round loop {text}", file=sys.stderr, flush=True)
