@@ -20,6 +20,8 @@ import zlib
 
 import numpy as np
 
+from . import arguments, msgbuffer, objects
+from .collectives import registry
 from .errors import DualmpiError, InputError, LinkError, RankCountError
 from .resources import ResourceError
 from .topology import Topology, from_spec
@@ -37,79 +39,10 @@ PIPELINED = ("bcast", "scatter")
 #: the copies cost less than looking the buffers up); docs/performance.md.
 ZERO_COPY_ABOVE = 1 << 15
 
-_CODES = {"Bcast": 1, "Scatter": 2, "Allgather": 3, "Alltoall": 4, "Alltoallv": 5,
-          "Reduce": 7, "Allreduce": 8, "Scan": 9, "Exscan": 10}
-
-
 def _mpi():
     from mpi4py import MPI
 
     return MPI
-
-
-_DTYPE_CODES = {}
-
-
-def _parse_buf(spec, what, MPI, writable=True):
-    """Return ``(bytes, dtype, dtype_code)`` of an mpi4py-style buffer (a uint8 view).
-
-    Takes a numpy array, a buffer-protocol object, ``[buf, datatype]``, ``[buf, count]``
-    or ``[buf, count, datatype]``.
-    """
-    if type(spec) is np.ndarray:  # the common case, kept short
-        flags = spec.flags
-        if flags.c_contiguous and (flags.writeable or not writable):
-            dtype = spec.dtype
-            code = _DTYPE_CODES.get(dtype)
-            if code is not None:
-                raw = spec.view(np.uint8) if spec.ndim == 1 else spec.reshape(-1).view(np.uint8)
-                return raw, dtype, code
-    count = datatype = None
-    if isinstance(spec, (list, tuple)):
-        if not 1 <= len(spec) <= 3:
-            raise InputError(f"{what}: expected a buffer or [buffer, count, datatype], got "
-                             f"a sequence of {len(spec)}")
-        spec, rest = spec[0], list(spec[1:])
-        for item in rest:
-            if isinstance(item, MPI.Datatype):
-                datatype = item
-            elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
-                count = int(item)
-            else:
-                raise InputError(f"{what}: {item!r} is neither a count nor an MPI datatype")
-    if isinstance(spec, np.ndarray):
-        arr = spec
-    else:
-        try:
-            arr = np.frombuffer(memoryview(spec), dtype=np.uint8)
-        except TypeError:
-            raise InputError(f"{what}: {type(spec).__name__} is not a buffer (pass a numpy "
-                             "array)") from None
-    if not arr.flags.c_contiguous:
-        raise InputError(f"{what}: the array is not contiguous (use numpy.ascontiguousarray)")
-    if writable and not arr.flags.writeable:
-        raise InputError(f"{what}: the array is read-only")
-    if datatype is not None:
-        from mpi4py.util.dtlib import to_numpy_dtype
-
-        try:
-            dtype = to_numpy_dtype(datatype)
-        except (ValueError, TypeError):
-            raise InputError(f"{what}: MPI datatype {datatype} has no numpy equivalent") from None
-    else:
-        dtype = arr.dtype
-    if dtype.hasobject:
-        raise InputError(f"{what}: object arrays cannot be sent (dtype {dtype})")
-    raw = arr.reshape(-1).view(np.uint8) if arr.size else np.zeros(0, np.uint8)
-    itemsize = dtype.itemsize
-    if datatype is None and count is None and not dtype.hasobject and dtype.fields is None:
-        _DTYPE_CODES.setdefault(dtype, zlib.crc32(dtype.str.encode()))
-    if count is not None:
-        if count < 0 or count * itemsize > raw.size:
-            raise InputError(f"{what}: count {count} of {dtype} needs {count * itemsize} bytes, "
-                             f"the buffer has {raw.size}")
-        raw = raw[:count * itemsize]
-    return raw, dtype, zlib.crc32(dtype.str.encode())
 
 
 class Comm:
@@ -188,6 +121,9 @@ class Comm:
                               packet_bytes=PACKET_BYTES, pipelined=PIPELINED, stream=stream,
                               **self.options)
         self._agreed = set()
+        #: every MPI method a description names, numbered (what the argument check compares)
+        self._codes = {d.mpi: i + 1 for i, d in enumerate(
+            registry.get(n) for n in registry.names()) if d.mpi}
         #: byte matrices of Alltoallv calls whose memory was checked (crc32)
         self._v_checked = set()
         self._fast, self._gen, self._last = {}, 0, {}
@@ -219,7 +155,7 @@ class Comm:
 
     def _forget(self):
         """Drop every remembered call (:meth:`_remember`)."""
-        for name in _CODES:
+        for name in self._codes:
             setattr(self, "_m" + name, _no_match)
 
     def Free(self):
@@ -230,187 +166,65 @@ class Comm:
             self._transport.free()
             self._engine = None
 
-    # -- collectives ---------------------------------------------------------------------------
+    # -- buffer collectives: each hands off to one path (read -> agree -> plan -> run) ---------
     def Bcast(self, buf, root=0):
         """Broadcast ``buf`` from rank ``root`` (mirrors :meth:`mpi4py.MPI.Comm.Bcast`)."""
-        if self._mBcast(buf, root):
-            return
-        problem, raw, sig = None, None, (0, 0, 0)
-        try:
-            root = self._root(root)
-            raw, item, code = _parse_buf(buf, "Bcast buf", self._MPI)
-            sig = (root, raw.size, code)
-        except InputError as exc:
-            problem = str(exc)
-        self._agree("Bcast", sig, problem, lambda: self._store_bytes("bcast", root, sig[1]))
-        send, recv = (raw, None) if self.rank == root else (None, raw)
-        run = self._runner("bcast", root, raw.size, send, recv, (buf, None))
-        self._remember("Bcast", (buf, root), ((buf, True),), run, send, recv)
-        run.run(send, recv)
+        if not self._mBcast(buf, root):
+            self._collective("Bcast", lambda: arguments.bcast(buf, root, self.rank, self.size),
+                             (buf, root), ((buf, True),))
 
     def Scatter(self, sendbuf, recvbuf, root=0):
         """Scatter rank ``root``'s ``sendbuf`` in equal pieces (mirrors ``Comm.Scatter``)."""
-        if self._mScatter(sendbuf, recvbuf, root):
-            return
-        problem, sig, send, recv = None, (0, 0, 0), None, None
-        try:
-            root = self._root(root)
-            in_place = recvbuf is self._IN_PLACE
-            if in_place and self.rank != root:
-                raise InputError("Scatter: MPI.IN_PLACE is only for the root's recvbuf")
-            if not in_place:
-                recv, _, code = _parse_buf(recvbuf, "Scatter recvbuf", self._MPI)
-            if self.rank == root:
-                send, _, scode = _parse_buf(sendbuf, "Scatter sendbuf", self._MPI, False)
-                if in_place:
-                    code = scode
-                    if send.size % self.size:
-                        raise InputError(f"Scatter: sendbuf has {send.size} bytes, not a "
-                                         f"multiple of {self.size} ranks")
-                    m = send.size // self.size
-                else:
-                    m = recv.size
-                    if scode != code:
-                        raise InputError("Scatter: sendbuf and recvbuf have different dtypes")
-                    if send.size != m * self.size:
-                        raise InputError(f"Scatter: sendbuf has {send.size} bytes, needs "
-                                         f"{self.size} x {m} (ranks x recvbuf)")
-            else:
-                m = recv.size
-            sig = (root, m, code)
-        except InputError as exc:
-            problem = str(exc)
-        self._agree("Scatter", sig, problem, lambda: self._store_bytes("scatter", root, sig[1]))
-        send = send if self.rank == root else None
-        run = self._runner("scatter", root, sig[1], send, recv,
-                           (sendbuf if self.rank == root else None, recvbuf))
-        self._remember("Scatter", (sendbuf, recvbuf, root), ((sendbuf, False), (recvbuf, True)),
-                       run, send, recv)
-        run.run(send, recv)
+        if not self._mScatter(sendbuf, recvbuf, root):
+            self._collective("Scatter", lambda: arguments.scatter(sendbuf, recvbuf, root,
+                                                                  self.rank, self.size),
+                             (sendbuf, recvbuf, root), ((sendbuf, False), (recvbuf, True)))
+
+    def Scatterv(self, sendbuf, recvbuf, root=0):
+        """Scatter pieces of one size per rank (mirrors ``Comm.Scatterv``)."""
+        self._collective("Scatterv", lambda: arguments.scatter(sendbuf, recvbuf, root, self.rank,
+                                                               self.size, v=True))
+
+    def Gather(self, sendbuf, recvbuf, root=0):
+        """Gather every ``sendbuf`` into rank ``root``'s ``recvbuf`` (mirrors ``Comm.Gather``)."""
+        if not self._mGather(sendbuf, recvbuf, root):
+            self._collective("Gather", lambda: arguments.gather(sendbuf, recvbuf, root,
+                                                                self.rank, self.size),
+                             (sendbuf, recvbuf, root), ((sendbuf, False), (recvbuf, True)))
+
+    def Gatherv(self, sendbuf, recvbuf, root=0):
+        """Gather pieces of one size per rank (mirrors ``Comm.Gatherv``)."""
+        self._collective("Gatherv", lambda: arguments.gather(sendbuf, recvbuf, root, self.rank,
+                                                             self.size, v=True))
 
     def Allgather(self, sendbuf, recvbuf):
         """Gather every rank's ``sendbuf`` into every ``recvbuf`` (mirrors ``Comm.Allgather``)."""
-        if self._mAllgather(sendbuf, recvbuf):
-            return
-        problem, sig, send, recv = None, (0, 0), None, None
-        try:
-            recv, item, code = _parse_buf(recvbuf, "Allgather recvbuf", self._MPI)
-            if recv.size % self.size:
-                raise InputError(f"Allgather: recvbuf has {recv.size} bytes, not a multiple of "
-                                 f"{self.size} ranks")
-            m = recv.size // self.size
-            if sendbuf is self._IN_PLACE:
-                send = recv[self.rank * m:(self.rank + 1) * m]
-            else:
-                send, sitem, scode = _parse_buf(sendbuf, "Allgather sendbuf", self._MPI, False)
-                if scode != code:
-                    raise InputError("Allgather: sendbuf and recvbuf have different dtypes")
-                if send.size * self.size != recv.size:
-                    raise InputError(f"Allgather: recvbuf has {recv.size} bytes, needs "
-                                     f"{self.size} x {send.size} (ranks x sendbuf)")
-            sig = (m, code)
-        except InputError as exc:
-            problem = str(exc)
-        self._agree("Allgather", sig, problem, lambda: self._store_bytes("allgather", 0, sig[0]))
-        run = self._runner("allgather", 0, sig[0], send, recv, (sendbuf, recvbuf))
-        self._remember("Allgather", (sendbuf, recvbuf), ((sendbuf, False), (recvbuf, True)), run,
-                       send, recv)
-        run.run(send, recv)
+        if not self._mAllgather(sendbuf, recvbuf):
+            self._collective("Allgather", lambda: arguments.allgather(sendbuf, recvbuf, self.rank,
+                                                                      self.size),
+                             (sendbuf, recvbuf), ((sendbuf, False), (recvbuf, True)))
+
+    def Allgatherv(self, sendbuf, recvbuf):
+        """Allgather with one size per rank (mirrors ``Comm.Allgatherv``)."""
+        self._collective("Allgatherv", lambda: arguments.allgather(sendbuf, recvbuf, self.rank,
+                                                                   self.size, v=True))
 
     def Alltoall(self, sendbuf, recvbuf):
         """The total exchange: piece ``j`` of ``sendbuf`` to rank ``j`` (mirrors ``Comm.Alltoall``)."""
-        if self._mAlltoall(sendbuf, recvbuf):
-            return
-        problem, sig, send, recv = None, (0, 0), None, None
-        try:
-            recv, item, code = _parse_buf(recvbuf, "Alltoall recvbuf", self._MPI)
-            if recv.size % self.size:
-                raise InputError(f"Alltoall: recvbuf has {recv.size} bytes, not a multiple of "
-                                 f"{self.size} ranks")
-            if sendbuf is self._IN_PLACE:
-                send = recv
-            else:
-                send, sitem, scode = _parse_buf(sendbuf, "Alltoall sendbuf", self._MPI, False)
-                if scode != code:
-                    raise InputError("Alltoall: sendbuf and recvbuf have different dtypes")
-                if send.size != recv.size:
-                    raise InputError(f"Alltoall: sendbuf has {send.size} bytes, recvbuf "
-                                     f"{recv.size}; they must match")
-            sig = (recv.size // self.size, code)
-        except InputError as exc:
-            problem = str(exc)
-        self._agree("Alltoall", sig, problem, lambda: self._store_bytes("alltoall", 0, sig[0]))
-        run = self._runner("alltoall", 0, sig[0], send, recv, (sendbuf, recvbuf))
-        self._remember("Alltoall", (sendbuf, recvbuf), ((sendbuf, False), (recvbuf, True)), run,
-                       send, recv)
-        run.run(send, recv)
+        if not self._mAlltoall(sendbuf, recvbuf):
+            self._collective("Alltoall", lambda: arguments.alltoall(sendbuf, recvbuf, self.rank,
+                                                                    self.size),
+                             (sendbuf, recvbuf), ((sendbuf, False), (recvbuf, True)))
 
-    def Alltoallv(self, sendbuf, *args, sdispls=None, rdispls=None):
-        """The total exchange with a count per pair (mirrors ``Comm.Alltoallv``).
+    def Alltoallv(self, sendbuf, recvbuf):
+        """The total exchange with a count per pair (mirrors ``Comm.Alltoallv``)."""
+        self._collective("Alltoallv", lambda: arguments.alltoall(sendbuf, recvbuf, self.rank,
+                                                                 self.size, v=True))
 
-        Call as ``Alltoallv(sendbuf, sendcounts, recvbuf, recvcounts)`` (counts in
-        elements; ``sdispls``/``rdispls`` optional, default packed) or mpi4py's
-        ``Alltoallv([sendbuf, counts], [recvbuf, counts])`` (a spec may also hold
-        ``(counts, displs)``).  The counts are first all-gathered over the links, so
-        the ranks that forward a piece know its size.
-        """
-        MPI = self._MPI
-        problem = None
-        send = recv = None
-        R = self.size
-        scounts = rcounts = np.zeros(R, dtype=np.int64)
-        sd = rd = np.zeros(R, dtype=np.int64)
-        item = 1
-        try:
-            if len(args) == 3:
-                sendcounts, recvbuf, recvcounts = args
-                sspec, rspec = (sendbuf, sendcounts, sdispls), (recvbuf, recvcounts, rdispls)
-            elif len(args) == 1:
-                sspec, rspec = _vspec(sendbuf), _vspec(args[0])
-            else:
-                raise InputError("Alltoallv takes (sendbuf, sendcounts, recvbuf, recvcounts) or "
-                                 "([sendbuf, counts], [recvbuf, counts])")
-            recv, dtype, code = _parse_buf(rspec[0], "Alltoallv recvbuf", MPI)
-            item = dtype.itemsize
-            rcounts, rd = _counts(rspec[1], rspec[2], R, "recv")
-            if sspec[0] is self._IN_PLACE:
-                raise InputError("Alltoallv: MPI.IN_PLACE is not supported")
-            send, _, scode = _parse_buf(sspec[0], "Alltoallv sendbuf", MPI, False)
-            if scode != code:
-                raise InputError("Alltoallv: sendbuf and recvbuf have different dtypes")
-            scounts, sd = _counts(sspec[1], sspec[2], R, "send")
-            for name, counts, displs, buf in (("send", scounts, sd, send),
-                                              ("recv", rcounts, rd, recv)):
-                end = int(np.max(displs + counts)) * item if R else 0
-                if end > buf.size:
-                    raise InputError(f"Alltoallv: {name}buf has {buf.size // item} elements, "
-                                     f"its counts and displacements reach {end // item}")
-        except InputError as exc:
-            problem = str(exc)
-        # every rank learns every rank's counts: an allgather over the links
-        mine = np.concatenate([scounts, rcounts, [item, 1 if problem else 0]]).astype(np.int64)
-        table = np.zeros((R, mine.size), dtype=np.int64)
-        self._agree("Alltoallv", (mine.size,), None)
-        self._runner("allgather", 0, mine.nbytes).run(mine.view(np.uint8), table.view(np.uint8)
-                                                       .reshape(-1))
-        bad = np.flatnonzero(table[:, -1])
-        if problem:
-            raise InputError(problem)
-        if bad.size:
-            raise InputError(f"Alltoallv: arguments rejected on rank {int(bad[0])} (see its "
-                             "message)")
-        sends, recvs, items = table[:, :R], table[:, R:2 * R], table[:, 2 * R]
-        if np.any(items != items[0]):
-            raise InputError(f"Alltoallv: ranks use different element sizes: {sorted(set(items))}")
-        wrong = np.argwhere(sends != recvs.T)
-        if wrong.size:
-            a, b = (int(x) for x in wrong[0])
-            raise InputError(f"Alltoallv: rank {a} sends {int(sends[a, b])} elements to rank {b}, "
-                             f"which expects {int(recvs[b, a])}")
-        self._check_v_memory(sends * item, int(item))
-        run = self._engine.runner(self.rank, "alltoallv", sends * item, 0, self.variant,
-                                  sdispls=sd * item, rdispls=rd * item, packets=1)
-        run.run(send, recv)
+    def Alltoallw(self, sendbuf, recvbuf):
+        """The total exchange with a count and datatype per pair (mirrors ``Comm.Alltoallw``)."""
+        self._collective("Alltoallw", lambda: arguments.alltoallw(sendbuf, recvbuf, self.rank,
+                                                                  self.size))
 
     # -- reductions -----------------------------------------------------------------------------
     def Reduce(self, sendbuf, recvbuf, op=None, root=0):
@@ -418,84 +232,318 @@ class Comm:
 
         ``op``: an ``MPI.Op`` (default ``MPI.SUM``) or a binary numpy ufunc, commutative
         and associative.  The partial results travel the broadcast tree backwards
-        (:mod:`dualmpi.collectives.reduce`); ``recvbuf`` is significant at the root only,
-        where ``sendbuf`` may be ``MPI.IN_PLACE``.
+        (:mod:`dualmpi.collectives.reduce`).
         """
         if not self._mReduce(sendbuf, recvbuf, op, root):
-            self._reduction("Reduce", "reduce", sendbuf, recvbuf, op, root)
+            self._collective("Reduce", lambda: self._op(arguments.reduce(
+                sendbuf, recvbuf, root, self.rank, self.size), op, "Reduce"),
+                (sendbuf, recvbuf, op, root), ((sendbuf, False), (recvbuf, True)))
 
     def Allreduce(self, sendbuf, recvbuf, op=None):
         """Reduce every rank's ``sendbuf`` into every ``recvbuf`` (mirrors ``Comm.Allreduce``).
 
         The algorithm is chosen per size (:func:`dualmpi.collectives.allreduce.choose`)
-        unless ``algorithms={"allreduce": ...}`` names one; ``sendbuf`` may be
-        ``MPI.IN_PLACE``.
+        unless ``algorithms={"allreduce": ...}`` names one.
         """
-        if not self._mAllreduce(sendbuf, recvbuf, op, 0):
-            self._reduction("Allreduce", "allreduce", sendbuf, recvbuf, op, 0)
+        if not self._mAllreduce(sendbuf, recvbuf, op):
+            self._collective("Allreduce", lambda: self._op(arguments.allreduce(
+                sendbuf, recvbuf), op, "Allreduce"),
+                (sendbuf, recvbuf, op), ((sendbuf, False), (recvbuf, True)))
+
+    def Reduce_scatter_block(self, sendbuf, recvbuf, op=None):
+        """Reduce, then block ``r`` to rank ``r`` (mirrors ``Comm.Reduce_scatter_block``).
+
+        The all-to-all broadcast run backwards (:mod:`dualmpi.collectives.reduce_scatter`).
+        """
+        self._collective("Reduce_scatter_block", lambda: self._op(arguments.reduce_scatter_block(
+            sendbuf, recvbuf, self.rank, self.size), op, "Reduce_scatter_block"))
+
+    def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=None):
+        """Reduce, then ``recvcounts[r]`` elements to rank ``r`` (mirrors ``Comm.Reduce_scatter``)."""
+        self._collective("Reduce_scatter", lambda: self._op(arguments.reduce_scatter(
+            sendbuf, recvbuf, recvcounts, self.rank, self.size), op, "Reduce_scatter"))
 
     def Scan(self, sendbuf, recvbuf, op=None):
         """Inclusive prefix reduction over the ranks (mirrors ``Comm.Scan``)."""
-        if not self._mScan(sendbuf, recvbuf, op, 0):
-            self._reduction("Scan", "scan", sendbuf, recvbuf, op, 0)
+        if not self._mScan(sendbuf, recvbuf, op):
+            self._collective("Scan", lambda: self._op(arguments.scan(sendbuf, recvbuf), op,
+                                                      "Scan"),
+                             (sendbuf, recvbuf, op), ((sendbuf, False), (recvbuf, True)))
 
     def Exscan(self, sendbuf, recvbuf, op=None):
         """Exclusive prefix reduction over the ranks (mirrors ``Comm.Exscan``).
 
         Rank 0's ``recvbuf`` is left as it was (MPI leaves it undefined).
         """
-        if not self._mExscan(sendbuf, recvbuf, op, 0):
-            self._reduction("Exscan", "exscan", sendbuf, recvbuf, op, 0)
+        if not self._mExscan(sendbuf, recvbuf, op):
+            self._collective("Exscan", lambda: self._op(arguments.scan(sendbuf, recvbuf, True),
+                                                        op, "Exscan"),
+                             (sendbuf, recvbuf, op), ((sendbuf, False), (recvbuf, True)))
 
-    def _reduction(self, name, coll, sendbuf, recvbuf, op, root):
-        """Check, agree on and run one reduction (see :meth:`Reduce`)."""
+    def Barrier(self):
+        """Synchronise the ranks with empty messages over the links (mirrors ``Comm.Barrier``).
+
+        :mod:`dualmpi.collectives.barrier`: recursive doubling on the hypercube, the
+        broadcast tree there and back elsewhere.
+        """
+        if not self._mBarrier():
+            self._collective("Barrier", lambda: self._op(arguments.barrier(), None, "Barrier"), (),
+                             ())
+
+    # -- object collectives (pickled, built on the buffer ones: dualmpi.objects) ----------------
+    def barrier(self):
+        """Synchronise the ranks (mirrors ``Comm.barrier``)."""
+        return objects.barrier(self)
+
+    def bcast(self, obj, root=0):
+        """Broadcast a Python object (mirrors ``Comm.bcast``)."""
+        return objects.bcast(self, obj, root)
+
+    def scatter(self, sendobj, root=0):
+        """Scatter a sequence of ``size`` objects from ``root`` (mirrors ``Comm.scatter``)."""
+        return objects.scatter(self, sendobj, root)
+
+    def gather(self, sendobj, root=0):
+        """Gather an object from every rank at ``root`` (mirrors ``Comm.gather``)."""
+        return objects.gather(self, sendobj, root)
+
+    def allgather(self, sendobj):
+        """Gather an object from every rank at every rank (mirrors ``Comm.allgather``)."""
+        return objects.allgather(self, sendobj)
+
+    def alltoall(self, sendobj):
+        """Object ``j`` of ``sendobj`` to rank ``j`` (mirrors ``Comm.alltoall``)."""
+        return objects.alltoall(self, sendobj)
+
+    def reduce(self, sendobj, op=None, root=0):
+        """Reduce objects with ``op`` (any callable, default ``MPI.SUM``) at ``root``."""
+        return objects.reduce(self, sendobj, op, root)
+
+    def allreduce(self, sendobj, op=None):
+        """Reduce objects with ``op`` at every rank (mirrors ``Comm.allreduce``)."""
+        return objects.allreduce(self, sendobj, op)
+
+    def scan(self, sendobj, op=None):
+        """Inclusive prefix reduction of objects (mirrors ``Comm.scan``)."""
+        return objects.scan(self, sendobj, op)
+
+    def exscan(self, sendobj, op=None):
+        """Exclusive prefix reduction of objects; None on rank 0 (mirrors ``Comm.exscan``)."""
+        return objects.exscan(self, sendobj, op)
+
+    # -- the one path every collective takes ------------------------------------------------------
+    def _op(self, call, op, name):
+        """Resolve a reduction's ``op`` for ``call`` (its code joins what the ranks agree on)."""
         from .ops import resolve
 
+        if self._faulty:
+            raise InputError(f"{name}: reductions do not run on a network with faults")
         MPI = self._MPI
-        problem, sig, send, recv, combine = None, (0, 0, 0), None, None, None
+        call.op = resolve(MPI.SUM if op is None else op, call.dtype, name, MPI) \
+            if call.name != "barrier" else resolve(MPI.BOR, call.dtype, name, MPI)
+        if call.vector is None:
+            call.sig = call.sig + (call.op[1],)
+            call.fields = call.fields + ("operation",)
+        else:
+            call.vector["op"] = call.op[1]
+        return call
+
+    def _collective(self, method, read, args=None, arrays=()):
+        """Read, agree on, plan and run one call of ``method`` (an MPI method name).
+
+        ``read()`` returns the :class:`~dualmpi.arguments.Call` (or raises this rank's
+        :class:`InputError`, which every rank then hears of).  Fixed-count calls agree on
+        their signature in the control plane (once per signature, see :meth:`_agree`);
+        v-variants exchange their counts over the links first (:meth:`_vector_sizes`).
+        ``args``/``arrays``: the call is remembered for a repeat (:meth:`_remember`).
+        """
+        if self._engine is None:
+            raise DualmpiError(f"{method}: the communicator was freed")
+        desc = registry.by_mpi(method)
+        problem = call = None
         try:
-            root = self._root(root)
-            significant = coll != "reduce" or self.rank == root
-            in_place = sendbuf is self._IN_PLACE
-            if in_place and not significant:
-                raise InputError(f"{name}: MPI.IN_PLACE is only for the root's sendbuf")
-            if significant:
-                recv, dtype, code = _parse_buf(recvbuf, f"{name} recvbuf", MPI)
-            if in_place:
-                send = recv
-            else:
-                send, sdtype, scode = _parse_buf(sendbuf, f"{name} sendbuf", MPI, False)
-                if not significant:
-                    dtype, code = sdtype, scode
-                elif scode != code:
-                    raise InputError(f"{name}: sendbuf and recvbuf have different dtypes")
-                elif send.size != recv.size:
-                    raise InputError(f"{name}: sendbuf has {send.size} bytes, recvbuf "
-                                     f"{recv.size}; they must match")
-            if self._faulty:
-                raise InputError(f"{name}: reductions do not run on a network with faults")
-            combine = resolve(MPI.SUM if op is None else op, dtype, name, MPI)
-            sig = (send.size, code, combine[1])
-            if coll == "reduce":
-                sig = (root,) + sig
+            call = read()
         except InputError as exc:
             problem = str(exc)
-        def need():
-            kind = coll if coll != "allreduce" else \
-                "allreduce-" + self._allreduce_algorithm(sig[-3])
-            return self._store_bytes(kind, root, sig[-3], dtype.itemsize)
+        if desc.counts != "fixed":
+            nbytes, root, sdispls, rdispls = self._vector_sizes(method, desc, call, problem)
+            call.pack()
+            run = self._engine.runner(self.rank, desc.name, nbytes, root, self.variant,
+                                      sdispls=sdispls, rdispls=rdispls, packets=1,
+                                      itemsize=call.itemsize, op=getattr(call, "op", None))
+            self._last_runner = run
+            run.run(call.send, call.recv)
+            call.unpack()
+            return
+        name = desc.name
+        if call is not None and name == "allreduce":
+            name = "allreduce-" + self._allreduce_algorithm(call.nbytes)
+        self._agree(method, call.sig if call else (), problem,
+                    lambda: self._store_bytes(name, call.root, call.nbytes, call.itemsize),
+                    call.fields if call else ())
+        call.pack()
+        packed = any(m.packed for m in call.sends + call.recvs)
+        if desc.combines:
+            run = self._engine.runner(self.rank, name, call.nbytes, call.root, self.variant,
+                                      itemsize=call.itemsize, op=call.op)
+            self._last_runner = run
+            self._settled = True
+        else:
+            objs = None if packed or args is None else (args[0], args[1] if len(args) > 2 else None)
+            run = self._runner(name, call.root, call.nbytes, call.send, call.recv, objs)
+        if args is not None and not packed:
+            self._remember(method, args, arrays, run, call.send, call.recv)
+        run.run(call.send, call.recv)
+        call.unpack()
 
-        self._agree(name, sig, problem, need)
-        nbytes = sig[-3]
-        if coll == "allreduce":
-            coll = "allreduce-" + self._allreduce_algorithm(nbytes)
-        run = self._engine.runner(self.rank, coll, nbytes, root, self.variant,
-                                  itemsize=dtype.itemsize, op=combine)
-        self._last_runner = run
-        self._settled = True
-        self._remember(name, (sendbuf, recvbuf, op, root), ((sendbuf, False), (recvbuf, True)),
-                       run, send, recv)
-        run.run(send, recv)
+    def _vector_sizes(self, method, desc, call, problem):
+        """Agree on a v-variant's sizes over the links; return ``(sizes, root, sdispls, rdispls)``.
+
+        Every rank contributes one row — its own counts, a checksum of the counts it
+        expects from the others, its type signature, an error flag — and an allgather
+        over the links gives every rank the same table, from which every rank reaches
+        the same verdict and, for the ranks that forward, every block's size.
+        """
+        R, me = self.size, self.rank
+        kind = desc.name
+        pair = kind in ("alltoallv", "alltoallw")
+        width = 8 + (2 * R if pair else 0)
+        row = np.zeros(width, dtype=np.int64)
+        row[0] = self._codes[method]
+        v = None if call is None else call.vector
+        root = call.root if call is not None else 0
+        if v is not None:
+            try:
+                self._vector_row(kind, call, v, row)
+            except InputError as exc:
+                problem = str(exc)
+        row[1] = 1 if problem else 0
+        table = np.zeros((R, width), dtype=np.int64)
+        self._agree(method + " counts", (width,), None)
+        self._runner("allgather", 0, row.nbytes).run(row.view(np.uint8),
+                                                      table.view(np.uint8).reshape(-1))
+        if problem:
+            raise InputError(problem)
+        bad = np.flatnonzero(table[:, 1])
+        if bad.size:
+            raise InputError(f"{method}: arguments rejected on rank {int(bad[0])} (see its "
+                             "message)")
+        if np.any(table[:, 0] != table[0, 0]):
+            raise InputError(f"{method}: the ranks called different collectives")
+        roots = table[:, 2]
+        if np.any(roots != roots[0]):
+            raise InputError(f"{method}: ranks disagree on the root (from {int(roots.min())} "
+                             f"to {int(roots.max())})")
+        return self._vector_verdict(method, kind, call, v, table, root)
+
+    def _vector_row(self, kind, call, v, row):
+        """Fill this rank's row of the v-variant table (see :meth:`_vector_sizes`)."""
+        from .arguments import crc
+
+        R = self.size
+        row[2] = call.root
+        row[3] = v.get("typesig", 0)
+        row[4] = v.get("op", 0)
+        if kind == "scatterv":
+            row[5] = v["recv"] if v["recv"] is not None else int(v["send"][self.rank])
+            row[6] = crc(v["send"]) if v["send"] is not None else 0
+        elif kind in ("gatherv", "allgatherv"):
+            row[5] = v["send"]
+            row[6] = crc(v["recv"]) if v["recv"] is not None else 0
+        elif kind == "reduce_scatter":
+            row[5] = v["recv"]
+            row[6] = crc(v["counts"]) if v["counts"] is not None else -1
+            row[7] = v["item"]
+        else:
+            row[5] = crc(v["recv"])
+            row[6] = crc(np.asarray(v.get("recvsigs", [v["typesig"]] * R)))
+            row[8:8 + R] = v["send"]
+            row[8 + R:8 + 2 * R] = v.get("sendsigs", [v["typesig"]] * R)
+
+    def _vector_verdict(self, method, kind, call, v, table, root):
+        """Check the table of a v-variant alike on every rank; return the engine's sizes."""
+        from .arguments import crc
+
+        R, me = self.size, self.rank
+        sigs = table[:, 3]
+        sdispls = rdispls = None
+        if kind == "reduce_scatter":
+            given = table[:, 6][table[:, 6] >= 0]
+            if given.size and np.any(given != given[0]):
+                raise InputError(f"{method}: ranks disagree on recvcounts")
+            counts = table[:, 5] * 1
+            if given.size and crc(counts) != given[0]:
+                raise InputError(f"{method}: a rank's recvbuf does not hold its recvcounts entry")
+            if np.any(table[:, 7] != table[0, 7]) or np.any(sigs != sigs[0]):
+                raise InputError(f"{method}: ranks disagree on the datatype")
+            if np.any(table[:, 4] != table[0, 4]):
+                raise InputError(f"{method}: ranks disagree on the operation")
+            total = int(counts.sum())
+            if call.send.size != total:
+                raise InputError(f"{method}: sendbuf has {call.send.size // max(1, v['item'])} "
+                                 f"elements, the ranks' recvcounts add up to "
+                                 f"{total // max(1, v['item'])}")
+            self._check_memory(method, "reduce_scatter", counts, 0, call.itemsize)
+            return counts, 0, None, None
+        if kind in ("scatterv", "gatherv", "allgatherv"):
+            counts = table[:, 5] * 1
+            if kind == "allgatherv":
+                checks = table[:, 6]
+            else:
+                checks = table[root, 6:7]
+            if np.any(checks != crc(counts)):
+                side = {"scatterv": "the root's sendcounts and the ranks' recvbufs",
+                        "gatherv": "the ranks' sendbufs and the root's recvcounts",
+                        "allgatherv": "the ranks' sendbufs and recvcounts"}[kind]
+                raise InputError(f"{method}: {side} disagree (counts {counts.tolist()} bytes)")
+            if np.any(sigs[counts > 0] != sigs[counts > 0][:1]):
+                raise InputError(f"{method}: ranks disagree on the datatype")
+            if kind == "scatterv" and me == root:
+                sdispls = v["sdispls"]
+            if kind != "scatterv" and v.get("rdispls") is not None:
+                rdispls = v["rdispls"]
+            self._check_memory(method, kind, counts, root, 1)
+            return counts, root, sdispls, rdispls
+        matrix = table[:, 8:8 + R]
+        sends = table[:, 8 + R:8 + 2 * R]
+        for b in range(R):
+            if crc(matrix[:, b]) != table[b, 5]:
+                a = int(np.flatnonzero(matrix[:, b] >= 0)[0]) if R else 0
+                raise InputError(f"{method}: rank {b}'s recvcounts do not match what the ranks "
+                                 f"send it (bytes {matrix[:, b].tolist()})")
+            if crc(sends[:, b]) != table[b, 6]:
+                raise InputError(f"{method}: the datatypes rank {b} receives do not match "
+                                 "those the ranks send it")
+        self._check_memory(method, "alltoallv", matrix, 0, 1)
+        return matrix, 0, v["sdispls"], v["rdispls"]
+
+    def _check_memory(self, method, kind, sizes, root, itemsize):
+        """Refuse, on every rank, a v-variant whose plan would not fit in memory.
+
+        The sizes are the same on every rank (agreed over the links), so the ranks check
+        sizes they have not run before together: one control-plane reduction.
+        """
+        key = zlib.crc32(repr((kind, root, itemsize)).encode() + np.asarray(sizes).tobytes())
+        if key in self._v_checked:
+            return
+        try:
+            short = self._memory_problem(method, self._engine.store_bytes(
+                self.rank, kind, sizes, root, self.variant, None, itemsize))
+        except DualmpiError as exc:  # the plan cannot be built: the others must hear of it
+            short = exc
+        flag = np.array([self.rank + 1 if short else 0], dtype=np.int64)
+        out = np.zeros_like(flag)
+        self._transport.allreduce(flag, out, self._MPI.MAX, f"the {method} memory check")
+        if isinstance(short, DualmpiError):
+            raise short
+        if short:
+            raise ResourceError(short)
+        if out[0]:
+            raise ResourceError(f"{method}: the plan's buffers would not fit in the memory of "
+                                f"rank {int(out[0]) - 1}'s host (see its message)")
+        if len(self._v_checked) > 4096:
+            self._v_checked.clear()
+        self._v_checked.add(key)
 
     def _allreduce_algorithm(self, nbytes):
         """Return the allreduce algorithm for a vector of ``nbytes`` (chosen or as asked)."""
@@ -507,10 +555,6 @@ class Comm:
         if self._allreduce_costs is None:
             self._allreduce_costs = costs(self.topology, self.q)
         return choose(nbytes, self._allreduce_costs)
-
-    def Barrier(self):
-        """Synchronise the ranks (a control-plane barrier, under the watchdog)."""
-        self._transport.barrier()
 
     # -- point to point, neighbours only -------------------------------------------------------
     def _neighbour(self, peer, what):
@@ -528,10 +572,8 @@ class Comm:
     def Send(self, buf, dest, tag=0):
         """Send to neighbour ``dest`` (a :class:`~dualmpi.errors.LinkError` for any other rank)."""
         self._neighbour(dest, "Send")
-        raw, _, _ = _parse_buf(buf, "Send buf", self._MPI, False)
-        self._count(dest, raw.size)
-        self._transport.control(f"Send to rank {dest}", self._transport.p2p.Send,
-                                [raw, self._MPI.BYTE], dest, tag)
+        self._count(dest, msgbuffer.simple(buf, role="send", what="Send buf").nbytes)
+        self._transport.control(f"Send to rank {dest}", self._transport.p2p.Send, buf, dest, tag)
 
     def Recv(self, buf, source, tag=0, status=None):
         """Receive from neighbour ``source``.
@@ -542,29 +584,28 @@ class Comm:
         """
         self._neighbour(source, "Recv")
         MPI = self._MPI
-        raw, _, _ = _parse_buf(buf, "Recv buf", MPI)
+        room = msgbuffer.simple(buf, role="recv", what="Recv buf").nbytes
         graph = self._transport.p2p
         probe = MPI.Status()
         self._transport.control(f"Recv from rank {source}", graph.Probe, source, tag, probe)
         count = probe.Get_count(MPI.BYTE)
-        if count > raw.size:
+        if count > room:
             graph.Recv([np.empty(count, np.uint8), MPI.BYTE], source, tag)
             raise DualmpiError(f"rank {self.rank}: receive buffer too small: rank {source} sent "
-                               f"{count} bytes, the buffer has {raw.size}")
-        graph.Recv([raw, MPI.BYTE], source, tag, status)
+                               f"{count} bytes, the buffer has {room}")
+        graph.Recv(buf, source, tag, status)
 
     def Isend(self, buf, dest, tag=0):
         """Start a send to neighbour ``dest``; returns an :class:`mpi4py.MPI.Request`."""
         self._neighbour(dest, "Isend")
-        raw, _, _ = _parse_buf(buf, "Isend buf", self._MPI, False)
-        self._count(dest, raw.size)
-        return self._transport.p2p.Isend([raw, self._MPI.BYTE], dest, tag)
+        self._count(dest, msgbuffer.simple(buf, role="send", what="Isend buf").nbytes)
+        return self._transport.p2p.Isend(buf, dest, tag)
 
     def Irecv(self, buf, source, tag=0):
         """Start a receive from neighbour ``source``; returns an :class:`mpi4py.MPI.Request`."""
         self._neighbour(source, "Irecv")
-        raw, _, _ = _parse_buf(buf, "Irecv buf", self._MPI)
-        return self._transport.p2p.Irecv([raw, self._MPI.BYTE], source, tag)
+        msgbuffer.simple(buf, role="recv", what="Irecv buf")
+        return self._transport.p2p.Irecv(buf, source, tag)
 
     # -- statistics ----------------------------------------------------------------------------
     def stats(self):
@@ -624,6 +665,13 @@ class Comm:
     def _control_allreduce(self, send, recv, op):
         """An ``Allreduce`` of control data (counts, times, verdicts) under the watchdog."""
         self._transport.allreduce(send, recv, op)
+
+    def _control_barrier(self):
+        """Synchronise the ranks in the control plane (timing loops), under the watchdog.
+
+        Not :meth:`Barrier`, whose messages cross the links and count in :meth:`stats`.
+        """
+        self._transport.barrier()
 
     def _key(self, coll):
         """Return ``(collective, algorithm)`` of a CLI collective name."""
@@ -751,21 +799,17 @@ class Comm:
         return bad
 
     # -- internals -----------------------------------------------------------------------------
-    def _root(self, root):
-        if isinstance(root, bool) or not isinstance(root, (int, np.integer)):
-            raise InputError(f"bad root {root!r}: an integer rank")
-        if not 0 <= root < self.size:
-            raise InputError(f"bad root {root}: the communicator has ranks 0..{self.size - 1}")
-        return int(root)
-
-    def _agree(self, name, sig, problem, need=None):
+    def _agree(self, name, sig, problem, need=None, fields=()):
         """Check that every rank called ``name`` alike; raise the same error on every rank.
 
-        Done the first time a signature is seen (all ranks of a correct program see
-        signatures in the same order); later calls with a known signature skip it.
-        ``need()`` estimates the bytes the call's plan will allocate on this rank; when
-        that many per rank of this host would not fit in its memory the call is refused
-        on every rank (:class:`~dualmpi.resources.ResourceError`) before allocating.
+        ``sig`` (at most 6 ints, named by ``fields``) is what every rank of a correct
+        program has in common.  Done the first time a signature is seen (all ranks of a
+        correct program see signatures in the same order); later calls with a known
+        signature skip it.  ``need()`` estimates the bytes the call's plan will allocate
+        on this rank; when that many per rank of this host would not fit in its memory
+        the call is refused on every rank (:class:`~dualmpi.resources.ResourceError`)
+        before allocating.  ``name`` may be a method followed by a word (``"Gatherv
+        counts"``: the v-variants' count exchange), which is agreed on separately.
         """
         key = (name, sig)
         if problem is None and key in self._agreed:
@@ -779,10 +823,12 @@ class Comm:
                 short = self._memory_problem(name, need())
             except DualmpiError as exc:  # the plan cannot be built: every rank hears of it
                 problem = str(exc)
-        vec = np.array([_CODES[name], *sig, 0], dtype=np.int64)
+        method, _, part = name.partition(" ")
         width = 9
         flat = np.zeros(width, dtype=np.int64)
-        flat[:min(width - 2, vec.size - 1)] = vec[:min(width - 2, vec.size - 1)]
+        flat[0] = 2 * self._codes[method] + (1 if part else 0)
+        if problem is None:
+            flat[1:1 + len(sig)] = sig
         flat[-2] = self.rank + 1 if short else 0
         flat[-1] = self.rank + 1 if problem else 0
         both = np.concatenate([flat, -flat])
@@ -792,52 +838,27 @@ class Comm:
         if problem:
             raise InputError(problem)
         if hi[-1]:
-            raise InputError(f"{name}: arguments rejected on rank {int(hi[-1]) - 1} (see its "
+            raise InputError(f"{method}: arguments rejected on rank {int(hi[-1]) - 1} (see its "
                              "message)")
-        fields = ("collective", *_FIELDS.get(name, ()))
+        if hi[0] != lo[0]:
+            raise InputError(f"{method}: the ranks called different collectives")
         for i, field in enumerate(fields):
-            if hi[i] != lo[i]:
-                raise InputError(f"{name}: ranks disagree on the {field} "
-                                 f"(from {int(lo[i])} to {int(hi[i])})")
+            if hi[i + 1] != lo[i + 1]:
+                raise InputError(f"{method}: ranks disagree on the {field} "
+                                 f"(from {int(lo[i + 1])} to {int(hi[i + 1])})")
+        if np.any(hi[1:-2] != lo[1:-2]):
+            raise InputError(f"{method}: ranks disagree on the arguments")
         if short:
             raise ResourceError(short)
         if hi[-2]:
-            raise ResourceError(f"{name}: the plan's buffers would not fit in the memory of rank "
-                                f"{int(hi[-2]) - 1}'s host (see its message)")
+            raise ResourceError(f"{method}: the plan's buffers would not fit in the memory of "
+                                f"rank {int(hi[-2]) - 1}'s host (see its message)")
         self._agreed.add(key)
 
     def _store_bytes(self, collective, root, nbytes, itemsize=1):
         """Estimate what a runner of this call allocates on this rank (bytes)."""
         return self._engine.store_bytes(self.rank, collective, nbytes, root, self.variant,
                                         self.algorithms.get(collective), itemsize)
-
-    def _check_v_memory(self, matrix, item):
-        """Refuse, on every rank, an Alltoallv whose plan would not fit in memory.
-
-        The byte matrix is the same on every rank (all-gathered), so the ranks check a
-        matrix they have not run before together: one control-plane reduction.
-        """
-        key = zlib.crc32(matrix.tobytes())
-        if key in self._v_checked:
-            return
-        try:
-            short = self._memory_problem("Alltoallv", self._engine.store_bytes(
-                self.rank, "alltoallv", matrix, 0, self.variant, None, item))
-        except DualmpiError as exc:  # the plan cannot be built: the others must hear of it
-            short = exc
-        flag = np.array([self.rank + 1 if short else 0], dtype=np.int64)
-        out = np.zeros_like(flag)
-        self._transport.allreduce(flag, out, self._MPI.MAX, "the Alltoallv memory check")
-        if isinstance(short, DualmpiError):
-            raise short
-        if short:
-            raise ResourceError(short)
-        if out[0]:
-            raise ResourceError(f"Alltoallv: the plan's buffers would not fit in the memory of "
-                                f"rank {int(out[0]) - 1}'s host (see its message)")
-        if len(self._v_checked) > 4096:
-            self._v_checked.clear()
-        self._v_checked.add(key)
 
     def _memory_problem(self, name, need):
         """Return why ``need`` bytes per rank do not fit in this host's memory, or None."""
@@ -920,17 +941,6 @@ class Comm:
         return run
 
 
-_FIELDS = {"Bcast": ("root", "message size", "datatype"),
-           "Scatter": ("root", "piece size", "datatype"),
-           "Allgather": ("piece size", "datatype"),
-           "Alltoall": ("piece size", "datatype"),
-           "Alltoallv": ("count vector",),
-           "Reduce": ("root", "message size", "datatype", "operation"),
-           "Allreduce": ("message size", "datatype", "operation"),
-           "Scan": ("message size", "datatype", "operation"),
-           "Exscan": ("message size", "datatype", "operation")}
-
-
 def _no_match(*args):
     """No call remembered: the arguments are checked (see :meth:`Comm._remember`)."""
     return False
@@ -946,7 +956,7 @@ def _matcher(held, checks, call, engine):
     h0, h1, h2, h3 = tuple(held) + (None,) * (4 - len(held))
     epoch = engine.evictions
     if not checks:
-        def match(a, b=None, c=None, d=None):
+        def match(a=None, b=None, c=None, d=None):
             if a is h0 and b is h1 and c is h2 and d is h3 and engine.evictions == epoch:
                 call()
                 return True
@@ -971,36 +981,6 @@ def _matcher(held, checks, call, engine):
             return True
         return False
     return match
-
-
-def _vspec(spec):
-    """Split an mpi4py v-buffer spec ``[buf, counts]`` / ``[buf, (counts, displs)]`` (+ datatype)."""
-    if not isinstance(spec, (list, tuple)) or len(spec) < 2:
-        raise InputError("Alltoallv: each buffer spec is [buf, counts] or [buf, (counts, displs)]")
-    buf, counts = spec[0], spec[1]
-    displs = None
-    if isinstance(counts, tuple) and len(counts) == 2 and not np.isscalar(counts[0]):
-        counts, displs = counts
-    rest = list(spec[2:])
-    return ([buf, *rest] if rest else buf), counts, displs
-
-
-def _counts(counts, displs, ranks, what):
-    """Return counts and displacements as int64 arrays of one entry per rank."""
-    c = np.asarray(counts)
-    if c.shape != (ranks,) or not np.issubdtype(c.dtype, np.integer) or np.any(c < 0):
-        raise InputError(f"Alltoallv: {what}counts must be {ranks} non-negative integers")
-    c = c.astype(np.int64)
-    if displs is None:
-        d = np.zeros(ranks, dtype=np.int64)
-        np.cumsum(c[:-1], out=d[1:])
-    else:
-        d = np.asarray(displs)
-        if d.shape != (ranks,) or not np.issubdtype(d.dtype, np.integer) or np.any(d < 0):
-            raise InputError(f"Alltoallv: {what} displacements must be {ranks} non-negative "
-                             "integers")
-        d = d.astype(np.int64)
-    return c, d
 
 
 def _nodes_per_rank(topo, size, q):

@@ -11,7 +11,7 @@ import pytest
 from dualmpi.collectives import allreduce, reduce, scan
 from dualmpi.collectives.schedule import ALL, REDUCED
 from dualmpi.engine.arrays import from_schedule
-from dualmpi.engine.core import Engine, reduction_schedule
+from dualmpi.engine.core import Engine, array_schedule
 from dualmpi.engine.local import LocalTransport, run_local
 from dualmpi.errors import DualmpiError, InputError
 from dualmpi.ops import resolve
@@ -90,7 +90,7 @@ def test_schedules_use_links_and_hold_what_they_send(spec):
     topo = from_spec(spec)
     for q in (1, 2):
         for coll in _kinds(topo):
-            arr = from_schedule(reduction_schedule(topo, coll, 0, q=q))
+            arr = array_schedule(topo, coll, 0, q=q)
             assert arr.messages > 0 or topo.num_nodes // q == 1
 
 
@@ -163,7 +163,7 @@ def test_bad_algorithm_and_faults_are_refused():
 
     faulty = FaultyTopology(from_spec("dualcube:r=2"), failed_links=[(0, 1)])
     with pytest.raises(DualmpiError, match="faults"):
-        reduction_schedule(faulty, "reduce")
+        array_schedule(faulty, "reduce")
 
 
 @pytest.mark.parametrize("op, dtype, words", [

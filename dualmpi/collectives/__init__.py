@@ -4,7 +4,7 @@ from ..errors import DualmpiError
 from ..topology import HDN, CubeConnectedCycles, DualCube, Hypercube, MetaCube, ReducedHypercube
 from ..topology.faults import FaultyTopology
 from ..topology.hypercube_emulation import HypercubeOnRH
-from . import allgather, alltoall, bcast, emulate, faulttolerant, ring, scatter
+from . import emulate, faulttolerant, registry
 from .schedule import ALL, COLLECTIVES, Schedule, count_conflicts, node_program, node_programs
 
 __all__ = [
@@ -13,7 +13,6 @@ __all__ = [
     "EXTRA_COLLECTIVES",
     "Schedule",
     "SUPPORTED",
-    "SUPPORTED_FOR",
     "build_schedule",
     "paper_steps",
     "count_conflicts",
@@ -21,66 +20,60 @@ __all__ = [
     "node_programs",
 ]
 
-#: Topologies whose collectives are implemented.
+#: The networks the papers' patterns run on (a description's ``networks=None``).
 SUPPORTED = (Hypercube, DualCube, MetaCube, ReducedHypercube, CubeConnectedCycles)
 
-#: Topologies on which only some collectives are implemented: collective -> extra classes.
-SUPPORTED_FOR = {"bcast": (HDN,), "scatter": (HDN,)}
-
-#: Collectives beyond the papers' four: rings along a Hamiltonian cycle (dual-cube, hypercube, RH).
+#: Collectives beyond the papers' four that ``dualmpi run`` and ``simulate`` run: rings along a
+#: Hamiltonian cycle (dual-cube, hypercube, RH).
 EXTRA_COLLECTIVES = ("ring-allgather", "ring-allreduce")
 
-_MODULES = {"bcast": bcast, "scatter": scatter, "allgather": allgather, "alltoall": alltoall,
-            "ring-allgather": ring.ALLGATHER, "ring-allreduce": ring.ALLREDUCE}
 
+def build_schedule(collective, topo, root=0, variant="corrected", q=1, algorithm=None):
+    """Return the schedule of ``collective`` on ``topo`` (``root`` a node, for rooted ones).
 
-def build_schedule(collective, topo, root=0, variant="corrected"):
-    """Return the schedule of ``collective`` on ``topo`` (``root`` used by bcast and scatter).
-
+    Reads the collective's description (:mod:`dualmpi.collectives.registry`): a
+    collective running another one's schedule (``gatherv``: ``gather``) gets that one;
+    on a network with faults the paper patterns detour (:mod:`.faulttolerant`); on a
+    reduced hypercube the hypercube's schedule is emulated (:mod:`.emulate`).
     ``variant="as-printed"`` follows a paper's printed text where dualmpi corrects it
     (dual-cube broadcast; metacube total exchange on MC(2, m)); see docs/errata.md.
+    ``q`` (nodes per rank) and ``algorithm`` matter to the reductions only.
     """
-    module = _module(collective)
+    desc = registry.get(collective)
+    if desc.schedule != desc.name:
+        return build_schedule(desc.schedule, topo, root, variant, q, algorithm)
+    if variant not in desc.variants:
+        raise DualmpiError(f"no {variant!r} variant of {collective}")
     if isinstance(topo, FaultyTopology):  # the same algorithm on the surviving links
-        if variant != "corrected" or collective not in COLLECTIVES:
+        if variant != "corrected" or not desc.faults:
             raise DualmpiError(f"{collective} ({variant}) does not run on a network with faults")
         base = build_schedule(collective, topo.base, root, variant)
         return faulttolerant.build_faulty(collective, topo, topo.check_node(root or 0), base)
-    if isinstance(topo, ReducedHypercube) and collective in COLLECTIVES:
+    if isinstance(topo, ReducedHypercube) and desc.emulated:
         # the hypercube's schedule, each link an RH path (the rings use RH's own ring)
-        guest = build_schedule(collective, Hypercube(topo.bits), root, variant)
+        guest = build_schedule(collective, Hypercube(topo.bits), root, variant, q, algorithm)
         return emulate.emulate_on(guest, topo, HypercubeOnRH(topo))
-    supported = SUPPORTED + SUPPORTED_FOR.get(collective, ())
-    if not isinstance(topo, supported):
-        names = ", ".join(cls.name for cls in supported)
-        raise DualmpiError(f"{collective} is not available on {topo.spec} (implemented for: {names})")
-    if collective in ("bcast", "scatter"):
+    if desc.networks != "any":
+        supported = SUPPORTED + tuple(desc.networks or ())
+        if not isinstance(topo, supported):
+            names = ", ".join(cls.name for cls in supported)
+            raise DualmpiError(f"{collective} is not available on {topo.spec} (implemented for: "
+                               f"{names})")
+    if desc.rooted:
         root = topo.check_node(root)
-    if variant == "corrected":
-        return module.build(topo, root)
-    if collective not in ("bcast", "alltoall"):
-        raise DualmpiError(f"no {variant!r} variant of {collective}")
     try:
-        return module.build(topo, root, variant=variant)
+        return desc.build(topo, root, variant, q, algorithm)
     except (ValueError, TypeError) as exc:
         raise DualmpiError(str(exc)) from None
 
 
 def paper_steps(collective, topo):
     """Return the number of steps the paper states for ``collective`` on ``topo``."""
+    desc = registry.get(collective)
     if isinstance(topo, FaultyTopology):
         topo = topo.base
-    if isinstance(topo, ReducedHypercube) and collective in COLLECTIVES:  # emulated: Q's steps
+    if isinstance(topo, ReducedHypercube) and desc.emulated:  # emulated: Q's steps
         topo = Hypercube(topo.bits)
-    return _module(collective).paper_steps(topo)
-
-
-def _module(collective):
-    """Return the module implementing ``collective`` or raise a clear error."""
-    try:
-        return _MODULES[collective]
-    except KeyError:
-        raise DualmpiError(
-            f"unknown collective {collective!r} "
-            f"(choose from {', '.join(COLLECTIVES + EXTRA_COLLECTIVES)})"
-        ) from None
+    if desc.paper_steps is None:
+        raise DualmpiError(f"no paper states a step count for {collective}")
+    return desc.paper_steps(topo)

@@ -3,9 +3,10 @@
 from ..topology import CubeConnectedCycles, DualCube, Hypercube, MetaCube
 from .dimorder import allgather_dims, exchange_rounds
 from .greedy import cycling_exchange_rounds
+from .registry import Collective
 from .schedule import ALL, Round, Schedule, Transfer
 
-__all__ = ["build", "paper_steps"]
+__all__ = ["COLLECTIVES", "build", "paper_steps", "initial", "expected"]
 
 
 #: CCC(n) exchange: cube link, next on the ring, previous on the ring, repeated.
@@ -92,3 +93,32 @@ def _dualcube_rounds(topo):
     m = {u: m[u] - temp[u] for u in range(p)}  # line 21
     rounds.append(_exchange(topo, m, result, r))  # stage 3
     return rounds
+
+
+def _build(topo, root, variant, q, algorithm):
+    if algorithm == "ring":  # the Hamiltonian-ring allgather (dualmpi.Comm's algorithms option)
+        from .ring import default_cycle, ring_allgather
+
+        return ring_allgather(topo, default_cycle(topo))
+    if algorithm not in (None, "default"):
+        raise ValueError(f"no algorithm {algorithm!r} for allgather (choose default or ring)")
+    return build(topo)
+
+
+def initial(topo, root, u):
+    """Return the blocks node ``u`` starts an all-to-all broadcast with: its own."""
+    return [(u, ALL)]
+
+
+def expected(topo, root, u):
+    """Return the blocks node ``u`` ends an all-to-all broadcast with: every node's."""
+    return [(s, ALL) for s in range(topo.num_nodes)]
+
+
+#: ``MPI_Allgather`` (the papers' all-to-all broadcast) and ``MPI_Allgatherv``.
+COLLECTIVES = (
+    Collective("allgather", "Allgather", "allgather", _build, faults=True,
+               paper_steps=paper_steps, initial=initial, expected=expected),
+    Collective("allgatherv", "Allgatherv", "allgather", schedule="allgather", counts="rank",
+               paper_steps=paper_steps),
+)

@@ -35,10 +35,11 @@ recursive doubling.
 
 from ..topology import Hypercube
 from .reduce import build as build_reduce
-from .reduce import contributors, reverse_rounds
+from .reduce import contributors
+from .registry import Collective
 from .schedule import ALL, REDUCED, Round, Schedule, Transfer
 
-__all__ = ["ALGORITHMS", "build", "available", "choose", "cost", "costs", "MODEL_TS",
+__all__ = ["COLLECTIVES", "ALGORITHMS", "segments", "build", "available", "choose", "cost", "costs", "MODEL_TS",
            "MODEL_TW", "reduce_scatter_allgather", "table"]
 
 #: The allreduce algorithms (see the module docstring).
@@ -131,19 +132,15 @@ def build(topo, algorithm="rsag", q=1, variant="corrected"):
 def reduce_scatter_allgather(forward, q=1):
     """Return ``(rounds, initial)``: all-to-all broadcast ``forward`` run backwards, then forwards.
 
-    Backwards it is a reduce-scatter (segment ``(REDUCED, j)`` reduced towards node
-    ``j`` along the first arrivals of block ``(j, ALL)``), forwards it spreads the reduced
-    segments; ``initial`` gives the segments every ``q``-th node starts with.
+    Backwards it is a reduce-scatter
+    (:func:`~dualmpi.collectives.reduce_scatter.reduce_scatter_rounds`), forwards it
+    spreads the reduced segments; ``initial`` gives the segments every ``q``-th node
+    starts with.
     """
-    p = forward.topo.num_nodes
-    givers = contributors(p, q)
-    defined = {u: set() for u in range(p)}
-    segments = [(REDUCED, j) for j in range(p)]
-    for c in givers:
-        defined[c].update(segments)
-    back = [r for r in reverse_rounds(forward, lambda b: (REDUCED, b[0]), defined) if r.transfers]
-    rounds = back + [_renamed(r, lambda b: (REDUCED, b[0])) for r in forward.rounds]
-    return rounds, {c: list(segments) for c in givers}
+    from .reduce_scatter import reduce_scatter_rounds
+
+    back, initial = reduce_scatter_rounds(forward, q)
+    return back + [_renamed(r, lambda b: (REDUCED, b[0])) for r in forward.rounds], initial
 
 
 def cost(schedule):
@@ -259,3 +256,25 @@ if __name__ == "__main__":  # pragma: no cover - prints docs/algorithms.md's tab
     print("\n".join(table(sys.argv[1:] or ["hypercube:n=3", "dualcube:r=2", "hypercube:n=5",
                                            "dualcube:r=3", "hypercube:n=6", "metacube:k=2,m=1",
                                            "ccc:n=3"])))
+
+
+def _build(topo, root, variant, q, algorithm):
+    return build(topo, algorithm or "rsag", q, variant)
+
+
+def segments(topo, root, u):
+    """Return the ``p`` segments ``(REDUCED, j)`` every node holds when every node contributes.
+
+    The blocks of a schedule that gives no ``initial`` (``ring-allreduce``): every node
+    starts with its contribution to each segment and ends with each segment reduced.
+    """
+    return [(REDUCED, j) for j in range(topo.num_nodes)]
+
+
+#: ``MPI_Allreduce``, by one of :data:`ALGORITHMS` (the engine's ``allreduce-<algorithm>``).
+#: Its layout depends on the algorithm; without one (a schedule built by hand, every node
+#: contributing to every segment) it is ``allreduce``.
+COLLECTIVES = (Collective("allreduce", "Allreduce", "allreduce", _build, combines=True,
+                          emulated=False, networks="any", initial=segments, expected=segments,
+                          layouts={"tree": "reduce-all", "exchange": "reduce-all",
+                                   "rsag": "reduce-segments", "ring": "reduce-segments"}),)

@@ -10,9 +10,11 @@ from functools import lru_cache
 from ..topology import CubeConnectedCycles, DualCube, Hypercube, MetaCube
 from ..topology.metacube import CLASS_PATH_TABLE_PRINTED
 from .greedy import shift_destination
+from .registry import Collective
 from .schedule import Round, Schedule, Transfer
 
 __all__ = [
+    "COLLECTIVES",
     "build",
     "paper_steps",
     "destination_order",
@@ -179,3 +181,21 @@ def _dualcube_order(topo):
         return s ^ (i << clus_sh) ^ (j << node_sh)
 
     return dest
+
+
+def _build(topo, root, variant, q, algorithm):
+    return build(topo, None, variant)
+
+
+#: ``MPI_Alltoall`` (the papers' total exchange), ``MPI_Alltoallv`` and ``MPI_Alltoallw``
+#: (a size per pair: the w-variant's datatypes are packed to bytes by the caller).
+COLLECTIVES = (
+    Collective("alltoall", "Alltoall", "alltoall", _build, faults=True, variants=VARIANTS,
+               paper_steps=paper_steps,
+               initial=lambda topo, root, u: [(u, d) for d in range(topo.num_nodes) if d != u],
+               expected=lambda topo, root, u: [(s, u) for s in range(topo.num_nodes) if s != u]),
+    Collective("alltoallv", "Alltoallv", "alltoallv", schedule="alltoall", counts="pair",
+               variants=VARIANTS, paper_steps=paper_steps),
+    Collective("alltoallw", "Alltoallw", "alltoallv", schedule="alltoall", counts="pair",
+               variants=VARIANTS, paper_steps=paper_steps),
+)

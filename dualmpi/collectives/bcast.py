@@ -4,10 +4,11 @@ from ..topology import HDN, CubeConnectedCycles, DualCube, Hypercube, MetaCube
 from . import hdn_tree
 from .greedy import greedy_broadcast_tree
 from .dimorder import gray_walk_dims, greedy_tree
-from .schedule import Schedule
+from .registry import Collective
+from .schedule import ALL, Schedule
 from .trees import binomial_pairs, tree_schedule_rounds
 
-__all__ = ["build", "spanning_tree", "paper_steps", "VARIANTS"]
+__all__ = ["COLLECTIVES", "build", "spanning_tree", "paper_steps", "VARIANTS"]
 
 #: ``corrected`` is what dualmpi runs; ``as-printed`` follows the printed conditions of
 #: Algorithm 1 literally (see docs/errata.md) and exists to show why they were corrected;
@@ -127,3 +128,15 @@ def _dualcube_as_printed(topo, s):
         rounds.append([(u, topo.neighbor(u, i)) for u in range(p)
                        if cl(u) != cl(s) and nd(u) & mask(i) == nd(s) & mask(i)])
     return [pairs for pairs in rounds if pairs]
+
+
+def _build(topo, root, variant, q, algorithm):
+    return build(topo, root, variant)
+
+
+#: The broadcast (``MPI_Bcast``): one block ``(root, ALL)`` that every node must end with.
+COLLECTIVES = (Collective("bcast", "Bcast", "bcast", _build, rooted=True, faults=True,
+                          pipelined=True, variants=VARIANTS, networks=(HDN,),
+                          paper_steps=paper_steps,
+                          initial=lambda topo, root, u: [(root, ALL)] if u == root else [],
+                          expected=lambda topo, root, u: [(root, ALL)]),)

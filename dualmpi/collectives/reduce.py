@@ -24,9 +24,10 @@ Supercomputing 28 (2004): the broadcast trees (Algorithm 1) and the remark that 
 all-to-all broadcast pattern serves reduction and prefix sums.
 """
 
+from .registry import Collective
 from .schedule import ALL, REDUCED, Round, Schedule, Transfer
 
-__all__ = ["build", "contributors", "first_arrivals", "reverse_rounds", "paper_steps"]
+__all__ = ["COLLECTIVES", "build", "contributors", "first_arrivals", "reverse_rounds", "paper_steps"]
 
 
 def contributors(p, q=1):
@@ -132,3 +133,12 @@ def build(topo, root=0, q=1, variant="corrected"):
     initial = {c: [(REDUCED, ALL)] for c in contributors(topo.num_nodes, q)}
     return Schedule("reduce", f"reversed broadcast tree ({forward.algorithm})", topo, root,
                     rounds, forward.steps, initial=initial)
+
+
+def _build(topo, root, variant, q, algorithm):
+    return build(topo, root, q, variant)
+
+
+#: ``MPI_Reduce``: the broadcast tree reversed, combining on the way to the root.
+COLLECTIVES = (Collective("reduce", "Reduce", "reduce", _build, rooted=True, combines=True,
+                          emulated=False, networks="any", paper_steps=paper_steps),)

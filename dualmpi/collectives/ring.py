@@ -10,15 +10,15 @@ from ..errors import DualmpiError
 from ..topology import DualCube, Hypercube, ReducedHypercube
 from ..topology.hamiltonian import gray_code, hamiltonian_cycle, is_ring
 from ..topology.rh_embeddings import rh_ring
+from . import allgather, allreduce
+from .registry import Collective
 from .schedule import ALL, Round, Schedule, Transfer
 
 __all__ = [
     "default_cycle",
     "ring_allgather",
     "ring_allreduce",
-    "RingCollective",
-    "ALLGATHER",
-    "ALLREDUCE",
+    "COLLECTIVES",
 ]
 
 
@@ -134,27 +134,15 @@ def ring_allreduce(topo, cycle):
                     "cycle", topo, None, rounds, len(rounds))
 
 
-class RingCollective:
-    """A ring collective as :func:`~dualmpi.collectives.build_schedule` dispatches it.
-
-    ``build(topo, root)`` uses :func:`default_cycle`; ``paper_steps`` is the ring's
-    round count, ``p - 1`` (allgather) or ``2(p - 1)`` (allreduce).
-    """
-
-    def __init__(self, base):
-        self.base = base
-        self._build = ring_allgather if base == "allgather" else ring_allreduce
-
-    def build(self, topo, root=None):
-        """Return the ring schedule on ``topo`` along its default Hamiltonian cycle."""
-        return self._build(topo, default_cycle(topo))
-
-    def paper_steps(self, topo):
-        """Return the rounds of the ring algorithm on ``topo``."""
-        p = topo.num_nodes
-        return p - 1 if self.base == "allgather" else 2 * (p - 1)
-
-
-#: ``ring-allgather`` and ``ring-allreduce``.
-ALLGATHER = RingCollective("allgather")
-ALLREDUCE = RingCollective("allreduce")
+#: ``ring-allgather`` and ``ring-allreduce`` (``dualmpi run``'s names; ``dualmpi.Comm`` runs
+#: them as the ``"ring"`` algorithm of the allgather and the allreduce).
+COLLECTIVES = (
+    Collective("ring-allgather", None, "allgather",
+               lambda topo, root, variant, q, algorithm: ring_allgather(topo, default_cycle(topo)),
+               emulated=False, networks="any", paper_steps=lambda topo: topo.num_nodes - 1,
+               initial=allgather.initial, expected=allgather.expected),
+    Collective("ring-allreduce", None, "allreduce",
+               lambda topo, root, variant, q, algorithm: ring_allreduce(topo, default_cycle(topo)),
+               emulated=False, networks="any", paper_steps=lambda topo: 2 * (topo.num_nodes - 1),
+               initial=allreduce.segments, expected=allreduce.segments),
+)

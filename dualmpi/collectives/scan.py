@@ -22,9 +22,10 @@ dual-cube", J. Supercomputing 28 (2004): prefix sums on these networks.
 """
 
 from .reduce import contributors
+from .registry import Collective
 from .schedule import ALL, REDUCED, Round, Schedule, Transfer
 
-__all__ = ["build", "steps"]
+__all__ = ["COLLECTIVES", "build", "steps"]
 
 #: The block a rank's own contribution starts in, and (exscan) the one its result ends in.
 INPUT, RESULT = (REDUCED, ALL), (REDUCED, 0)
@@ -100,3 +101,12 @@ def _path(topo, a, b):
         if len(path) > topo.num_nodes:
             raise ValueError(f"{topo.spec}: no route from {a} to {b}")
     return path
+
+
+#: ``MPI_Scan`` and ``MPI_Exscan``: recursive doubling over routed messages.
+COLLECTIVES = (
+    Collective("scan", "Scan", "reduce-all", lambda topo, root, variant, q, algorithm:
+               build(topo, q), combines=True, emulated=False, networks="any"),
+    Collective("exscan", "Exscan", "exscan", lambda topo, root, variant, q, algorithm:
+               build(topo, q, exclusive=True), combines=True, emulated=False, networks="any"),
+)

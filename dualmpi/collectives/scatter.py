@@ -3,10 +3,11 @@
 from ..topology import HDN, CubeConnectedCycles, DualCube, MetaCube
 from . import bcast
 from .bcast import spanning_tree
+from .registry import Collective
 from .schedule import Schedule
 from .trees import tree_schedule_rounds
 
-__all__ = ["build", "paper_steps"]
+__all__ = ["COLLECTIVES", "build", "paper_steps"]
 
 
 def paper_steps(topo):
@@ -28,3 +29,21 @@ def build(topo, root=0):
     else:
         name = "binomial scatter"
     return Schedule("scatter", name, topo, root, tree_schedule_rounds(tree, root, True), len(tree))
+
+
+def _build(topo, root, variant, q, algorithm):
+    return build(topo, root)
+
+
+def _initial(topo, root, u):
+    return [(root, d) for d in range(topo.num_nodes)] if u == root else []
+
+
+#: ``MPI_Scatter`` and ``MPI_Scatterv`` (the same tree, a size per destination rank).
+COLLECTIVES = (
+    Collective("scatter", "Scatter", "scatter", _build, rooted=True, faults=True, pipelined=True,
+               networks=(HDN,), paper_steps=paper_steps, initial=_initial,
+               expected=lambda topo, root, u: [(root, u)]),
+    Collective("scatterv", "Scatterv", "scatter", schedule="scatter", rooted=True, counts="rank",
+               paper_steps=paper_steps),
+)

@@ -43,17 +43,15 @@ REDUCED = -2
 #: The four collectives of the papers, by their CLI names.
 COLLECTIVES = ("bcast", "scatter", "allgather", "alltoall")
 
-#: Further collectives by CLI name, and the collective whose blocks they move.
-_BASE_COLLECTIVE = {"ring-allgather": "allgather", "ring-allreduce": "allreduce"}
-
-
 def base_collective(name):
-    """Return the collective whose blocks ``name`` starts from and delivers.
+    """Return the buffer layout of collective ``name``: the blocks it starts from and delivers.
 
-    >>> base_collective("ring-allreduce"), base_collective("bcast")
-    ('allreduce', 'bcast')
+    >>> base_collective("ring-allreduce"), base_collective("bcast"), base_collective("gatherv")
+    ('allreduce', 'bcast', 'gather')
     """
-    return _BASE_COLLECTIVE.get(name, name)
+    from .registry import get
+
+    return get(name).layout
 
 
 @dataclass(frozen=True)
@@ -169,33 +167,17 @@ def _reaches(topo, a, b):
 def initial_blocks(collective, topo, root, u):
     """Return the blocks node ``u`` holds before the collective starts.
 
-    ``allreduce``: every node holds its own contribution to each of the p segments
-    ``(REDUCED, j)``; transfers with ``reduce=True`` add into the receiver's copy.
+    As the collective's description says (:mod:`dualmpi.collectives.registry`); e.g.
+    ``ring-allreduce``: every node holds its own contribution to each of the p segments
+    ``(REDUCED, j)``, and transfers with ``reduce=True`` add into the receiver's copy.
     On a faulty topology failed nodes hold nothing and nothing is meant for them.
     """
-    collective = base_collective(collective)
     if not _alive(topo, u):
         return []
-    held = _initial(collective, topo, root, u)
+    held = _described(collective, "initial")(topo, root, u)
     if hasattr(topo, "alive") and collective in ("scatter", "alltoall"):
         held = [key for key in held if _alive(topo, key[1])]
     return held
-
-
-def _initial(collective, topo, root, u):
-    """Return the fault-free initial blocks of node ``u``."""
-    p = topo.num_nodes
-    if collective == "bcast":
-        return [(root, ALL)] if u == root else []
-    if collective == "scatter":
-        return [(root, d) for d in range(p)] if u == root else []
-    if collective == "allgather":
-        return [(u, ALL)]
-    if collective == "alltoall":
-        return [(u, d) for d in range(p) if d != u]
-    if collective == "allreduce":
-        return [(REDUCED, j) for j in range(p)]
-    raise ValueError(f"unknown collective {collective!r}")
 
 
 def expected_blocks(collective, topo, root, u):
@@ -204,29 +186,23 @@ def expected_blocks(collective, topo, root, u):
     On a faulty topology: nothing for a failed node, and only blocks whose origin can
     still reach ``u`` (the others are reported as undeliverable).
     """
-    collective = base_collective(collective)
     if not _alive(topo, u):
         return []
-    want = _expected(collective, topo, root, u)
+    want = _described(collective, "expected")(topo, root, u)
     if hasattr(topo, "alive"):
         want = [key for key in want if key[0] < 0 or key[0] == u or _reaches(topo, key[0], u)]
     return want
 
 
-def _expected(collective, topo, root, u):
-    """Return the fault-free expected blocks of node ``u``."""
-    p = topo.num_nodes
-    if collective == "bcast":
-        return [(root, ALL)]
-    if collective == "scatter":
-        return [(root, u)]
-    if collective == "allgather":
-        return [(s, ALL) for s in range(p)]
-    if collective == "alltoall":
-        return [(s, u) for s in range(p) if s != u]
-    if collective == "allreduce":
-        return [(REDUCED, j) for j in range(p)]
-    raise ValueError(f"unknown collective {collective!r}")
+def _described(collective, what):
+    """Return the description's ``initial`` or ``expected`` function of ``collective``."""
+    from .registry import get
+
+    fn = getattr(get(collective), what)
+    if fn is None:
+        raise ValueError(f"{collective} does not say which blocks its nodes start or end with "
+                         "(its schedule does)")
+    return fn
 
 
 @dataclass

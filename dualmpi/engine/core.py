@@ -16,11 +16,10 @@ from ..collectives import build_schedule
 from ..errors import DualmpiError
 from ..topology import DualCube, Hypercube, MetaCube
 from .arrays import alltoall_arrays, from_schedule
-from .layout import Layout, layout_kind
+from .layout import Layout, describe, layout_kind
 from .plan import compile_rank
 
-__all__ = ["Engine", "array_schedule", "reduction_schedule", "copy_segments", "CACHE_SIZE",
-           "STREAM_ABOVE", "REDUCTIONS"]
+__all__ = ["Engine", "array_schedule", "copy_segments", "CACHE_SIZE", "STREAM_ABOVE"]
 
 #: Bound plans kept per engine (least recently used dropped first).
 CACHE_SIZE = 64
@@ -35,42 +34,20 @@ _VECTOR_ALLTOALL = (Hypercube, DualCube, MetaCube)
 def array_schedule(topo, collective, root=0, variant="corrected", algorithm=None, q=1):
     """Return the :class:`~dualmpi.engine.arrays.ArraySchedule` of a collective on ``topo``.
 
-    ``alltoall`` and ``alltoallv`` share the total exchange; on hypercubes, dual-cubes and
-    metacubes it is built with numpy (fast for thousands of nodes), elsewhere from the
-    schedule.  ``algorithm="ring"`` selects the Hamiltonian-ring allgather.  The
-    reductions (``reduce``, ``allreduce-<algorithm>``, ``scan``, ``exscan``) depend on
-    ``q``: only the first node of each rank contributes.
+    The schedule is the one the collective's description names
+    (:func:`dualmpi.collectives.build_schedule`): ``alltoallv`` runs the total exchange,
+    ``gatherv`` the gather, and so on; on hypercubes, dual-cubes and metacubes the total
+    exchange is built with numpy (fast for thousands of nodes).  ``algorithm="ring"``
+    selects the Hamiltonian-ring allgather; ``"allreduce-<algorithm>"`` names an
+    allreduce algorithm.  The reductions depend on ``q``: only the first node of each
+    rank contributes.
     """
-    if collective in REDUCTIONS or collective.startswith("allreduce-"):
-        return from_schedule(reduction_schedule(topo, collective, root, variant, q))
-    if collective == "alltoallv":
-        collective = "alltoall"
-    if algorithm == "ring" and collective == "allgather":
-        collective = "ring-allgather"
-    elif algorithm not in (None, "default"):
-        raise DualmpiError(f"no algorithm {algorithm!r} for {collective} (choose default"
-                           + (" or ring)" if collective == "allgather" else ")"))
-    if collective == "alltoall" and type(topo) in _VECTOR_ALLTOALL:
+    desc, algorithm = describe(collective, algorithm)
+    if desc.schedule == "alltoall" and type(topo) in _VECTOR_ALLTOALL:
+        if algorithm not in (None, "default"):
+            raise DualmpiError(f"no algorithm {algorithm!r} for {desc.name} (choose default)")
         return alltoall_arrays(topo, variant)
-    return from_schedule(build_schedule(collective, topo, root, variant))
-
-
-#: Engine collectives that combine with a reduction operator (besides ``allreduce-*``).
-REDUCTIONS = ("reduce", "scan", "exscan")
-
-
-def reduction_schedule(topo, collective, root=0, variant="corrected", q=1):
-    """Return the Transfer schedule of a reduction: ``reduce``, ``allreduce-<alg>``, ``scan``, ``exscan``."""
-    from ..collectives import allreduce, reduce, scan
-    from ..topology.faults import FaultyTopology
-
-    if isinstance(topo, FaultyTopology):
-        raise DualmpiError(f"{collective} does not run on a network with faults")
-    if collective == "reduce":
-        return reduce.build(topo, root, q, variant)
-    if collective in ("scan", "exscan"):
-        return scan.build(topo, q, exclusive=collective == "exscan")
-    return allreduce.build(topo, collective[len("allreduce-"):], q, variant)
+    return from_schedule(build_schedule(desc.schedule, topo, root, variant, q, algorithm))
 
 
 def copy_segments(dst, src, segments):
@@ -121,12 +98,15 @@ class Engine:
         self._bound = OrderedDict()
 
     def schedule(self, collective, root=0, variant="corrected", algorithm=None):
-        """Return the cached array schedule of ``collective`` (root a *node*)."""
-        key = (collective if collective != "alltoallv" else "alltoall", root
-               if collective in ("bcast", "scatter", "reduce") else None, variant, algorithm)
+        """Return the cached array schedule of ``collective`` (root a *node*).
+
+        Collectives that run the same schedule (``gather`` and ``gatherv``) share it.
+        """
+        desc, algorithm = describe(collective, algorithm)
+        key = (desc.schedule, root if desc.rooted else None, variant, algorithm)
         if key not in self._schedules:
-            self._schedules[key] = array_schedule(self.topo, collective, root, variant, algorithm,
-                                                  self.q)
+            self._schedules[key] = array_schedule(self.topo, desc.schedule, root, variant,
+                                                  algorithm, self.q)
         return self._schedules[key]
 
     def counts(self, collective, root=0, variant="corrected", algorithm=None):
@@ -137,10 +117,12 @@ class Engine:
 
     def rank_plan(self, rank, collective, root_rank=0, variant="corrected", algorithm=None):
         """Return the cached structural plan of ``rank`` (``root_rank`` a *rank*)."""
-        key = (rank, collective, root_rank, variant, algorithm)
+        desc, algorithm = describe(collective, algorithm)
+        kind = desc.layout_for(algorithm)
+        key = (rank, desc.schedule, kind, root_rank if desc.rooted else 0, variant, algorithm)
         if key not in self._plans:
             sched = self.schedule(collective, root_rank * self.q, variant, algorithm)
-            plan = compile_rank(sched, self.q, rank, root_rank)
+            plan = compile_rank(sched, self.q, rank, root_rank if desc.rooted else 0, kind)
             plan.collective = collective
             self._plans[key] = plan
         return self._plans[key]
@@ -151,11 +133,12 @@ class Engine:
         Decided by the largest node-level block: a rank's piece holds ``q`` (scatter,
         allgather) or ``q * q`` (alltoall) of them.
         """
-        if self.packets_above is None or collective == "alltoallv" or (
+        if self.packets_above is None or layout.counts is not None or \
+                layout.collective in ("alltoallv", "reduce-scatter") or (
                 self.pipelined is not None and collective not in self.pipelined):
             return 1
-        parts = {"scatter": self.q, "allgather": self.q, "alltoall": self.q * self.q}.get(
-            collective, 1)
+        parts = {"scatter": self.q, "gather": self.q, "allgather": self.q,
+                 "alltoall": self.q * self.q}.get(layout.collective, 1)
         biggest = -(-layout.nbytes // parts)
         if biggest <= self.packets_above:
             return 1
@@ -182,8 +165,8 @@ class Engine:
             plan = StepPlan(self.topo, self.q, variant)
             return 2 * plan.num_chunks * plan.chunk * (nbytes // (self.q * self.q))
         plan = self.rank_plan(rank, collective, root_rank, variant, algorithm)
-        layout = Layout(layout_kind(collective), self.topo.num_nodes, self.q, nbytes, root_rank,
-                        None, None, itemsize)
+        layout = Layout(layout_kind(collective, algorithm), self.topo.num_nodes, self.q, nbytes,
+                        root_rank, None, None, itemsize)
         origin, target, is_block = plan.slot_blocks()
         sizes = layout.size(origin[is_block], target[is_block]) if is_block.any() else \
             np.zeros(1, dtype=np.int64)
@@ -227,8 +210,8 @@ class Engine:
             self._bound[sig] = run
             return run
         plan = self.rank_plan(rank, collective, root_rank, variant, algorithm)
-        layout = Layout(layout_kind(collective), self.topo.num_nodes, self.q, nbytes, root_rank,
-                        sdispls, rdispls, itemsize)
+        layout = Layout(layout_kind(collective, algorithm), self.topo.num_nodes, self.q, nbytes,
+                        root_rank, sdispls, rdispls, itemsize)
         if packets is None:
             packets = self.packets_for(layout, collective)
         bound = plan.bind(layout, packets)

@@ -9,7 +9,14 @@ them each node-level block is:
   root rank's first node; every rank copies the result out of its first node.
 * ``scatter``: rank ``d``'s piece of the root's send buffer is split over ``d``'s
   ``q`` nodes, as evenly as bytes allow (:func:`split_sizes`).
+* ``gather``: rank ``s``'s piece is split over its ``q`` nodes, block ``(u, root
+  node)`` of node ``u``; the root's first node delivers every block.
 * ``allgather``: a rank's contribution is split over its ``q`` nodes.
+
+``scatter``, ``gather`` and ``allgather`` take a byte count per rank too (the
+v-variants): ``nbytes`` an array of ``R`` sizes, with the byte displacements of the
+pieces in the root's (``scatter``: ``sdispls``; ``gather``: ``rdispls``) or every
+rank's (``allgather``: ``rdispls``) buffer; default packed.
 * ``alltoall`` / ``alltoallv``: the piece rank ``a`` sends rank ``b`` is split into
   ``q*q`` sub-blocks, sub-block ``i*q + j`` going from node ``a*q + i`` to node
   ``b*q + j``.
@@ -23,34 +30,52 @@ them each node-level block is:
   (``exscan``).
 * ``reduce-segments``: as ``reduce-all``, the vector cut into ``p`` segments of whole
   elements, ``(REDUCED, j)`` (reduce-scatter + allgather).
+* ``reduce-scatter``: rank ``r``'s vector holds one block per rank (``nbytes`` bytes
+  each, or an array of ``R`` sizes), packed; rank ``d``'s block is split over its
+  nodes in whole elements, segment ``(REDUCED, j)`` of node ``j``, which delivers it.
 
 With ``q = 1`` every block is exactly the piece of the MPI call.
 """
 
 import numpy as np
 
+from ..collectives.registry import get
 from ..collectives.schedule import ALL, REDUCED
 
-__all__ = ["split_sizes", "split_offsets", "Layout", "COLLECTIVE_LAYOUTS"]
+__all__ = ["split_sizes", "split_offsets", "Layout", "COLLECTIVE_LAYOUTS", "PER_RANK", "layout_kind",
+           "describe"]
 
 #: Collectives whose user buffers a :class:`Layout` describes.
-COLLECTIVE_LAYOUTS = ("bcast", "scatter", "allgather", "alltoall", "alltoallv", "allreduce",
-                      "reduce", "reduce-all", "exscan", "reduce-segments")
+COLLECTIVE_LAYOUTS = ("bcast", "scatter", "gather", "allgather", "alltoall", "alltoallv",
+                      "allreduce", "reduce", "reduce-all", "exscan", "reduce-segments",
+                      "reduce-scatter")
 
-#: The layout of each engine collective whose name is not a layout's.
-_KINDS = {"ring-allgather": "allgather", "ring-allreduce": "allreduce",
-          "allreduce-tree": "reduce-all", "allreduce-exchange": "reduce-all",
-          "allreduce-rsag": "reduce-segments", "allreduce-ring": "reduce-segments",
-          "scan": "reduce-all"}
+#: Layouts whose ``nbytes`` may be a size per rank (v-variants, reduce-scatter).
+PER_RANK = ("scatter", "gather", "allgather", "reduce-scatter")
 
-
-def layout_kind(collective):
+def layout_kind(collective, algorithm=None):
     """Return the layout of an engine collective (``"allreduce-rsag"`` -> ``"reduce-segments"``).
 
-    >>> layout_kind("scan"), layout_kind("bcast")
-    ('reduce-all', 'bcast')
+    Read from the collective's description (:mod:`dualmpi.collectives.registry`); an
+    engine name ``"allreduce-<algorithm>"`` names the allreduce's algorithm.
+
+    >>> layout_kind("scan"), layout_kind("bcast"), layout_kind("allreduce-tree")
+    ('reduce-all', 'bcast', 'reduce-all')
     """
-    return _KINDS.get(collective, collective)
+    desc, algorithm = describe(collective, algorithm)
+    return desc.layout_for(algorithm)
+
+
+def describe(collective, algorithm=None):
+    """Return ``(description, algorithm)`` of an engine collective name.
+
+    >>> desc, alg = describe("allreduce-rsag")
+    >>> desc.name, alg
+    ('allreduce', 'rsag')
+    """
+    if collective.startswith("allreduce-"):
+        return get("allreduce"), collective[len("allreduce-"):]
+    return get(collective), algorithm
 
 
 def split_sizes(total, parts, index):
@@ -87,16 +112,21 @@ class Layout:
     p, q : int
         Network nodes and nodes per rank.
     nbytes : int or numpy.ndarray
-        ``bcast``: the buffer's bytes; ``scatter``, ``allgather``, ``alltoall``: the
-        bytes of one rank's piece; ``allreduce``: the bytes of one segment;
+        ``bcast``: the buffer's bytes; ``scatter``, ``gather``, ``allgather``,
+        ``alltoall``: the bytes of one rank's piece (or, :data:`PER_RANK`, an array of
+        ``R``: rank ``r``'s piece); ``allreduce``: the bytes of one segment;
         ``alltoallv``: the ``R x R`` matrix of bytes rank ``a`` sends rank ``b``;
-        the reductions: the bytes of the vector.
+        ``reduce-scatter``: the bytes of one rank's block (or an array of ``R``);
+        the other reductions: the bytes of the vector.
     root : int
-        The root *rank* of bcast and scatter.
+        The root *rank* of bcast, scatter, gather and reduce.
     sdispls, rdispls : numpy.ndarray, optional
-        ``alltoallv``: this rank's byte displacements of each piece (default: packed).
+        This rank's byte displacements of each rank's piece in the send (``alltoallv``,
+        ``scatter``) or receive (``alltoallv``, ``gather``, ``allgather``) buffer
+        (default: packed).
     itemsize : int
-        ``reduce-segments``: segments hold whole elements of this many bytes.
+        ``reduce-segments``, ``reduce-scatter``: segments hold whole elements of this
+        many bytes.
 
     Examples
     --------
@@ -114,9 +144,14 @@ class Layout:
         self.ranks = p // q
         self.root = root
         self.root_node = root * q
+        self.sdispls, self.rdispls = sdispls, rdispls
+        #: per-rank sizes (an int64 array of R) of a v-variant, else None
+        self.counts = None
         if collective == "alltoallv":
             self.matrix = np.asarray(nbytes, dtype=np.int64).reshape(self.ranks, self.ranks)
-            self.sdispls, self.rdispls = sdispls, rdispls
+        elif collective in PER_RANK and not isinstance(nbytes, (int, np.integer)):
+            self.counts = np.asarray(nbytes, dtype=np.int64).reshape(self.ranks)
+            self.nbytes = int(self.counts.max()) if self.counts.size else 0
         else:
             self.nbytes = int(nbytes)
 
@@ -128,14 +163,23 @@ class Layout:
         q, coll = self.q, self.collective
         if coll == "bcast":
             return np.full(origin.shape, self.nbytes, dtype=np.int64)
-        parts = {"scatter": q, "allgather": q, "alltoall": q * q}.get(coll)
+        if self.counts is not None:
+            if coll == "scatter":
+                return split_sizes(self.counts[target // q], q, target % q)
+            if coll == "reduce-scatter":
+                return split_sizes(self.counts[target // q] // self.itemsize, q,
+                                   target % q) * self.itemsize
+            return split_sizes(self.counts[origin // q], q, origin % q)
+        if coll == "reduce-scatter":
+            return split_sizes(self.nbytes // self.itemsize, q, target % q) * self.itemsize
+        parts = {"scatter": q, "gather": q, "allgather": q, "alltoall": q * q}.get(coll)
         if parts is not None and self.nbytes % parts == 0:  # equal pieces: no index needed
-            shape = {"scatter": target.shape, "allgather": origin.shape}.get(
-                coll, np.broadcast(origin, target).shape)
+            shape = {"scatter": target.shape, "allgather": origin.shape,
+                     "gather": origin.shape}.get(coll, np.broadcast(origin, target).shape)
             return np.full(shape, self.nbytes // parts, dtype=np.int64)
         if coll == "scatter":
             return split_sizes(self.nbytes, q, target % q)
-        if coll == "allgather":
+        if coll in ("allgather", "gather"):
             return split_sizes(self.nbytes, q, origin % q)
         if coll in ("allreduce", "reduce", "reduce-all", "exscan"):
             return np.full(origin.shape, self.nbytes, dtype=np.int64)
@@ -164,10 +208,14 @@ class Layout:
         if coll == "scatter":
             if rank != self.root:
                 return _none()
-            off = (every // q) * self.nbytes + split_offsets(self.nbytes, q, every % q)
+            off = self._pieces(every, self.sdispls)
             return _rows(np.full(p, self.root_node), np.full(p, self.root_node), every, off)
-        if coll == "allgather":
-            return _rows(mine, mine, np.full(q, ALL), split_offsets(self.nbytes, q, mine % q))
+        if coll in ("allgather", "gather"):
+            target = np.full(q, ALL if coll == "allgather" else self.root_node)
+            return _rows(mine, mine, target, split_offsets(self._count(rank), q, mine % q))
+        if coll == "reduce-scatter":
+            off = self._pieces(every, None, self.itemsize)
+            return _rows(np.full(p, rank * q), np.full(p, REDUCED), every, off)
         if coll == "allreduce":
             node = np.repeat(mine, p)
             seg = np.tile(every, q)
@@ -203,10 +251,19 @@ class Layout:
             return _rows([rank * q], [self.root_node], [ALL], [0])
         if coll == "scatter":
             return _rows(mine, np.full(q, self.root_node), mine,
-                         split_offsets(self.nbytes, q, mine % q))
+                         split_offsets(self._count(rank), q, mine % q))
         if coll == "allgather":
-            off = (every // q) * self.nbytes + split_offsets(self.nbytes, q, every % q)
+            off = self._pieces(every, self.rdispls)
             return _rows(np.full(p, rank * q), every, np.full(p, ALL), off)
+        if coll == "gather":
+            if rank != self.root:
+                return _none()
+            off = self._pieces(every, self.rdispls)
+            return _rows(np.full(p, self.root_node), every, np.full(p, self.root_node), off)
+        if coll == "reduce-scatter":
+            n = self._count(rank) // self.itemsize
+            return _rows(mine, np.full(q, REDUCED), mine,
+                         split_offsets(n, q, mine % q) * self.itemsize)
         if coll == "allreduce":
             node = np.full(p, rank * q)
             return _rows(node, np.full(p, REDUCED), every, every * self.nbytes)
@@ -228,6 +285,24 @@ class Layout:
             displs = _displs(col, self.rdispls)
             off = displs[origin // q] + split_offsets(col[origin // q], q * q, sub)
         return _rows(node, origin, node, off)
+
+    def _count(self, rank):
+        """Return the bytes of rank ``rank``'s piece."""
+        return self.nbytes if self.counts is None else int(self.counts[rank])
+
+    def _pieces(self, nodes, displs, itemsize=None):
+        """Return where node-level blocks of ``nodes`` start in a buffer of every rank's piece.
+
+        Rank ``r``'s piece starts at ``displs[r]`` (default: packed) and is split over
+        its ``q`` nodes (``itemsize``: in whole elements).
+        """
+        q = self.q
+        counts = self.counts if self.counts is not None else np.full(self.ranks, self.nbytes,
+                                                                     dtype=np.int64)
+        start = _displs(counts, displs)[nodes // q]
+        if itemsize is None:
+            return start + split_offsets(counts[nodes // q], q, nodes % q)
+        return start + split_offsets(counts[nodes // q] // itemsize, q, nodes % q) * itemsize
 
     def _segments(self, rank):
         """The ``p`` segments of the vector, held by rank ``rank``'s first node."""

@@ -140,11 +140,12 @@ class BoundPlan:
     copies_all: tuple = None
 
 
-def compile_rank(sched, q, rank, root_rank=0):
+def compile_rank(sched, q, rank, root_rank=0, kind=None):
     """Return rank ``rank``'s :class:`RankPlan` of an :class:`ArraySchedule` with ``q`` nodes per rank.
 
     Raises :class:`DualmpiError` when a node of this rank would send a block it does not
-    hold at that point (the engine never invents data).
+    hold at that point (the engine never invents data).  ``kind`` is the buffer layout
+    (default: the schedule's collective's, :func:`~dualmpi.engine.layout.layout_kind`).
 
     Works on the schedule's concatenated rows (:meth:`ArraySchedule.columns`): this
     rank's sends, receives and local moves are picked from them directly, and slots are
@@ -192,7 +193,7 @@ def compile_rank(sched, q, rank, root_rank=0):
         raise DualmpiError(f"{sched.collective} on {sched.topo.spec}: node {node} {what} "
                            f"{_describe(p, key)}, which it does not hold")
 
-    collective = layout_kind(sched.collective)
+    collective = kind or layout_kind(sched.collective)
     lay = Layout(collective, p, q, _zero_sizes(collective, p // q), root_rank)
     in_rows, out_rows = lay.inputs(rank), lay.outputs(rank)
     in_codes = (in_rows[0] - lo) * ks + block_key(p, in_rows[1], in_rows[2])

@@ -69,7 +69,7 @@ def run_native(net, collective, size, root=0, iters=1, warmup=0):
     for it in range(warmup + iters):
         if collective == "bcast" and comm.Get_rank() != root:
             send[:] = 0
-        net.Barrier()
+        net._control_barrier()
         t0 = MPI.Wtime()
         control(f"the native MPI_{collective.capitalize()} (baseline)", _call, collective, comm,
                 root, send, recv)

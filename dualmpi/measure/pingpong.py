@@ -129,7 +129,7 @@ def pingpong(net, path, size, iters, reps=3, warmup=2, raw=None, shape=None,
     sent = buf.copy()
     blocks = []
     for rep in range(reps + 1):
-        net.Barrier()
+        net._control_barrier()
         count = warmup if rep == 0 else iters
         t0 = MPI.Wtime()
         for _ in range(count if on_chain else 0):

@@ -252,7 +252,8 @@ def test_bad_reductions_raise_everywhere(case):
         "in-place-non-root": (lambda: net.Reduce(MPI.IN_PLACE, np.empty(5), MPI.SUM,
                                                  root=0) if SIZE > 1 else
                               net.Reduce(x, np.empty(6), MPI.SUM),
-                              "MPI.IN_PLACE is only for the root" if SIZE > 1 else "must match"),
+                              "Reduce sendbuf: MPI.IN_PLACE is not a buffer here" if SIZE > 1
+                              else "must match"),
         "sizes": (lambda: net.Scan(x, np.empty(6)), "Scan: sendbuf has 40 bytes, recvbuf 48"),
         "not-an-op": (lambda: net.Exscan(x, np.empty(5), "sum"), "is not a reduction operation"),
     }
