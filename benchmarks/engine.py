@@ -17,7 +17,10 @@ starting each repeat with the next variant (A B C D, B C D A, ...):
   ``floor-rounds``, where the call copies its own block, the rounds alone;
 * ``native``: the MPI library's own collective on the same buffers;
 * ``before`` (``--before``): the per-message engine dualmpi had before the compiled
-  plans (commit 4043cad, extracted with ``git archive``), on the same schedule.
+  plans (commit 4043cad, extracted with ``git archive``), on the same schedule;
+* ``against`` (``--against COMMIT``): ``dualmpi.Comm`` of another commit (extracted the
+  same way) on the same buffers, e.g. the commit before a change, so a change's
+  before/after is timed in one run.
 
 A repeat times ``k`` calls, each after a barrier (OSU method), and keeps the largest
 per-rank mean; the table gives the median over repeats and the ratios.  The results
@@ -92,6 +95,23 @@ def load_before(world):
     return old, old_build, initial_store, old_spec
 
 
+def load_against(world, commit):
+    """Import ``dualmpi`` of ``commit`` as ``dualmpi_against`` (rank 0 extracts it)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    where = None
+    if world.Get_rank() == 0:
+        where = tempfile.mkdtemp(prefix="dualmpi-against-")
+        tar = subprocess.run(["git", "-C", root, "archive", commit, "dualmpi"],
+                             check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", where], input=tar, check=True)
+        os.rename(os.path.join(where, "dualmpi"), os.path.join(where, "dualmpi_against"))
+    where = world.bcast(where, root=0)
+    sys.path.insert(0, where)
+    import dualmpi_against
+
+    return dualmpi_against
+
+
 def before_call(old, topo_spec, coll, size):
     """Return ``(call, cleanup)`` for the old engine running ``coll`` once on fresh data."""
     mod, old_build, initial_store, old_spec = old
@@ -130,6 +150,8 @@ def main():
     parser.add_argument("--collectives", default=",".join(COLLECTIVES))
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--before", action="store_true", help="also time the engine of " + BEFORE)
+    parser.add_argument("--against", metavar="COMMIT",
+                        help="also time dualmpi.Comm of COMMIT on the same buffers")
     parser.add_argument("--neighbor", action="store_true",
                         help="also time the plan as persistent neighbourhood collectives")
     args = parser.parse_args()
@@ -141,6 +163,8 @@ def main():
     load = [os.getloadavg()]
     net = dualmpi.Comm(world, topo)  # as a user gets it: the watchdog on
     old = load_before(world) if args.before else None
+    against = None if args.against is None else \
+        load_against(world, args.against).Comm(world, args.spec)
     rng = np.random.default_rng(me)
     rows = []
     for coll in colls:
@@ -165,6 +189,12 @@ def main():
                 # every rank times the same variants (the root of a scatter alone copies)
                 if world.allreduce(len(runner.own_copies()), op=MPI.MAX):
                     variants["floor-rounds"] = floor_loop(runner, own=False)
+            if against is not None:
+                other = api_call(against, coll, send.copy(), None if recv is None
+                                 else np.zeros_like(recv))
+                other()
+                other()
+                variants["against"] = other
             if args.neighbor:
                 variants["floor-neighbor"] = neighbor_loop(runner)
             cleanup = None
@@ -196,6 +226,8 @@ def main():
                 row["python/floor"] = med["floor-python"] / med["floor"]
             if "floor-rounds" in med:
                 row["dualmpi/floor-rounds"] = med["dualmpi"] / med["floor-rounds"]
+            if "against" in med:
+                row["dualmpi/against"] = med["dualmpi"] / med["against"]
             if "before" in med:
                 row["before/native"] = med["before"] / med["native"]
                 row["before/dualmpi"] = med["before"] / med["dualmpi"]
@@ -203,6 +235,8 @@ def main():
             if me == 0:
                 extra = "" if "before" not in med else \
                     f" before/native {row['before/native']:6.2f} speed-up {row['before/dualmpi']:5.2f}"
+                if "dualmpi/against" in row:
+                    extra += f" dualmpi/against {row['dualmpi/against']:5.2f}"
                 if "neighbor/floor" in row:
                     extra += f" neighbor/floor {row['neighbor/floor']:5.2f}"
                 print(f"{coll:9s} {size:>8} dualmpi {med['dualmpi'] * 1e6:9.1f} us  floor "
@@ -210,9 +244,12 @@ def main():
                       f"dualmpi/floor {row['dualmpi/floor']:5.2f}  dualmpi/native "
                       f"{row['dualmpi/native']:6.2f}{extra}", flush=True)
     net.Free()
+    if against is not None:
+        against.Free()
     load.append(os.getloadavg())
     if me == 0:
         meta = run_meta(args.spec, load, args.repeats, before=BEFORE if args.before else None,
+                        against=args.against,
                         compiled_loop=not cloop.reason(), compiled_loop_reason=cloop.reason())
         write_results(args.json, "dualmpi-engine-bench/1", meta, rows)
 

@@ -165,3 +165,59 @@ def names():
     ('bcast', 'scatter', 'scatterv', 'gather')
     """
     return tuple(_registry())
+
+
+def cost(schedule):
+    """Return ``(steps, words)`` of a schedule in the papers' cost model.
+
+    ``steps`` counts the paper steps in which some node sends; ``words`` sums, over the
+    steps, the most one node sends in the step, a block counting 1 (a node's piece of
+    ``m`` words) and a reduction segment ``1/p`` (of the vector), so the schedule costs
+    ``steps t_s + words m t_w`` (hops aside).
+
+    >>> from dualmpi.collectives import build_schedule
+    >>> from dualmpi.topology import Hypercube
+    >>> cost(build_schedule("gather", Hypercube(3))), cost(build_schedule("barrier", Hypercube(3)))
+    ((3, 7.0), (3, 3.0))
+    """
+    from .schedule import REDUCED
+
+    p = schedule.topo.num_nodes
+    sent = {}
+    for rnd in schedule.rounds:
+        for tr in rnd.transfers:
+            if tr.header is not None and tr.src != tr.header[0]:
+                continue  # a routed message's later hops: counted once, at its source
+            share = sum(1.0 / p if b[0] == REDUCED and b[1] >= 0 else 1.0 for b in tr.blocks)
+            per = sent.setdefault(rnd.step, {})
+            per[tr.src] = per.get(tr.src, 0.0) + share
+    return len(sent), sum(max(per.values()) for per in sent.values())
+
+
+def table(specs, collectives=("scatter", "gather", "allgather", "reduce_scatter_block",
+                              "barrier")):
+    """Return markdown rows: per network, ``steps / words`` (:func:`cost`) of each collective.
+
+    ``python -m dualmpi.collectives.registry SPEC...`` prints it (docs/algorithms.md).
+    """
+    from ..topology import from_spec
+    from . import build_schedule
+
+    rows = ["| network | p | " + " | ".join(collectives) + " |",
+            "|---|---|" + "---|" * len(collectives)]
+    for spec in specs:
+        topo = from_spec(spec)
+        cells = []
+        for name in collectives:
+            steps, words = cost(build_schedule(name, topo, 0))
+            cells.append(f"{steps}" if name == "barrier" else f"{steps} / {words:.4g}")
+        rows.append(f"| {spec} | {topo.num_nodes} | " + " | ".join(cells) + " |")
+    return rows
+
+
+if __name__ == "__main__":  # pragma: no cover - prints docs/algorithms.md's table
+    import sys
+
+    print("\n".join(table(sys.argv[1:] or ["hypercube:n=3", "dualcube:r=2", "hypercube:n=5",
+                                           "dualcube:r=3", "hypercube:n=7", "dualcube:r=4",
+                                           "metacube:k=2,m=1", "hypercube:n=6"])))
