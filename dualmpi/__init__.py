@@ -7,13 +7,18 @@ data, moved only over the network's links.  Importing dualmpi does not import mp
 
 __version__ = "0.1.0"
 
-__all__ = ["Comm", "__version__"]
+__all__ = ["Comm", "Request", "__version__"]
 
 
 def __getattr__(name):
-    """Import :class:`dualmpi.comm.Comm` on first use (it needs mpi4py; the pure layers do not)."""
+    """Import :class:`dualmpi.comm.Comm` (it needs mpi4py; the pure layers do not) and
+    :class:`dualmpi.request.Request` on first use."""
     if name == "Comm":
         from .comm import Comm
 
         return Comm
+    if name == "Request":
+        from .request import Request
+
+        return Request
     raise AttributeError(f"module 'dualmpi' has no attribute {name!r}")
