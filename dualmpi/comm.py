@@ -24,6 +24,7 @@ from . import arguments, msgbuffer, objects
 from .collectives import registry
 from .errors import DualmpiError, InputError, LinkError, RankCountError
 from .resources import ResourceError
+from .support import unsupported
 from .topology import Topology, from_spec
 
 __all__ = ["Comm", "PACKETS_ABOVE"]
@@ -113,10 +114,11 @@ class Comm:
         from .engine.core import Engine
         from .engine.mpi import MPITransport
 
-        self._transport = MPITransport(comm, topo, q, watchdog)
-        above = PACKETS_ABOVE if self.packets == "auto" else None
         if stream not in ("auto", True, False):
             raise InputError(f"bad stream {stream!r}: 'auto', True or False")
+        self._transport = MPITransport(comm, topo, q, watchdog)
+        self._agree_on_network(topo, q, stream)
+        above = PACKETS_ABOVE if self.packets == "auto" else None
         self._engine = Engine(topo, q, self._transport, packets_above=above,
                               packet_bytes=PACKET_BYTES, pipelined=PIPELINED, stream=stream,
                               **self.options)
@@ -139,6 +141,30 @@ class Comm:
         self._MPI = MPI
 
     # -- mpi4py mirror -------------------------------------------------------------------------
+    def _agree_on_network(self, topo, q, stream):
+        """Check that every rank built the same network with the same options, or raise alike.
+
+        The spec (with its faults), nodes per rank and every option that changes plans
+        or messages; a rank that differs would otherwise run other plans than the rest
+        and wait in its first collective until the watchdog.
+        """
+        faults = tuple(sorted(getattr(topo, name, ()) or ()) for name in
+                       ("failed_links", "failed_nodes"))
+        what = repr((topo.spec, faults, q, self.variant, self.packets,
+                     sorted(self.algorithms.items()), stream, self.options["verify"],
+                     self.options["shape"], self.options["drop"])).encode()
+        code = zlib.crc32(what) << 20 | (zlib.crc32(what[::-1]) & 0xFFFFF)
+        both = np.array([code, -code], dtype=np.int64)
+        out = np.zeros_like(both)
+        self._transport.allreduce(both, out, _mpi().MAX, "the set-up of dualmpi.Comm")
+        if out[0] != -out[1]:
+            self._transport.free()
+            raise InputError(f"dualmpi.Comm: the ranks were given different networks or options "
+                             f"(this rank: {topo.spec}, nodes_per_rank={q}, "
+                             f"variant={self.variant!r}, packets={self.packets!r}, "
+                             f"algorithms={self.algorithms}, stream={stream!r}, "
+                             f"verify={self.options['verify']}, shape={self.options['shape']})")
+
     def Get_rank(self):
         """Return this rank."""
         return self.rank
@@ -165,6 +191,74 @@ class Comm:
             self._engine.free()
             self._transport.free()
             self._engine = None
+
+    def free(self):
+        """Release the communicator (mirrors ``Comm.free``: :meth:`Free`)."""
+        self.Free()
+
+    # -- local queries (no data moves) -----------------------------------------------------------
+    def Get_group(self):
+        """Return the group of the ranks (those of ``comm``; mirrors ``Comm.Get_group``)."""
+        return self.comm.Get_group()
+
+    @property
+    def group(self):
+        """The group of the ranks."""
+        return self.Get_group()
+
+    def Is_inter(self):
+        """Return False: the ranks of a network form one group (an intracommunicator)."""
+        return False
+
+    def Is_intra(self):
+        """Return True (see :meth:`Is_inter`)."""
+        return True
+
+    is_inter = property(Is_inter, doc="False: an intracommunicator.")
+    is_intra = property(Is_intra, doc="True: an intracommunicator.")
+
+    def Get_topology(self):
+        """Return ``MPI.DIST_GRAPH``: the ranks form the network's (rank) graph."""
+        return self._MPI.DIST_GRAPH
+
+    @property
+    def is_topo(self):
+        """True: the communicator carries a process topology (the network's)."""
+        return True
+
+    def Get_name(self):
+        """Return the communicator's name (default: ``"dualmpi:" + the spec``)."""
+        return getattr(self, "_name", None) or f"dualmpi:{self.topology.spec}"
+
+    def Set_name(self, name):
+        """Name the communicator (local; mirrors ``Comm.Set_name``)."""
+        self._name = str(name)
+
+    name = property(Get_name, Set_name, doc="The communicator's name.")
+
+    def Get_attr(self, keyval):
+        """Return an attribute of the ranks' communicator, e.g. ``MPI.TAG_UB`` (local)."""
+        return self.comm.Get_attr(keyval)
+
+    def Get_info(self):
+        """Return the info hints of the ranks' communicator (local)."""
+        return self.comm.Get_info()
+
+    def Abort(self, errorcode=0):
+        """Abort every rank of the job (mirrors ``Comm.Abort``)."""
+        self.comm.Abort(errorcode)
+
+    @property
+    def info(self):
+        """The info hints of the ranks' communicator."""
+        return self.Get_info()
+
+    def __getattr__(self, name):
+        """A method of ``MPI.Intracomm`` that dualmpi does not carry: say so, and why."""
+        err = unsupported(name)
+        if err is not None:
+            raise err
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # -- buffer collectives: each hands off to one path (read -> agree -> plan -> run) ---------
     def Bcast(self, buf, root=0):

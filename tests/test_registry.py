@@ -134,3 +134,16 @@ def test_barrier_depends_on_every_node(spec):
             new[tr.dst] |= heard[tr.src]
         heard = new
     assert all(len(s) == topo.num_nodes for s in heard.values())
+
+
+@pytest.mark.parametrize("module", ["dualmpi.collectives.registry", "dualmpi.collectives.gather",
+                                    "dualmpi.collectives.reduce_scatter",
+                                    "dualmpi.collectives.barrier", "dualmpi.collectives.bcast",
+                                    "dualmpi.collectives.schedule", "dualmpi.arguments",
+                                    "dualmpi.support"])
+def test_doctests(module):
+    """The examples in the new modules' docstrings run."""
+    import doctest
+    import importlib
+
+    assert doctest.testmod(importlib.import_module(module)).failed == 0

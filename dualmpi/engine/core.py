@@ -16,7 +16,7 @@ from ..collectives import build_schedule
 from ..errors import DualmpiError
 from ..topology import DualCube, Hypercube, MetaCube
 from .arrays import alltoall_arrays, from_schedule
-from .layout import Layout, describe, layout_kind
+from .layout import Layout, describe, layout_kind, pieces_per_rank
 from .plan import compile_rank
 
 __all__ = ["Engine", "array_schedule", "copy_segments", "CACHE_SIZE", "STREAM_ABOVE"]
@@ -96,6 +96,7 @@ class Engine:
         #: Runners dropped from the cache so far (a client's own cache must then be refreshed).
         self.evictions = 0
         self._bound = OrderedDict()
+        self._bound_only = OrderedDict()
 
     def schedule(self, collective, root=0, variant="corrected", algorithm=None):
         """Return the cached array schedule of ``collective`` (root a *node*).
@@ -137,8 +138,7 @@ class Engine:
                 layout.collective in ("alltoallv", "reduce-scatter") or (
                 self.pipelined is not None and collective not in self.pipelined):
             return 1
-        parts = {"scatter": self.q, "gather": self.q, "allgather": self.q,
-                 "alltoall": self.q * self.q}.get(layout.collective, 1)
+        parts = pieces_per_rank(layout.collective, self.q)
         biggest = -(-layout.nbytes // parts)
         if biggest <= self.packets_above:
             return 1
@@ -231,6 +231,33 @@ class Engine:
             self._retire(old)
             old.free()
         return run
+
+    def bind(self, rank, collective, nbytes, root_rank=0, variant="corrected", algorithm=None,
+             sdispls=None, rdispls=None, itemsize=1, combines=False):
+        """Return ``(bound plan, signature)`` of one call, without a transport's runner (cached).
+
+        For the nonblocking collectives (:mod:`dualmpi.engine.nonblocking`), which run a
+        bound plan with a store of their own per request; ``signature`` is what every
+        rank of a correct program has in common (the 64-bit call signature).
+        """
+        key = ("bind", rank, collective, root_rank, variant, algorithm, _hashable(nbytes),
+               _hashable(sdispls), _hashable(rdispls), itemsize, combines)
+        hit = self._bound_only.get(key)
+        if hit is not None:
+            self._bound_only.move_to_end(key)
+            return hit
+        plan = self.rank_plan(rank, collective, root_rank, variant, algorithm)
+        layout = Layout(layout_kind(collective, algorithm), self.topo.num_nodes, self.q, nbytes,
+                        root_rank, sdispls, rdispls, itemsize)
+        packets = 1 if combines or sdispls is not None or rdispls is not None else \
+            self.packets_for(layout, collective)
+        bound = plan.bind(layout, packets)
+        sig = repr(("nonblocking", collective, root_rank, variant, algorithm, _hashable(nbytes),
+                    packets)).encode()
+        out = self._bound_only[key] = (bound, zlib.crc32(sig) << 32 | zlib.crc32(sig[::-1]))
+        while len(self._bound_only) > CACHE_SIZE:
+            self._bound_only.popitem(last=False)
+        return out
 
     def _streams(self, nbytes):
         """True when the total exchange runs streamed (:mod:`dualmpi.engine.stream`)."""

@@ -43,7 +43,7 @@ from ..collectives.registry import get
 from ..collectives.schedule import ALL, REDUCED
 
 __all__ = ["split_sizes", "split_offsets", "Layout", "COLLECTIVE_LAYOUTS", "PER_RANK", "layout_kind",
-           "describe"]
+           "describe", "pieces_per_rank"]
 
 #: Collectives whose user buffers a :class:`Layout` describes.
 COLLECTIVE_LAYOUTS = ("bcast", "scatter", "gather", "allgather", "alltoall", "alltoallv",
@@ -76,6 +76,15 @@ def describe(collective, algorithm=None):
     if collective.startswith("allreduce-"):
         return get("allreduce"), collective[len("allreduce-"):]
     return get(collective), algorithm
+
+
+def pieces_per_rank(kind, q):
+    """Return how many node-level blocks one rank's piece of layout ``kind`` is split into.
+
+    >>> pieces_per_rank("alltoall", 4), pieces_per_rank("gather", 4), pieces_per_rank("bcast", 4)
+    (16, 4, 1)
+    """
+    return {"scatter": q, "gather": q, "allgather": q, "alltoall": q * q}.get(kind, 1)
 
 
 def split_sizes(total, parts, index):
@@ -172,8 +181,8 @@ class Layout:
             return split_sizes(self.counts[origin // q], q, origin % q)
         if coll == "reduce-scatter":
             return split_sizes(self.nbytes // self.itemsize, q, target % q) * self.itemsize
-        parts = {"scatter": q, "gather": q, "allgather": q, "alltoall": q * q}.get(coll)
-        if parts is not None and self.nbytes % parts == 0:  # equal pieces: no index needed
+        parts = pieces_per_rank(coll, q)
+        if coll in ("scatter", "gather", "allgather", "alltoall") and self.nbytes % parts == 0:  # equal pieces: no index needed
             shape = {"scatter": target.shape, "allgather": origin.shape,
                      "gather": origin.shape}.get(coll, np.broadcast(origin, target).shape)
             return np.full(shape, self.nbytes // parts, dtype=np.int64)

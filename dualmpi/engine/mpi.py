@@ -37,7 +37,7 @@ _F_RESET, _F_CHECK, _F_COUNT = 1, 2, 4
 #: that have not answered), last the other ranks waiting for rank 0.
 ROOT_GRACE, OTHER_GRACE = 5.5, 8.0
 
-#: Tag of the roll call on the user's communicator when a :class:`MPITransport` is built.
+#: Tag of the roll call on dualmpi's control communicator when a :class:`MPITransport` is built.
 ROLL_TAG = 32000
 
 
@@ -77,18 +77,23 @@ class MPITransport:
         label = f"rank {self.rank}" + (f" (nodes {self.rank * q}..{self.rank * q + q - 1})"
                                        if q > 1 else f" (node {self.rank})")
         self.watchdog = Watchdog(label, watchdog, comm.Abort)
-        self._roll_call(comm)
+        # every message of dualmpi travels on communicators of its own, never on the user's:
+        # a user's message in flight (any tag, ANY_SOURCE receives) is never taken for ours
+        self.watchdog.arm("the set-up of dualmpi.Comm (duplicating the ranks' communicator: "
+                          "has every rank called dualmpi.Comm?)", ())
+        #: the control plane (barriers, verdicts, timings): messages through rank 0, so a wait
+        #: can always name the ranks that have not answered
+        self.ctl = comm.Dup()
+        self.watchdog.disarm()
+        self._roll_call(self.ctl)
         self.watchdog.arm("building the graph communicator", ())
-        self.graph = comm.Create_dist_graph_adjacent(self.peers, self.peers, reorder=False)
+        self.graph = self.ctl.Create_dist_graph_adjacent(self.peers, self.peers, reorder=False)
         if self.graph.Get_rank() != self.rank:  # pragma: no cover - reorder=False guarantees it
             raise DualmpiError("the graph communicator renumbered the ranks")
         self._peer_set = frozenset(self.peers)
         #: point-to-point calls of the user get their own context: they never match the plans'
         self.p2p = self.graph.Dup()
-        #: the control plane (barriers, verdicts, timings): messages through rank 0, so a wait
-        #: can always name the ranks that have not answered
-        self.ctl = comm.Dup()
-        host = comm.Split_type(MPI.COMM_TYPE_SHARED)
+        host = self.ctl.Split_type(MPI.COMM_TYPE_SHARED)
         #: ranks sharing this rank's host (and its memory)
         self.host_ranks = host.Get_size()
         host.Free()
@@ -102,7 +107,8 @@ class MPITransport:
 
     def _roll_call(self, comm):
         """Every rank checks in with rank 0 before the collective set-up, so a rank that never
-        arrives is named (tag :data:`ROLL_TAG` on the user's communicator)."""
+        arrives is named (tag :data:`ROLL_TAG` on dualmpi's own duplicate of the user's
+        communicator: no user message can match it)."""
         wd, size = self.watchdog, comm.Get_size()
         token = np.zeros(1, dtype=np.int8)
         if self.rank == 0:
