@@ -1,0 +1,110 @@
+"""What ``dualmpi.Comm`` does with each method of ``mpi4py.MPI.Intracomm``: one table.
+
+Every public name of :class:`mpi4py.MPI.Intracomm` has a row: ``links`` (its data
+travel over the network's links), ``neighbours`` (links to network neighbours only),
+``local`` (a query or a local call: no data move between ranks) or ``unsupported``, with
+the reason.  ``dualmpi.Comm`` raises :class:`UnsupportedError` naming the call and the
+reason for an unsupported one, instead of an ``AttributeError`` without a word
+(``hasattr`` still answers False); docs/api.md's method table is :func:`markdown`.
+"""
+
+from .errors import DualmpiError
+
+__all__ = ["STATUS", "UnsupportedError", "unsupported", "markdown"]
+
+_COLL = "over links"
+_P2P = "point-to-point to any rank, routed over the links, is not there yet (issue 24)"
+_DERIVED = ("derived communicators whose traffic stays on the network are not there yet "
+            "(issue 24)")
+_PERSISTENT = ("MPI-4 persistent collectives: not there yet (a plan is persistent already; "
+               "its request needs Start)")
+_INTER = ("one network is one group of ranks: intercommunicators and dynamic processes have no "
+          "links to travel on")
+_ULFM = ("process-failure recovery (ULFM) is not emulated; the network's faults are static "
+         "(fail_links/fail_nodes)")
+_HANDLE = ("the handle of the ranks' communicator would let MPI move data between "
+           "non-neighbours directly")
+_LOCAL_ATTR = "attributes, info and error handlers of dualmpi.Comm are not kept"
+
+#: ``{method: (status, note)}``; status ``links``, ``neighbours``, ``local`` or ``unsupported``.
+STATUS = {}
+
+
+def _rows(status, note, names):
+    for name in names.split():
+        STATUS[name] = (status, note)
+
+
+_rows("links", "a network schedule: docs/algorithms.md",
+      "Bcast Scatter Scatterv Gather Gatherv Allgather Allgatherv Alltoall Alltoallv Alltoallw "
+      "Reduce Allreduce Reduce_scatter_block Reduce_scatter Scan Exscan Barrier")
+_rows("links", "pickled, then the buffer collectives (dualmpi.objects)",
+      "bcast scatter gather allgather alltoall reduce allreduce scan exscan barrier")
+_rows("links", "the blocking collective's plan run as a request (dualmpi.request)",
+      "Ibcast Iscatter Iscatterv Igather Igatherv Iallgather Iallgatherv Ialltoall Ialltoallv "
+      "Ialltoallw Ireduce Iallreduce Ireduce_scatter_block Ireduce_scatter Iscan Iexscan "
+      "Ibarrier")
+_rows("neighbours", "a message over one link; another rank is a LinkError",
+      "Send Recv Isend Irecv")
+_rows("local", "no data move", "Get_rank Get_size rank size Get_group group Is_inter Is_intra "
+      "is_inter is_intra is_topo Get_topology Get_name Set_name name Get_attr Get_info Abort "
+      "Free free")
+_rows("unsupported", _P2P,
+      "Ssend Bsend Rsend Issend Ibsend Irsend Send_init Ssend_init Bsend_init Rsend_init "
+      "Recv_init Psend_init Precv_init Sendrecv Sendrecv_replace Isendrecv Isendrecv_replace "
+      "Probe Iprobe Mprobe Improbe Attach_buffer Detach_buffer Flush_buffer Iflush_buffer "
+      "send recv isend irecv issend ssend bsend ibsend sendrecv probe iprobe mprobe improbe")
+_rows("unsupported", _DERIVED,
+      "Dup Dup_with_info Idup Idup_with_info Clone Split Split_type Create Create_group "
+      "Create_from_group Create_cart Create_graph Create_dist_graph Create_dist_graph_adjacent "
+      "Cart_map Graph_map")
+_rows("unsupported", "dualmpi.Comm is not an MPI communicator to compare (compare .comm)",
+      "Compare")
+_rows("unsupported", _PERSISTENT,
+      "Bcast_init Scatter_init Scatterv_init Gather_init Gatherv_init Allgather_init "
+      "Allgatherv_init Alltoall_init Alltoallv_init Alltoallw_init Reduce_init Allreduce_init "
+      "Reduce_scatter_block_init Reduce_scatter_init Scan_init Exscan_init Barrier_init")
+_rows("unsupported", _INTER, "Accept Connect Disconnect Join Spawn Spawn_multiple Get_parent "
+      "Create_intercomm")
+_rows("unsupported", _ULFM, "Ack_failed Agree Iagree Get_failed Revoke Is_revoked Shrink "
+      "Ishrink")
+_rows("unsupported", _HANDLE, "f2py py2f fromhandle fromint toint handle")
+_rows("unsupported", _LOCAL_ATTR, "Set_attr Delete_attr Create_keyval Free_keyval Set_info "
+      "Get_errhandler Set_errhandler Create_errhandler Call_errhandler")
+_rows("local", "the network's own topology object, not MPI's topology kind (use Get_topology)",
+      "topology")
+_rows("local", "the info hints of the ranks' communicator", "info")
+
+
+class UnsupportedError(DualmpiError, AttributeError):
+    """A method of ``MPI.Intracomm`` that ``dualmpi.Comm`` does not carry (and why)."""
+
+
+def unsupported(name):
+    """Return the :class:`UnsupportedError` for ``dualmpi.Comm.<name>``, or None.
+
+    >>> str(unsupported("Spawn")).split(":")[0]
+    'dualmpi.Comm.Spawn is not supported'
+    >>> unsupported("Bcast") is None
+    True
+    """
+    status, note = STATUS.get(name, (None, None))
+    if status != "unsupported":
+        return None
+    return UnsupportedError(f"dualmpi.Comm.{name} is not supported: {note}")
+
+
+def markdown():
+    """Return docs/api.md's table of every ``MPI.Intracomm`` method, grouped by status."""
+    order = ("links", "neighbours", "local", "unsupported")
+    words = {"links": "over links", "neighbours": "over links, neighbours only",
+             "local": "local only", "unsupported": "not supported"}
+    rows = ["| status | methods | how / why |", "|---|---|---|"]
+    for status in order:
+        groups = {}
+        for name, (st, note) in STATUS.items():
+            if st == status:
+                groups.setdefault(note, []).append(name)
+        for note, names in groups.items():
+            rows.append(f"| {words[status]} | {', '.join(f'`{n}`' for n in names)} | {note} |")
+    return "\n".join(rows)
