@@ -226,8 +226,10 @@ class Progress:
 
         Parameters
         ----------
-        bound : BoundPlan
+        bound : BoundPlan or None
             This rank's plan (every rank starts its own plan of the same collective).
+            None only with ``agree`` on a rank whose arguments are bad (it cannot build
+            a plan): its vector must make ``check`` raise on every rank.
         send, recv : numpy.ndarray of uint8, optional
             The user's bytes: ``send`` is copied in now, ``recv`` filled when it ends.
         combine : callable, optional
@@ -254,17 +256,20 @@ class Progress:
         self._seq += 1
         req.progress, req.what = self, what
         req.tag = req.seq % self.tag_ub
-        comp = self._compiled(bound, signature is not None)
-        comp.users += 1
+        if bound is None and agree is None:
+            raise DualmpiError(f"{what}: a request without a plan needs an agreement")
+        comp = req.store = req.signature = None
+        if bound is not None:
+            comp = self._compiled(bound, signature is not None)
+            comp.users += 1
+            req.store = store = np.zeros(comp.size, dtype=np.uint8)
+            if signature is not None:
+                req.signature = np.uint64(signature & ((1 << 64) - 1))
+                store[comp.sig_at:comp.sig_at + 8].view(np.uint64)[0] = req.signature
+            if send is not None:
+                for a, b, n in comp.copy_in:
+                    store[a:a + n] = send[b:b + n]
         req.compiled = comp
-        req.store = store = np.zeros(comp.size, dtype=np.uint8)
-        req.signature = None
-        if signature is not None:
-            req.signature = np.uint64(signature & ((1 << 64) - 1))
-            store[comp.sig_at:comp.sig_at + 8].view(np.uint64)[0] = req.signature
-        if send is not None:
-            for a, b, n in comp.copy_in:
-                store[a:a + n] = send[b:b + n]
         req.recv, req.combine, req.check, req.finish = recv, combine or _add_bytes, check, finish
         req.done, req.error, req.result, req.bad = False, None, None, None
         req.k, req.reqs, req.peers, req.agree_in = -1, [], (), None
@@ -351,6 +356,9 @@ class Progress:
                         req.reqs, req.agree_in = [], None
                         if req.check is not None:
                             req.check(hi, lo)
+                        if req.compiled is None:
+                            raise DualmpiError(f"rank {self.rank}: {req.what} was started without "
+                                               "a plan, yet its agreement passed")
                     req.stage = _ROUNDS
                     self._post(req, 0)
         except MPI.Exception as exc:
@@ -416,9 +424,10 @@ class Progress:
         except ValueError:
             pass
         comp = req.compiled
-        comp.users -= 1
-        if comp.retired and comp.users == 0:
-            comp.free()
+        if comp is not None:
+            comp.users -= 1
+            if comp.retired and comp.users == 0:
+                comp.free()
         req.store = req.recv = req.finish = req.check = req.combine = req.agree_in = None
 
     def _fail(self, req, exc):

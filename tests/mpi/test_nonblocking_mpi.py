@@ -67,15 +67,15 @@ def _free_envs():
         net.Free()
 
 
-def _bound(net, coll, nbytes, root=0, itemsize=1):
+def _bound(net, coll, nbytes, root=0, itemsize=1, packets=1):
     """This rank's bound plan of ``coll``, built as ``dualmpi.Comm`` builds it."""
     plan = net._engine.rank_plan(net.rank, coll, root, net.variant)
     layout = Layout(layout_kind(coll), net.topology.num_nodes, net.q, nbytes, root, None, None,
                     itemsize)
-    return plan.bind(layout, 1)
+    return plan.bind(layout, packets)
 
 
-def _start(net, prog, coll, n=5, seed=0, **kw):
+def _start(net, prog, coll, n=5, seed=0, packets=1, **kw):
     """Start ``coll`` on rank-distinct int32 data; return ``(request, got, want)``.
 
     ``want`` is what ``MPI.COMM_WORLD``'s own collective gives on the same buffers,
@@ -89,7 +89,7 @@ def _start(net, prog, coll, n=5, seed=0, **kw):
         want = buf.copy()
         WORLD.Bcast(want, root)
         send, recv = (buf, None) if RANK == root else (None, buf)
-        b = _bound(net, coll, buf.nbytes, root)
+        b = _bound(net, coll, buf.nbytes, root, packets=packets)
         req = prog.start(b, _u8(send), _u8(recv), **kw)
         return Request.from_plan(prog, req), buf, want
     if coll == "scatter":
@@ -97,7 +97,7 @@ def _start(net, prog, coll, n=5, seed=0, **kw):
         send = data(n * SIZE) if RANK == root else None
         got, want = np.zeros(n, np.int32), np.zeros(n, np.int32)
         WORLD.Scatter(send, want, root)
-        b = _bound(net, coll, got.nbytes, root)
+        b = _bound(net, coll, got.nbytes, root, packets=packets)
         req = prog.start(b, _u8(send), _u8(got), **kw)
         return Request.from_plan(prog, req), got, want
     if coll in ("allgather", "alltoall"):
@@ -136,6 +136,17 @@ def test_one_request_matches_mpi(net_i, coll, n):
         err = exc
     ok = err is None and np.array_equal(got, want) and req == MPI.REQUEST_NULL and not req
     assert _agree(ok), (err, got, want)
+
+
+@pytest.mark.parametrize("coll", ["bcast", "scatter"])
+@pytest.mark.parametrize("net_i", range(3))
+def test_pipelined_plans(net_i, coll):
+    """Blocks cut in pieces that follow each other a round apart (``packets``), as
+    ``dualmpi.Comm`` cuts large broadcasts and scatters."""
+    net, prog = _env(net_i)
+    runs = [_start(net, prog, coll, 301, seed, packets=3) for seed in (16, 17)]
+    Request.Waitall([r for r, _, _ in runs])
+    assert _agree(all(np.array_equal(g, w) for _, g, w in runs))
 
 
 @pytest.mark.parametrize("net_i", range(3))
@@ -408,6 +419,33 @@ def test_disagreement_fails_on_every_rank_and_moves_nothing(net_i):
     ok = ok and np.array_equal(got.reshape(SIZE, 8), np.repeat(np.arange(1, SIZE + 1), 8)
                                .reshape(SIZE, 8))
     assert _agree(ok), msg
+
+
+def test_a_rank_without_a_plan_fails_every_rank():
+    """A rank whose arguments are bad starts its request without a plan and a flag in the
+    agreed vector: every rank's request fails alike, before any data moves."""
+    net, prog = _env(0)
+    bad = RANK == SIZE - 1
+    b = None if bad else _bound(net, "allgather", 4)
+    got = np.full(4 * SIZE, 7, np.uint8)
+
+    def check(hi, lo):
+        if hi[1]:
+            raise InputError(f"Iallgather: arguments rejected on rank {hi[1] - 1}")
+
+    req = Request.from_plan(prog, prog.start(b, np.zeros(4, np.uint8), got,
+                                             agree=[3, RANK + 1 if bad else 0], check=check))
+    msg = ""
+    try:
+        req.Wait()
+    except InputError as exc:
+        msg = str(exc)
+    with pytest.raises(DualmpiError, match="needs an agreement"):
+        prog.start(None)
+    ok = msg == f"Iallgather: arguments rejected on rank {SIZE - 1}" and np.all(got == 7)
+    r2, g2, w2 = _start(net, prog, "alltoall", 2, 15)
+    r2.Wait()
+    assert _agree(ok and np.array_equal(g2, w2)), msg
 
 
 @pytest.mark.parametrize("net_i", range(2))
