@@ -36,6 +36,7 @@ __all__ = [
     "simulate_schedule",
     "simulate_alltoall_stream",
     "simulate_vector",
+    "check_faulty_size",
     "link_sharing",
     "virtual_times",
     "SHARING_LIMIT",
@@ -218,13 +219,27 @@ def _loads(links, blocks=None):
             np.bincount(inv, weights=np.asarray(blocks, dtype=np.int64), minlength=uniq.size).astype(np.int64))
 
 
+def check_faulty_size(topo, collective, method="auto"):
+    """Raise :class:`DualmpiError` unless ``topo`` with faults can be simulated by ``method``.
+
+    Needs only the node count, so a command runs it on the fault-free network before
+    it builds the faults (failing links at random lists every link).
+    """
+    if method not in ("auto", "schedule"):
+        raise DualmpiError("a network with faults is simulated with the schedule method")
+    limit = LIMITS.get(("schedule", collective), LIMITS[("schedule", None)])
+    if topo.num_nodes > limit:
+        raise DualmpiError(
+            f"{topo.spec} has {topo.num_nodes:,} nodes: too large to simulate {collective} with "
+            f"faults (schedule replay, at most {limit:,} nodes); `dualmpi model {topo.spec}` "
+            "predicts the fault-free network from closed forms")
+
+
 def _simulate_faulty(topo, collective, root, method):
     """Simulate on a :class:`~dualmpi.topology.faults.FaultyTopology` (schedule replay)."""
     from .collectives.faulttolerant import undeliverable
 
-    if method not in ("auto", "schedule"):
-        raise DualmpiError("a network with faults is simulated with the schedule method")
-    _check_size(topo, collective, "schedule")
+    check_faulty_size(topo, collective, method)
     out = simulate_schedule(build_schedule(collective, topo, root))
     base = simulate(topo.base, collective, root)
     cut = undeliverable(collective, topo, root)

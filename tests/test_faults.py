@@ -1,5 +1,11 @@
 """Faults: failed links carry nothing, messages detour, cut-off pairs are reported."""
 
+import re
+import resource
+import subprocess
+import sys
+import time
+
 import pytest
 
 from dualmpi.cli import main
@@ -76,3 +82,54 @@ def test_cli_simulate_with_faults(capsys):
     assert "undeliverable" in capsys.readouterr().out
     assert main(["simulate", "dualcube:r=3", "--collective", "alltoall", "--fail-random", "2",
                  "--json"]) == 0
+
+
+# -- sizes before faults (issue 23, item 9) --------------------------------------------------------
+#: Address-space limit of the subprocesses below: a regression fails with a MemoryError instead
+#: of taking the machine's memory.
+RLIMIT = 1536 << 20
+
+
+@pytest.mark.parametrize("argv, pattern", [
+    (["simulate", "dualcube:r=31", "--collective", "bcast", "--fail-nodes", "5"],
+     r"dualcube:r=31 has 2,305,843,009,213,693,952 nodes: too large to simulate bcast with faults"),
+    (["simulate", "dualcube:r=12", "--collective", "bcast", "--fail-random", "3"],
+     r"dualcube:r=12 has 8,388,608 nodes: too large to simulate bcast with faults"),
+    (["simulate", "dualcube:r=31", "--collective", "alltoall", "--fail-links", "0-1"],
+     r"too large to simulate alltoall with faults \(schedule replay, at most 2,048 nodes\)"),
+    (["simulate", "dualcube:r=12", "--collective", "bcast", "--method", "vector",
+      "--fail-random", "1"], r"a network with faults is simulated with the schedule method"),
+    (["run", "dualcube:r=31", "--fail-nodes", "5"], r"too large to emulate \(at most 65,536\)"),
+    (["run", "dualcube:r=12", "--fail-random", "3"], r"too large to emulate"),
+], ids=["simulate-r31-fail-nodes", "simulate-r12-fail-random", "simulate-r31-fail-links",
+        "simulate-vector-fail-random", "run-r31-fail-nodes", "run-r12-fail-random"])
+def test_sizes_are_checked_before_the_faults(argv, pattern):
+    """Faults on a network too large: refused in one line, at once, in little memory.  Before,
+    every link was listed first: r=31 grew by ~140 MB/s until killed, r=12 --fail-random 3 was
+    refused after 172 s and 5.3 GB."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (RLIMIT, RLIMIT))
+
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "dualmpi", *argv], capture_output=True,
+                          text=True, timeout=120, preexec_fn=limit)
+    elapsed = time.monotonic() - start
+    shown = f"exit {proc.returncode} after {elapsed:.1f} s\n{proc.stderr[-2000:]}"
+    assert proc.returncode == 2 and elapsed < 30, shown
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("dualmpi: error: ") and re.search(pattern, line), shown
+
+
+def test_named_faults_list_no_links(monkeypatch):
+    """--fail-links and --fail-nodes fail what they name without listing every link; only
+    --fail-random needs the list."""
+    base = DualCube(2)
+
+    def no_listing():
+        raise AssertionError("every link listed")
+
+    monkeypatch.setattr(base, "links", no_listing)
+    topo = parse_faults(base, links="0-4", nodes="3")
+    assert topo.failed_links == {frozenset((0, 4))} and topo.failed_nodes == {3}
+    with pytest.raises(AssertionError, match="every link listed"):
+        parse_faults(base, random_links=1)

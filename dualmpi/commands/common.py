@@ -9,7 +9,7 @@ from ..topology import from_spec
 
 __all__ = [
     "topology_arg", "node_arg", "resolve_node", "load_topology", "print_json", "format_table",
-    "add_fault_args", "apply_faults", "check_output_path", "write_output", "write_json_atomic",
+    "add_fault_args", "has_faults", "apply_faults", "check_output_path", "write_output", "write_json_atomic",
 ]
 
 
@@ -76,8 +76,16 @@ def add_fault_args(parser):
     group.add_argument("--seed", type=int, default=0, help="seed of --fail-random (default 0)")
 
 
+def has_faults(args):
+    """Return True when the arguments name any fault (a size check must then allow for them)."""
+    return bool(args.fail_links.strip() or args.fail_nodes.strip() or args.fail_random)
+
+
 def apply_faults(topo, args):
-    """Return ``topo`` with the faults the arguments name (or ``topo`` itself)."""
+    """Return ``topo`` with the faults the arguments name (or ``topo`` itself).
+
+    Check the network's size first: ``--fail-random`` lists every link.
+    """
     from ..topology.faults import parse_faults
 
     return parse_faults(topo, args.fail_links, args.fail_nodes, args.fail_random, args.seed)

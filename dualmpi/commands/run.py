@@ -153,8 +153,9 @@ def metadata(comm, topo, args):
 
 def main(args):
     """Run the requested collectives; return 0 when every one was verified, 1 otherwise."""
-    topo = apply_faults(load_topology(args.spec), args)
-    check_runnable(topo)
+    base = load_topology(args.spec)
+    check_runnable(base)  # before the faults: --fail-random lists every link
+    topo = apply_faults(base, args)
     sizes = parse_sizes(args.sizes)
     root = _parse_root(args.root, topo)
     if args.warmup < 0:

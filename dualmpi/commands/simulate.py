@@ -6,10 +6,11 @@ import time
 from ..collectives import COLLECTIVES, EXTRA_COLLECTIVES
 from ..errors import DualmpiError
 from ..executors.clock import CONTENTION, SWITCHING, ClockParams, parse_shape
-from ..simulator import simulate
+from ..simulator import check_faulty_size, simulate
 from ..simulate_cost import check_simulation
-from .common import (add_fault_args, apply_faults, format_table, load_topology, print_json,
-                     topology_arg)
+from ..topology.faults import FaultyTopology
+from .common import (add_fault_args, apply_faults, format_table, has_faults, load_topology,
+                     print_json, topology_arg)
 
 __all__ = ["add_parser", "main", "DEFAULT_CLOCK", "clock_from_args"]
 
@@ -68,13 +69,18 @@ def add_parser(sub):
 
 def main(args):
     """Simulate and print; exit 0 when every block was delivered, 1 otherwise."""
-    topo = apply_faults(load_topology(args.spec), args)
+    base = load_topology(args.spec)
     try:
         root = int(args.root, 0)
     except ValueError:
         raise DualmpiError(f"bad root {args.root!r}: the root is an integer node id") from None
-    root = topo.check_node(root)
-    check_simulation(topo, args.collective, args.variant, args.method)
+    root = base.check_node(root)
+    # sizes first, with faults too: the faults are built (random ones list every link) after
+    probe = FaultyTopology(base) if has_faults(args) else base
+    if probe is not base:
+        check_faulty_size(probe, args.collective, args.method)
+    check_simulation(probe, args.collective, args.variant, args.method)
+    topo = apply_faults(base, args)
     clock, size = clock_from_args(args)
     started = time.perf_counter()
     out = simulate(topo, args.collective, root, args.variant, args.method, clock, size)

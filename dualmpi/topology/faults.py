@@ -146,7 +146,8 @@ def parse_faults(base, links="", nodes="", random_links=0, seed=0):
     """Return a :class:`FaultyTopology` from CLI strings (``u-v,...``, ``u,...``), or ``base``.
 
     ``random_links`` more links are failed at random (``seed``), among links whose
-    ends have not failed.
+    ends have not failed; that enumerates every link of ``base``, so check the
+    network's size before (named links and nodes cost nothing per link).
     """
     failed_links = []
     for item in filter(None, (s.strip() for s in (links or "").split(","))):
@@ -163,10 +164,15 @@ def parse_faults(base, links="", nodes="", random_links=0, seed=0):
         raise SpecError("--fail-random must be >= 0")
     if not (failed_links or failed_nodes or random_links):
         return base
+    faulty = FaultyTopology(base, failed_links, failed_nodes)  # checks the named links and nodes
+    if not random_links:
+        return faulty
+    # only random failures need the list of every link: a caller checks the network's size first
     rng = random.Random(seed)
-    taken = {frozenset(x) for x in failed_links}
+    taken = faulty.failed_links
+    dead = faulty.failed_nodes
     candidates = [link for link in base.links()
-                  if frozenset(link) not in taken and not set(link) & set(failed_nodes)]
+                  if frozenset(link) not in taken and not set(link) & dead]
     if random_links > len(candidates):
         raise SpecError(f"cannot fail {random_links} random links: {base.spec} has "
                         f"{len(candidates)} left")
