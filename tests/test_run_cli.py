@@ -166,3 +166,45 @@ def test_run_reports_link_sharing_and_shared_clock(mpi_env, tmp_path):
     assert clock["clock_time"] == pytest.approx(row["virtual"]["time"])
     assert clock["clock_time"] > 1.2 * clock["paper_time"] and clock["contention_delay"] > 0
     assert len(row["t_calls"]) == 2 and min(row["t_calls"]) <= row["t_med"] <= max(row["t_calls"])
+
+
+#: Two rows of D_2's total exchange on 2 ranks (4 nodes each): as measured, then with rank 0's
+#: engine reporting 3 messages per call between two nodes that are not linked.
+FORGED_LINKS = """
+import json
+from mpi4py import MPI
+import dualmpi
+from dualmpi.commands.run import row_passed, run_collective
+net = dualmpi.Comm(MPI.COMM_WORLD, "dualcube:r=2", watchdog=60)
+topo = net.topology
+far = next(v for v in range(1, 8) if not topo.is_link(0, v))
+row = run_collective(net, "alltoall", 8, 0, 2, 0)
+if net.Get_rank() == 0:
+    stats = net.stats
+    def forged():
+        out = stats()
+        out["links"][(0, far)] = (3 * 2, 24 * 2)  # 3 messages per call, over 2 timed calls
+        return out
+    net.stats = forged
+bad = run_collective(net, "alltoall", 8, 0, 2, 0)
+if net.Get_rank() == 0:
+    print(json.dumps([{k: r.get(k, "absent") for k in ("verified", "missing", "corrupt",
+                                                        "link_violations", "messages")}
+                      | {"passed": row_passed(r)} for r in (row, bad)]))
+net.Free()
+"""
+
+
+def test_run_rows_report_measured_link_violations(mpi_env, tmp_path):
+    """``link_violations`` counts the engine's messages between nodes that are not linked (it was
+    a constant 0 that still fed the exit code) and ``corrupt``, a copy of ``missing``, is gone."""
+    script = tmp_path / "forged.py"
+    script.write_text(FORGED_LINKS)
+    cmd = [str(MPIEXEC), "-n", "2", sys.executable, "-m", "mpi4py", str(script)]
+    proc = subprocess.run(cmd, env=dict(mpi_env, PYTHONPATH=str(REPO)), cwd=REPO,
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    row, bad = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert row == {"verified": True, "missing": 0, "corrupt": "absent", "link_violations": 0,
+                   "messages": row["messages"], "passed": True}
+    assert bad["link_violations"] == 3 and bad["verified"] and not bad["passed"], bad
