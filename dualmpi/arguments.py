@@ -128,6 +128,15 @@ def _same_type(a, b, name):
                          f"({a.nbytes} and {b.nbytes} bytes per rank, other type signatures)")
 
 
+def _element_sig(m):
+    """Return the sigcode of ONE element of ``m``'s datatype.
+
+    What the ranks of a v-variant compare with each other: their counts differ, so the
+    signatures of their whole blocks (``Message.typesig``) differ in a correct call.
+    """
+    return sigcode(m._info.sig(1))
+
+
 def _blocks(m):
     """Return the per-block view of a message's data (uint8, ``blocks x nbytes``)."""
     return m.data
@@ -167,7 +176,7 @@ def scatter(sendbuf, recvbuf, root, rank, size, v=False):
         call.vector = {"send": send.byte_counts if send is not None else None,
                        "recv": None if recv is None else recv.nbytes,
                        "sdispls": send.byte_displs if send is not None else None,
-                       "typesig": sigcode((send if recv is None else recv).typesig)}
+                       "typesig": _element_sig(send if recv is None else recv)}
         if send is not None and recv is not None and send.byte_counts[rank] != recv.nbytes:
             raise InputError(f"{name}: the root sends itself {int(send.byte_counts[rank])} "
                              f"bytes, its recvbuf has {recv.nbytes}")
@@ -208,7 +217,7 @@ def gather(sendbuf, recvbuf, root, rank, size, v=False):
                        int(recv.byte_counts[rank]),
                        "recv": recv.byte_counts if recv is not None else None,
                        "rdispls": recv.byte_displs if recv is not None else None,
-                       "typesig": sigcode((send if send is not None else recv).typesig)}
+                       "typesig": _element_sig(send if send is not None else recv)}
         return call
     if send is not None and recv is not None:
         if send.nbytes != recv.nbytes:
