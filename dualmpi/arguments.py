@@ -305,11 +305,22 @@ def alltoallw(sendbuf, recvbuf, rank, size):
     return call
 
 
+def _type_name(dt):
+    """Name a datatype alike on every rank: MPI's name, else its kind (``a derived STRUCT``)."""
+    name = dt.Get_name()
+    if name:
+        return name
+    from mpi4py import MPI
+
+    kinds = {getattr(MPI, n): n[len("COMBINER_"):] for n in dir(MPI) if n.startswith("COMBINER_")}
+    return f"a derived {kinds.get(dt.combiner, 'unknown')} datatype"
+
+
 def _reduction_dtype(m, name):
     """Return the numpy element type a reduction combines ``m``'s data as."""
     if m.dtype is None:
         raise InputError(f"{name}: a reduction needs a datatype made of one predefined type "
-                         f"(got {m.datatype})")
+                         f"(got {_type_name(m.datatype)})")
     return m.dtype
 
 
