@@ -136,6 +136,26 @@ HARDENING = [
          rf"node 9 out of range for {SPEC}", "inject-drop-node"),
     case(1, ["run", "hypercube:n=16", "--collective", "allgather", "--sizes", "1024"],
          r"needs [0-9.]+ TiB", "one-rank-hypercube-16-allgather"),
+    # issue 23, item 13: a MemoryError traceback on every rank; runs of hours started silently
+    case(2, ["soak", SPEC, "--sizes", "100000000000", "--iterations", "4"],
+         r"2 ranks x buffers and store of the largest size needs [0-9.]+ TiB, the machine has",
+         "soak-sizes-1e11"),
+    case(2, ["run", SPEC, "--collective", "bcast", "--sizes", "8", "--iters", "1000000000"],
+         r"run: 1,000,000,002 calls at 1 us or more each needs about [0-9.]+ min \(limit 10 min\)",
+         "run-iters-1e9"),
+    # refused on its pace (a few calls timed) or, where 100 M calls' times do not fit, on memory
+    case(2, ["run", SPEC, "--collective", "bcast", "--sizes", "8", "--iters", "100000000"],
+         r"(run bcast size=8: 100,000,002 calls at [0-9.]+ us each needs about [0-9.]+ (h|days) "
+         r"\(limit 10 min\); use fewer --iters|and the times of 100,000,000 calls needs)",
+         "run-iters-1e8"),
+    case(2, ["run", SPEC, "--collective", "bcast", "--sizes", "8", "--iters", "10000000",
+             "--time-limit", "60"], r"run bcast size=8: 10,000,002 calls at [0-9.]+ us each needs "
+         r"about [0-9.]+ (min|h) \(limit 1 min\)", "run-iters-1e7-time-limit-60"),
+    case(2, ["run", SPEC, "--collective", "bcast", "--sizes", "8", "--iters", "200",
+             "--time-limit", "0.001"], r"run bcast size=8: 202 calls at [0-9.]+ us each needs "
+         r"about [0-9.]+ s \(limit 0.001 s\)", "run-time-limit-1ms"),
+    case(2, ["run", SPEC, "--time-limit", "nan", *QUICK], r"--time-limit must be 0 \(no limit\)",
+         "run-time-limit-nan"),
 ]
 
 

@@ -208,3 +208,14 @@ def test_run_rows_report_measured_link_violations(mpi_env, tmp_path):
     assert row == {"verified": True, "missing": 0, "corrupt": "absent", "link_violations": 0,
                    "messages": row["messages"], "passed": True}
     assert bad["link_violations"] == 3 and bad["verified"] and not bad["passed"], bad
+
+
+def test_run_more_calls_than_the_probe_threshold(mpi_env, tmp_path):
+    """A size with more calls than run.PROBE_ABOVE is timed on a few calls first (issue 23,
+    item 13); the row then has exactly the calls asked for."""
+    out = tmp_path / "out.json"
+    proc = dualmpi_run(mpi_env, 2, SPEC, "--collective", "bcast", "--sizes", "8", "--iters",
+                       "150", "--warmup", "0", "--json", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["iters"] == 150 and len(row["t_calls"]) == 150 and row["verified"], row

@@ -9,17 +9,29 @@ from ..collectives import COLLECTIVES, EXTRA_COLLECTIVES, build_schedule, paper_
 from ..collectives.schedule import base_collective
 from ..errors import InputError
 from ..executors.options import make_options
+from ..resources import TIME_LIMIT_S, require_time
 from ..simulator import simulate, virtual_times
 from .common import (add_fault_args, apply_faults, check_output_path, format_table,
                      load_topology, topology_arg, write_json_atomic)
 
 __all__ = ["add_parser", "main", "parse_sizes", "check_runnable", "run_collective", "open_comm",
-           "format_sharing", "link_violations", "row_passed", "DEFAULT_SIZES", "MAX_RUN_NODES"]
+           "format_sharing", "link_violations", "row_passed", "check_duration", "estimate_memory",
+           "DEFAULT_SIZES", "MAX_RUN_NODES"]
 
 DEFAULT_SIZES = (8, 1024, 65536)
 
 #: Largest network `run`, `bench` and `soak` emulate (larger ones: `simulate` or `model`).
 MAX_RUN_NODES = 1 << 16
+
+#: Seconds a call takes at the very least (a barrier and a collective between processes); the
+#: pure check before MPI refuses iteration counts that even at this pace exceed --time-limit.
+CALL_FLOOR_S = 1e-6
+#: A size with more calls than this is timed on a few calls first (:func:`check_duration`).
+PROBE_ABOVE = 100
+#: Calls timed by :func:`check_duration` (after one untimed call).
+PROBE_CALLS = 10
+#: Bytes each rank keeps per timed call (the times, the row's ``t_calls``, rank 0's JSON text).
+RECORD_BYTES = 160
 
 
 def check_runnable(topo):
@@ -78,6 +90,10 @@ def add_parser(sub):
     p.add_argument("--watchdog", type=float, default=120.0, metavar="SECONDS",
                    help="abort the job when a node waits longer than this in one round, naming "
                    "the node, the round and the neighbour it waits for (default 120; 0: off)")
+    p.add_argument("--time-limit", type=float, default=TIME_LIMIT_S, metavar="SECONDS",
+                   help="refuse a size whose calls (warm-up, timed, baseline) would take longer "
+                   "than this, estimated from 10 timed calls when there are more than "
+                   f"{PROBE_ABOVE} (default {TIME_LIMIT_S:g}; 0: no limit)")
     p.add_argument("--inject-drop", metavar="ROUND:NODE",
                    help="testing aid: NODE skips its sends in ROUND (shows the watchdog at work)")
     p.add_argument("--nodes-per-rank", type=int, default=None,
@@ -163,6 +179,10 @@ def main(args):
     for size in sizes:
         _iters_for(size, args.iters)
     colls = COLLECTIVES if args.collective == "all" else (args.collective,)
+    limit = _time_limit(args.time_limit)
+    calls = _calls(colls, sizes, args)
+    require_time(calls * CALL_FLOOR_S, f"run: {calls:,} calls at {CALL_FLOOR_S * 1e6:g} us or more "
+                 "each", limit or float("inf"), hint="use fewer --iters (or raise --time-limit)")
     switching = args.switching or "store-and-forward"
     options = make_options(args.shape, switching, args.packets or 8, args.model, args.watchdog,
                            args.inject_drop)
@@ -187,7 +207,8 @@ def main(args):
                              f"have rounds 0..{rounds - 1})")
     if "ring-allreduce" in colls and q != 1:
         raise InputError("ring-allreduce needs one node per rank")
-    estimate_memory(colls, sizes, world.Get_size(), q)
+    estimate_memory(colls, sizes, world.Get_size(), q,
+                    sum(_iters_for(size, args.iters) for size in sizes) * len(colls))
     # the schedules' coefficients and link sharing for the rows (replayed up to 4096 nodes)
     sims = {c: simulate(topo, c, root) if topo.num_nodes <= 4096 else None for c in colls}
     rank0 = world.Get_rank() == 0
@@ -200,6 +221,9 @@ def main(args):
         for size in sizes:
             if rank0:
                 print(f"[{coll} size={size}] running", flush=True)
+            calls = (args.warmup + _iters_for(size, args.iters)) * (2 if args.baseline else 1)
+            check_duration(net, coll, size, root // q, calls, limit,
+                           (lambda text: print(text, flush=True)) if rank0 else None)
             row = run_collective(net, coll, size, root // q, _iters_for(size, args.iters),
                                  args.warmup)
             row["paper_rounds"] = paper_steps(coll, topo)
@@ -259,12 +283,61 @@ def link_violations(topo, links):
     return sum(m for (u, v), (m, _) in links.items() if m and not topo.is_link(u, v))
 
 
-def estimate_memory(colls, sizes, ranks, q):
+def _time_limit(value):
+    """Return ``--time-limit`` in seconds (0: no limit) or raise :class:`InputError`."""
+    if not value >= 0:  # also refuses nan
+        raise InputError(f"--time-limit must be 0 (no limit) or a number of seconds, got {value}")
+    return value
+
+
+def _calls(colls, sizes, args):
+    """Return the calls the run makes: warm-up and timed, twice with ``--baseline``."""
+    per = sum(args.warmup + _iters_for(size, args.iters) for size in sizes) * len(colls)
+    return per * (2 if args.baseline else 1)
+
+
+def check_duration(net, coll, size, root, calls, limit, say=None):
+    """Refuse, on every rank alike, a size whose ``calls`` would take longer than ``limit`` s.
+
+    With more than :data:`PROBE_ABOVE` calls, :data:`PROBE_CALLS` calls after an untimed
+    one give the pace: their median (the slowest rank's time per call) plus a barrier's
+    (medians, so that one slow call of a fresh plan does not count ten times), as each
+    timed call has a barrier.  The estimate is announced through ``say`` when it
+    exceeds 10 s.  ``limit`` 0: no limit.  Raises
+    :class:`~dualmpi.resources.ResourceError` on every rank.
+    """
+    import numpy as np
+    from mpi4py import MPI
+
+    from ..resources import format_seconds
+
+    if not limit or calls <= PROBE_ABOVE:
+        return
+    probe = run_collective(net, coll, size, root, PROBE_CALLS, 1)  # t_calls: alike on every rank
+    net._control_barrier()  # the ranks leave run_collective at different times
+    waits = []
+    for _ in range(PROBE_CALLS):
+        start = MPI.Wtime()
+        net._control_barrier()
+        waits.append(MPI.Wtime() - start)
+    barrier = np.zeros(1)
+    net._control_allreduce(np.array([np.median(waits)]), barrier, MPI.MAX)
+    pace = probe["t_med"] + float(barrier[0])
+    seconds = calls * pace
+    each = f"{pace * 1e6:.3g} us" if pace < 0.1 else format_seconds(pace)
+    require_time(seconds, f"run {coll} size={size}: {calls:,} calls at {each} each", limit,
+                 hint="use fewer --iters (or raise --time-limit)")
+    if say is not None and seconds > 10:
+        say(f"[{coll} size={size}] {calls:,} calls: estimated {format_seconds(seconds)}")
+
+
+def estimate_memory(colls, sizes, ranks, q, timed=0):
     """Refuse (on every rank alike) sizes whose buffers would not fit in this machine's memory.
 
     ``sizes`` are node-level blocks.  Per rank: the user's send and receive buffers and the
     pattern to check against (a rank's piece holds ``q`` or ``q * q`` blocks), and the
-    engine's store (about the blocks its nodes hold), all ranks sharing the machine.
+    engine's store (about the blocks its nodes hold), all ranks sharing the machine; and
+    :data:`RECORD_BYTES` for each of the ``timed`` calls of the whole run.
 
     >>> estimate_memory(["alltoall"], [1 << 26], 32, 1)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -282,7 +355,9 @@ def estimate_memory(colls, sizes, ranks, q):
             store = {"bcast": q * size, "scatter": 2 * q * ranks * size}.get(
                 base, (2 if base == "alltoall" else q + 1) * ranks * piece)
             worst = max(worst, user + store)
-    require_memory(worst * ranks, f"{ranks} ranks x buffers and store of the largest size")
+    require_memory((worst + timed * RECORD_BYTES) * ranks,
+                   f"{ranks} ranks x buffers and store of the largest size"
+                   + (f" and the times of {timed:,} calls" if timed * RECORD_BYTES > worst else ""))
 
 
 def open_comm(world, topo, q, args, options):

@@ -3,7 +3,7 @@
 from ..collectives import COLLECTIVES
 from ..errors import InputError
 from .common import check_output_path, load_topology, topology_arg, write_json_atomic
-from .run import check_runnable, metadata, parse_sizes
+from .run import check_runnable, estimate_memory, metadata, parse_sizes
 
 __all__ = ["add_parser", "main", "soak"]
 
@@ -61,12 +61,16 @@ def main(args):
     sizes = parse_sizes(args.sizes)
     if args.iterations < 1:
         raise InputError("--iterations must be >= 1")
+    if args.nodes_per_rank is not None and args.nodes_per_rank < 1:
+        raise InputError(f"--nodes-per-rank must be at least 1, got {args.nodes_per_rank}")
     check_output_path(args.json)
     from mpi4py import MPI
 
-    from ..comm import Comm
+    from ..comm import Comm, _nodes_per_rank
 
     comm = MPI.COMM_WORLD
+    q = _nodes_per_rank(topo, comm.Get_size(), args.nodes_per_rank)  # every rank alike
+    estimate_memory(COLLECTIVES, sizes, comm.Get_size(), q)
     net = Comm(comm, topo, args.nodes_per_rank, watchdog=args.watchdog, verify=True)
     say = (lambda text: print(text, flush=True)) if comm.Get_rank() == 0 else None
     totals = soak(net, args.iterations, sizes, say)
