@@ -181,7 +181,8 @@ def test_export_and_report_use_the_same_writer(tmp_path, capsys):
     the figure in place (SVG chosen by the name's extension)."""
     (tmp_path / "t.json").write_text("old")
     (tmp_path / "link.json").symlink_to("t.json")
-    assert main(["export", "dualcube:r=1", "-f", "networkx", "-o", str(tmp_path / "link.json")]) == 0
+    link = str(tmp_path / "link.json")
+    assert main(["export", "dualcube:r=1", "-f", "networkx", "-o", link]) == 0
     assert (tmp_path / "link.json").is_symlink()
     assert '"nodes"' in (tmp_path / "t.json").read_text()
     from dualmpi.model.synthetic import write_synthetic

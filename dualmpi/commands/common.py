@@ -9,7 +9,8 @@ from ..topology import from_spec
 
 __all__ = [
     "topology_arg", "node_arg", "resolve_node", "load_topology", "print_json", "format_table",
-    "add_fault_args", "has_faults", "apply_faults", "check_output_path", "write_output", "write_json_atomic",
+    "add_fault_args", "has_faults", "apply_faults", "check_output_path", "write_output",
+    "write_json_atomic",
 ]
 
 
