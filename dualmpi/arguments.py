@@ -425,10 +425,12 @@ def reduce_scatter(sendbuf, recvbuf, recvcounts, rank, size):
                              f"is {int(counts[rank])}")
     elif send is None:
         raise InputError(f"{name}: MPI.IN_PLACE needs recvcounts")
+    # in place, recvbuf holds the whole input and its first recvcounts[rank] elements the result
+    mine = recv.count if send is not None else int(counts[rank])
     call = Call("reduce_scatter", 0, sends=[whole], recvs=[recv], send=whole.data,
-                recv=recv.data, dtype=dtype, itemsize=dtype.itemsize)
+                recv=recv.data[:mine * item], dtype=dtype, itemsize=dtype.itemsize)
     call.vector = {"counts": None if counts is None else counts * item,
-                   "recv": recv.count * item, "item": item,
+                   "recv": mine * item, "item": item,
                    "typesig": sigcode(whole.typesig) if whole.count else 0}
     return call
 
