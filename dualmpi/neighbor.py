@@ -1,0 +1,771 @@
+"""Neighbourhood collectives whose neighbours are the ranks a node's links lead to."""
+
+# The argument rules mirror mpi4py 4.1.2 (src/mpi4py/MPI.src/msgbuffer.pxi: for_neighbor_allgather,
+# for_neighbor_alltoall, for_neighbor_alltoallw; msgpickle.pxi: PyMPI_neighbor_allgather and
+# PyMPI_neighbor_alltoall; Comm.pyx: Distgraphcomm.Get_dist_neighbors(_count)).  mpi4py is
+# imported lazily: importing this module does not initialize MPI.
+
+import time
+
+import numpy as np
+
+from . import msgbuffer
+from .errors import DualmpiError, InputError
+
+__all__ = [
+    "neighbors",
+    "Get_topology",
+    "Get_dist_neighbors",
+    "Get_dist_neighbors_count",
+    "Neighbor_allgather",
+    "Neighbor_allgatherv",
+    "Neighbor_alltoall",
+    "Neighbor_alltoallv",
+    "Neighbor_alltoallw",
+    "Ineighbor_allgather",
+    "Ineighbor_allgatherv",
+    "Ineighbor_alltoall",
+    "Ineighbor_alltoallv",
+    "Ineighbor_alltoallw",
+    "neighbor_allgather",
+    "neighbor_alltoall",
+    "attach",
+    "free",
+]
+
+#: Every message starts with this many int64 words: the call's code (negated when the sender
+#: rejected its arguments), the bytes and the type-signature key the sender expects from the
+#: receiver (-1 and 0: anything), and the bytes and type-signature key of the payload that
+#: follows.
+HEADER_WORDS = 5
+_HEADER_BYTES = 8 * HEADER_WORDS
+_ANY = -1
+
+#: Tags cycle through this many values: call ``k`` of a communicator uses tag ``1 + k % TAGS``
+#: (every rank counts its neighbourhood calls alike, as MPI requires collectives to be called
+#: in the same order), so a call never takes a message of another call still in flight.
+TAGS = 32000
+
+_CODES = {
+    "Neighbor_allgather": 1,
+    "Neighbor_allgatherv": 2,
+    "Neighbor_alltoall": 3,
+    "Neighbor_alltoallv": 4,
+    "Neighbor_alltoallw": 5,
+    "neighbor_allgather": 6,
+    "neighbor_alltoall": 7,
+}
+_NAMES = {code: name for name, code in _CODES.items()}
+
+
+def _mpi():
+    from mpi4py import MPI
+
+    return MPI
+
+
+# --------------------------------------------------------------------------------------------
+# Who the neighbours are (pure: no communication)
+
+
+def neighbors(topo, q, rank):
+    """Return the neighbour ranks of ``rank`` and, per neighbour, the link its messages count on.
+
+    With one node per rank (``q == 1``) the neighbours are the node's links in the
+    topology's dimension order, ``topo.neighbors(rank)`` (dimension 1 first, as the papers
+    number them; duplicates and the node itself dropped).  With ``q > 1`` nodes per rank
+    they are the ranks that play a neighbour of one of this rank's nodes, in ascending
+    order (:func:`dualmpi.engine.mpi.rank_graph`); each such rank's messages are counted
+    on the first link leading to it: this rank's lowest node with a neighbour there, and
+    that node's first such neighbour in dimension order.
+
+    Parameters
+    ----------
+    topo : Topology
+    q : int
+        Nodes per rank.
+    rank : int
+
+    Returns
+    -------
+    ranks : tuple of int
+        Sources and destinations alike (every link joins its ends both ways).
+    links : tuple of (int, int)
+        ``(u, v)`` per neighbour: the directed node link of :meth:`dualmpi.Comm.stats`.
+
+    Examples
+    --------
+    >>> from dualmpi.topology import from_spec
+    >>> neighbors(from_spec("hypercube:n=3"), 1, 2)
+    ((3, 0, 6), ((2, 3), (2, 0), (2, 6)))
+    >>> neighbors(from_spec("dualcube:r=2"), 2, 2)
+    ((0, 3), ((4, 0), (4, 6)))
+    """
+    ranks, links = [], {}
+    for u in range(rank * q, (rank + 1) * q):
+        for v in topo.neighbors(u):
+            r = int(v) // q
+            if r != rank and r not in links:
+                links[r] = (u, int(v))
+                ranks.append(r)
+    if q > 1:
+        ranks.sort()
+    return tuple(ranks), tuple(links[r] for r in ranks)
+
+
+def _peers(net):
+    """Return ``(ranks, links)`` of ``net`` (a :class:`dualmpi.Comm`), computed once."""
+    got = net.__dict__.get("_neighbor_peers")
+    if got is None:
+        got = net._neighbor_peers = neighbors(net.topology, net.q, net.rank)
+    return got
+
+
+def Get_topology(net):
+    """Return ``MPI.DIST_GRAPH``: the neighbourhood is a distributed graph (as mpi4py's)."""
+    return _mpi().DIST_GRAPH
+
+
+def Get_dist_neighbors_count(net):
+    """Return ``(indegree, outdegree, weighted)``: ``(d, d, False)``, as mpi4py's
+    ``Distgraphcomm.Get_dist_neighbors_count`` (``d`` neighbours, see :func:`neighbors`)."""
+    d = len(_peers(net)[0])
+    return (d, d, False)
+
+
+def Get_dist_neighbors(net):
+    """Return ``(sources, destinations, None)``, as mpi4py's ``Distgraphcomm.Get_dist_neighbors``
+    for an unweighted graph: the same list twice (see :func:`neighbors` for its order)."""
+    ranks = list(_peers(net)[0])
+    return (ranks, list(ranks), None)
+
+
+# --------------------------------------------------------------------------------------------
+# The wire: a duplicate of the graph communicator, made with the communicator
+
+
+class _Wire:
+    """This rank's neighbourhood channel: a communicator whose edges are links, and a call count."""
+
+    __slots__ = ("comm", "calls")
+
+    def __init__(self, comm):
+        self.comm, self.calls = comm, 0
+
+    def tag(self):
+        """Return ``(sequence number, tag)`` of the next call (see :data:`TAGS`)."""
+        seq = self.calls
+        self.calls += 1
+        return seq, 1 + seq % TAGS
+
+
+def attach(net):
+    """Make ``net``'s neighbourhood communicator: a duplicate of the graph communicator.
+
+    Collective over the ranks, under the watchdog; meant for the end of
+    :class:`dualmpi.Comm`'s set-up (once made, it is kept until :func:`free`).  Made
+    later, by the first neighbourhood call, it would make that call wait until every rank
+    makes it, even an ``Ineighbor_*`` call, and a rank still waiting for a nonblocking
+    collective that needs this rank then never gets there.
+    """
+    if net._engine is None:
+        raise DualmpiError("dualmpi.Comm: the communicator was freed")
+    wire = net.__dict__.get("_neighbor_wire")
+    if wire is None:
+        tr = net._transport
+        wire = net._neighbor_wire = _Wire(tr.control(
+            "the neighbourhood communicator's set-up", tr.graph.Dup))
+    return wire
+
+
+def _wire(net, method):
+    """Return ``net``'s :class:`_Wire` (made now by :func:`attach` if the set-up did not)."""
+    if net._engine is None:
+        raise DualmpiError(f"{method}: the communicator was freed")
+    wire = net.__dict__.get("_neighbor_wire")
+    return wire if wire is not None else attach(net)
+
+
+def free(net):
+    """Finish ``net``'s exchanges in flight and free its neighbourhood communicator (collective).
+
+    To be called by :meth:`dualmpi.Comm.Free` before the transport is freed.
+    """
+    prog = net.__dict__.pop("_neighbor_progress", None)
+    if prog is not None:
+        prog.free()
+    wire = net.__dict__.pop("_neighbor_wire", None)
+    if wire is not None:
+        wire.comm.Free()
+
+
+# --------------------------------------------------------------------------------------------
+# Progress: exchanges in flight advance with (and alongside) dualmpi's nonblocking collectives
+
+
+class _Progress:
+    """The exchanges in flight of one communicator.
+
+    It joins the engine's list of live progress engines
+    (:data:`dualmpi.engine.nonblocking._LIVE`), with the interface those lists are read
+    through (``active`` exchanges with their posted ``reqs``, ``poll``, ``_fail``,
+    ``_mpi_error``, ``transport``), so any test or wait of any dualmpi request advances
+    the exchanges too, and a rank that must block waits (``MPI_Waitany``) on every posted
+    message at once, under the watchdog (:func:`dualmpi.engine.nonblocking.block`).
+    """
+
+    def __init__(self, transport):
+        from .engine import nonblocking
+
+        self.nb = nonblocking
+        self.transport, self.rank = transport, transport.rank
+        self.active = []
+        self._busy = False
+        nonblocking._LIVE.append(self)
+
+    def poll(self):
+        """Advance every exchange in flight without blocking."""
+        if self._busy:
+            return
+        self._busy = True
+        try:
+            for ex in tuple(self.active):
+                ex.poll()
+        finally:
+            self._busy = False
+
+    def test(self, ex):
+        """Advance every request; return whether ``ex`` is done."""
+        self.nb.poll_all()
+        return ex.done
+
+    def wait(self, ex):
+        """Advance the requests until ``ex`` is done, blocking when nothing moves.
+
+        Alone in flight (no other exchange or nonblocking collective), ``ex`` blocks in
+        MPI (``MPI_Mprobe``, ``MPI_Waitall``); else every request keeps moving: posted
+        messages are waited for together (:func:`~dualmpi.engine.nonblocking.block`), a
+        message of unknown size is probed for with a short pause in between.
+        """
+        nb = self.nb
+        ex.since = time.monotonic()  # the watchdog times the wait, not the computing before it
+        while not ex.done:
+            nb.poll_all()
+            if ex.done:
+                break
+            alone = self.active == [ex] and not any(p.active for p in nb._LIVE if p is not self)
+            if alone:
+                ex.block()
+            elif ex.pending:
+                wd = self.transport.watchdog
+                where, peers, since, grace = ex.waiting()
+                wd.state = (since, where, peers, grace)  # as Watchdog.arm, from the wait's start
+                time.sleep(PAUSE)
+                wd.disarm()
+            else:
+                nb.block((), ex)
+        return True
+
+    def _mpi_error(self, ex, exc):
+        """The error of a message of ``ex`` that failed in someone's wait (see :meth:`_fail`)."""
+        return exc
+
+    def _fail(self, ex, exc):
+        """A message of ``ex`` failed in a wait of the engine's: ``ex`` records it and goes on."""
+        ex.failed(exc)
+
+    def free(self):
+        """Finish the exchanges in flight; leave the engine's list."""
+        for ex in tuple(self.active):
+            self.wait(ex)
+        if self in self.nb._LIVE:
+            self.nb._LIVE.remove(self)
+
+
+#: Seconds between probes for a message of unknown size while other requests are in flight.
+PAUSE = 2e-4
+
+
+def _progress(net):
+    """Return ``net``'s :class:`_Progress` (local: made on first use)."""
+    prog = net.__dict__.get("_neighbor_progress")
+    if prog is None:
+        prog = net._neighbor_progress = _Progress(net._transport)
+    return prog
+
+
+# --------------------------------------------------------------------------------------------
+# One exchange: one message to and one from every neighbour
+
+
+def _sigkey(sig, nbytes):
+    """Return a nonzero int64 key of a block's type signature, or 0 (matches anything)."""
+    if sig is None or nbytes == 0:
+        return 0
+    h, length = sig
+    return 1 + (h * 1000003 + length) % ((1 << 61) - 1)
+
+
+class _Exchange:
+    """One neighbourhood call in flight on this rank (also the plan of its :class:`Request`).
+
+    Each neighbour ``j`` gets one message on the wire, ``[header | payload]``: the header
+    (:data:`HEADER_WORDS` words) says which call it is, what this rank sends ``j`` and what
+    it expects from ``j``, so both ends of a link check both directions and a mismatch is
+    found by both ranks.  A receive of known size is posted at once, into the user's
+    buffer (a longer message is truncated by MPI, its header intact, and reported); one of
+    unknown size (objects) is probed for.  A rank whose arguments were rejected sends a
+    header alone (its code negated) and takes every neighbour's message whatever its size;
+    so every rank takes exactly one message from every neighbour and no rank is left
+    waiting.  :meth:`outcome` raises the call's error or returns its result.
+
+    Parameters
+    ----------
+    net : dualmpi.Comm
+    method : str
+        The mpi4py method name (for messages and the call's code).
+    sends : list of (numpy.ndarray, int)
+        Per neighbour: the payload (uint8, contiguous) and its type-signature key.
+    recvs : list of (numpy.ndarray or None, int, int)
+        Per neighbour: where the payload lands (uint8; None: any size, in a buffer of its
+        own), the bytes expected (-1: any) and the type-signature key expected.
+    error : Exception or None
+        This rank's rejected arguments: sent to every neighbour, raised at the end.
+    finish : callable, optional
+        ``finish(payloads)`` once the exchange checked out; its value is the result.
+    what : str, optional
+        How diagnostics name the call.
+    """
+
+    def __init__(self, net, method, sends, recvs, error=None, finish=None, what=None):
+        MPI = _mpi()
+        self.net, self.method, self.error, self.finish = net, method, error, finish
+        self.what = what or method
+        self.code = _CODES[method]
+        self.wire = _wire(net, method)
+        self.progress = _progress(net)
+        self.ranks, self.links = _peers(net)
+        n = len(self.ranks)
+        self.sends, self.recvs = sends, recvs
+        self.out = np.zeros((n, HEADER_WORDS), dtype=np.int64)
+        self.inp = np.zeros((n, HEADER_WORDS), dtype=np.int64)
+        self.spare = [None] * n     # a message of unknown size, header included
+        self.reqs, self.req_peer = [], []
+        self.pending = []           # neighbours whose message is probed for
+        self.fault = None           # an MPI error other than a truncation
+        self.done, self.result, self.failure = False, None, None
+        self.seq, self.tag = self.wire.tag()
+        self.since = time.monotonic()
+        self._post(MPI)
+        self.progress.active.append(self)
+
+    def _post(self, MPI):
+        comm, out, tag, inp = self.wire.comm, self.out, self.tag, self.inp
+        p2p = self.net._p2p
+        for j, peer in enumerate(self.ranks):
+            if self.error is not None:
+                out[j] = (-self.code, _ANY, 0, 0, 0)
+                payload = None
+            else:
+                payload, key = self.sends[j]
+                _, expect, expect_key = self.recvs[j]
+                out[j] = (self.code, expect, expect_key, payload.size, key)
+            self.reqs.append(_message(comm.Isend, MPI, out[j], payload, peer, tag))
+            self.req_peer.append(peer)
+            link = self.links[j]
+            m, b = p2p.get(link, (0, 0))
+            p2p[link] = (m + 1, b + (0 if payload is None else payload.size))
+        for i, peer in enumerate(self.ranks):
+            target = None if self.error is not None else self.recvs[i][0]
+            if target is None:
+                self.pending.append(i)
+            else:
+                self.reqs.append(_message(comm.Irecv, MPI, inp[i], target, peer, tag))
+                self.req_peer.append(peer)
+
+    # -- progress --------------------------------------------------------------------------------
+    def _take(self, MPI, i, msg, status):
+        """Receive the probed message ``msg`` of neighbour ``i`` whole, into a buffer of its own."""
+        spare = self.spare[i] = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
+        self.reqs.append(msg.Irecv([spare, MPI.BYTE]))
+        self.req_peer.append(self.ranks[i])
+
+    def posted(self):
+        """True while a posted message of this exchange has not completed."""
+        return any(self.reqs)
+
+    def block(self):
+        """Block in MPI until every message of this exchange is in (one at a time, so the
+        watchdog names the neighbours still waited for, timed from the wait's start)."""
+        MPI = _mpi()
+        wd = self.net._transport.watchdog
+        comm, status = self.wire.comm, MPI.Status()
+        try:
+            while self.pending:
+                where, peers, since, grace = self.waiting()
+                wd.state = (since, where, peers, grace)
+                i = self.pending[0]
+                msg = comm.Mprobe(self.ranks[i], self.tag, status)
+                self.pending.pop(0)
+                self._take(MPI, i, msg, status)
+            while self.posted():
+                where, peers, since, grace = self.waiting()
+                wd.state = (since, where, peers, grace)
+                active = [bool(r) for r in self.reqs]
+                try:
+                    MPI.Request.Waitany(self.reqs)
+                except MPI.Exception as exc:  # the failed message's request became null
+                    for k, req in enumerate(self.reqs):
+                        if active[k] and not req:
+                            self.failed(exc)
+        finally:
+            wd.disarm()
+
+    def poll(self):
+        """Advance without blocking; return True once done (its outcome then settled)."""
+        if self.done:
+            return True
+        MPI = _mpi()
+        if self.pending:
+            comm, status = self.wire.comm, MPI.Status()
+            for i in tuple(self.pending):
+                msg = comm.Improbe(self.ranks[i], self.tag, status)
+                if msg is not None:
+                    self.pending.remove(i)
+                    self._take(MPI, i, msg, status)
+        for k, req in enumerate(self.reqs):
+            if req:
+                try:
+                    req.Test()
+                except MPI.Exception as exc:
+                    self.reqs[k] = MPI.REQUEST_NULL
+                    self.failed(exc)
+        if self.pending or self.posted():
+            return False
+        self._settle()
+        return True
+
+    def failed(self, exc):
+        """Record a failed message: a truncation is reported from the header; else the error."""
+        MPI = _mpi()
+        if exc.Get_error_class() != MPI.ERR_TRUNCATE and self.fault is None:
+            self.fault = exc
+
+    def waiting(self):
+        """Return ``(where, peers, since, grace)`` of what this exchange waits for (watchdog)."""
+        peers = {p for req, p in zip(self.reqs, self.req_peer) if req}
+        peers.update(self.ranks[i] for i in self.pending)
+        return (f"{self.what} (neighbourhood call {self.seq})", tuple(sorted(peers)),
+                self.since, 1.0)
+
+    def _settle(self):
+        """Every message is in: check, then keep the result or the error; leave the active list."""
+        self.done = True
+        try:
+            self.progress.active.remove(self)
+        except ValueError:
+            pass
+        try:
+            payloads = self._check()
+            self.result = None if self.finish is None else self.finish(payloads)
+        except Exception as exc:  # noqa: BLE001 - raised by outcome(), from the wait
+            self.failure = exc
+
+    def outcome(self):
+        """Return the result of a finished exchange, or raise its error."""
+        if self.failure is not None:
+            raise self.failure
+        return self.result
+
+    def _check(self):
+        """Check what arrived; raise the call's error on this rank or return the payloads."""
+        if self.error is not None:
+            raise self.error
+        for i, spare in enumerate(self.spare):
+            if spare is not None and spare.size >= _HEADER_BYTES:
+                self.inp[i] = spare[:_HEADER_BYTES].view(np.int64)
+                self.recvs[i] = (spare[_HEADER_BYTES:],) + tuple(self.recvs[i][1:])
+        me, method = self.net.rank, self.method
+        if self.fault is not None:
+            raise DualmpiError(f"{method}: rank {me}: {self.fault.Get_error_string()} in a "
+                               "message from a neighbour")
+        problems = []
+        for i, peer in enumerate(self.ranks):
+            code, expect, expect_key, got, key = (int(x) for x in self.inp[i])
+            if code < 0:
+                problems.append(f"{method}: arguments rejected on rank {peer}, a neighbour of "
+                                f"rank {me} (see its message)")
+                continue
+            if code != self.code:
+                other = _NAMES.get(code, f"a call coded {code}")
+                problems.append(f"{method}: rank {me} called {method} but its neighbour rank "
+                                f"{peer} called {other}")
+                continue
+            sent, sent_key = self.sends[i]
+            _, want, want_key = self.recvs[i]
+            if want >= 0 and got != want:
+                problems.append(_mismatch(method, peer, me, got, want))
+            elif expect >= 0 and expect != sent.size:
+                problems.append(_mismatch(method, me, peer, sent.size, expect))
+            elif want_key and key and want_key != key:
+                problems.append(_typesig(method, peer, me))
+            elif expect_key and sent_key and expect_key != sent_key:
+                problems.append(_typesig(method, me, peer))
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise InputError(problems[0] + more)
+        return [self.recvs[i][0] for i in range(len(self.ranks))]
+
+
+def _mismatch(method, sender, receiver, sent, expected):
+    """The one message both ends of a link give for a count mismatch."""
+    return (f"{method}: counts differ between neighbours: rank {sender} sends {sent} bytes to "
+            f"rank {receiver}, which expects {expected}")
+
+
+def _typesig(method, sender, receiver):
+    return (f"{method}: datatypes differ between neighbours: what rank {sender} sends does not "
+            f"match the type signature rank {receiver} receives")
+
+
+def _two(MPI, header, payload):
+    """Return ``(spec, datatype)``: an mpi4py buffer spec of ``header`` then ``payload``.
+
+    Zero-copy: a hindexed datatype at absolute addresses (``MPI.BOTTOM``), which the
+    caller frees once the message is posted (MPI keeps it for that message); ``None``
+    when there is no payload.
+    """
+    if payload is None or payload.size == 0:
+        return [header, MPI.BYTE], None
+    dtype = MPI.BYTE.Create_hindexed([_HEADER_BYTES, payload.size],
+                                     [header.ctypes.data, payload.ctypes.data]).Commit()
+    return [MPI.BOTTOM, 1, dtype], dtype
+
+
+def _message(call, MPI, header, payload, *args):
+    """Post ``call(spec, *args)`` on ``header`` + ``payload``; return its request."""
+    spec, dtype = _two(MPI, header, payload)
+    try:
+        return call(spec, *args)
+    finally:
+        if dtype is not None:
+            dtype.Free()
+
+
+# --------------------------------------------------------------------------------------------
+# Reading the arguments as mpi4py does
+
+
+def _vector(spec, n, *, role, what):
+    """``msgbuffer.vector`` that also takes zero blocks (a rank without neighbours)."""
+    if n:
+        return msgbuffer.vector(spec, n, role=role, what=what)
+    try:
+        return msgbuffer.vector(spec, 0, role=role, what=what)
+    except ZeroDivisionError:  # counts inferred over no block: mpi4py only reads the buffer
+        msgbuffer.vector(spec, 1, role=role, what=what)
+        return _NoBlocks()
+
+
+class _NoBlocks:
+    """The read message of a rank without neighbours whose counts mpi4py would infer."""
+
+    data = np.zeros(0, dtype=np.uint8)
+    packed = False
+    byte_counts = byte_displs = np.zeros(0, dtype=np.int64)
+
+    def pack(self):
+        return self.data
+
+
+def _blocks(m, n):
+    """Split a read message into ``n`` blocks: ``[(bytes, type-signature key)]``."""
+    data = m.data
+    if isinstance(m, msgbuffer.Message):
+        size = m.nbytes
+        k = _sigkey(m.typesig, size)
+        return [(data[i * size:(i + 1) * size], k) for i in range(n)]
+    out = []
+    for i in range(n):
+        a, size = int(m.byte_displs[i]), int(m.byte_counts[i])
+        out.append((data[a:a + size], _sigkey(m.block_typesig(i), size)))
+    return out
+
+
+def _overlap(send, recv, method):
+    if send.data.size and recv.data.size and not (send.packed or recv.packed) and \
+            np.may_share_memory(send.data, recv.data):
+        raise InputError(f"{method}: sendbuf and recvbuf overlap (MPI forbids it; neighbourhood "
+                         "collectives have no MPI.IN_PLACE)")
+
+
+def _read(net, method, sendbuf, recvbuf):
+    """Read a buffer call's arguments; return ``(send, recv, sends, recvs)``."""
+    n = len(_peers(net)[0])
+    s_what, r_what = f"{method} sendbuf", f"{method} recvbuf"
+    if method == "Neighbor_allgather":
+        send = msgbuffer.simple(sendbuf, role="send", what=s_what)
+        recv = msgbuffer.simple(recvbuf, blocks=n, role="recv", what=r_what)
+        one = (send.data, _sigkey(send.typesig, send.nbytes))
+        sends = [one] * n
+    elif method == "Neighbor_allgatherv":
+        send = msgbuffer.simple(sendbuf, role="send", what=s_what)
+        recv = _vector(recvbuf, n, role="recv", what=r_what)
+        one = (send.data, _sigkey(send.typesig, send.nbytes))
+        sends = [one] * n
+    elif method == "Neighbor_alltoall":
+        send = msgbuffer.simple(sendbuf, blocks=n, role="send", what=s_what)
+        recv = msgbuffer.simple(recvbuf, blocks=n, role="recv", what=r_what)
+        sends = _blocks(send, n)
+    elif method == "Neighbor_alltoallv":
+        send = _vector(sendbuf, n, role="send", what=s_what)
+        recv = _vector(recvbuf, n, role="recv", what=r_what)
+        sends = _blocks(send, n)
+    else:  # Neighbor_alltoallw: mpi4py reads the receive side first
+        recv = msgbuffer.wvector(recvbuf, n, role="recv", what=r_what)
+        send = msgbuffer.wvector(sendbuf, n, role="send", what=s_what)
+        sends = _blocks(send, n)
+    _overlap(send, recv, method)
+    recvs = [(block, block.size, key) for block, key in _blocks(recv, n)]
+    return send, recv, sends, recvs
+
+
+def _start(net, method, sendbuf, recvbuf, what=None):
+    """Read the arguments and post the messages; return the :class:`_Exchange`."""
+    _wire(net, method)  # made at set-up (attach); if not, now, before anything can fail
+    sends = recvs = finish = error = None
+    try:
+        send, recv, sends, recvs = _read(net, method, sendbuf, recvbuf)
+        send.pack()
+        if recv.packed and sends:  # without neighbours the packed bytes are not data
+            def finish(payloads):
+                recv.unpack()
+    except Exception as exc:  # noqa: BLE001 - every neighbour hears of it, then it is raised
+        error = exc
+    return _Exchange(net, method, sends, recvs, error, finish, what)
+
+
+def _blocking(ex):
+    """Wait for ``ex`` (advancing every request meanwhile); return its result or raise."""
+    ex.progress.wait(ex)
+    return ex.outcome()
+
+
+def _nonblocking(ex):
+    """Return the :class:`~dualmpi.request.Request` of ``ex``.
+
+    A rank whose arguments were rejected takes its neighbours' messages first (so none is
+    left waiting) and raises here, at the call, as mpi4py does.
+    """
+    if ex.error is not None:
+        _blocking(ex)
+    from .request import Request
+
+    return Request.from_plan(ex.progress, ex)
+
+
+def Neighbor_allgather(net, sendbuf, recvbuf):
+    """Gather one block from every neighbour (mirrors ``Topocomm.Neighbor_allgather``).
+
+    Block ``i`` of ``recvbuf`` comes from neighbour ``i`` of :func:`Get_dist_neighbors`;
+    this rank's ``sendbuf`` goes to every neighbour, one message per link.
+    """
+    _blocking(_start(net, "Neighbor_allgather", sendbuf, recvbuf))
+
+
+def Neighbor_allgatherv(net, sendbuf, recvbuf):
+    """Gather a block of one size per neighbour (mirrors ``Topocomm.Neighbor_allgatherv``)."""
+    _blocking(_start(net, "Neighbor_allgatherv", sendbuf, recvbuf))
+
+
+def Neighbor_alltoall(net, sendbuf, recvbuf):
+    """Block ``j`` of ``sendbuf`` to neighbour ``j``, block ``i`` of ``recvbuf`` from neighbour
+    ``i`` (mirrors ``Topocomm.Neighbor_alltoall``)."""
+    _blocking(_start(net, "Neighbor_alltoall", sendbuf, recvbuf))
+
+
+def Neighbor_alltoallv(net, sendbuf, recvbuf):
+    """The neighbourhood exchange with a count per neighbour (mirrors
+    ``Topocomm.Neighbor_alltoallv``)."""
+    _blocking(_start(net, "Neighbor_alltoallv", sendbuf, recvbuf))
+
+
+def Neighbor_alltoallw(net, sendbuf, recvbuf):
+    """The neighbourhood exchange with a count, byte displacement and datatype per neighbour
+    (mirrors ``Topocomm.Neighbor_alltoallw``)."""
+    _blocking(_start(net, "Neighbor_alltoallw", sendbuf, recvbuf))
+
+
+def Ineighbor_allgather(net, sendbuf, recvbuf):
+    """Start :func:`Neighbor_allgather`; return a :class:`~dualmpi.request.Request`."""
+    return _nonblocking(_start(net, "Neighbor_allgather", sendbuf, recvbuf, "Ineighbor_allgather"))
+
+
+def Ineighbor_allgatherv(net, sendbuf, recvbuf):
+    """Start :func:`Neighbor_allgatherv`; return a :class:`~dualmpi.request.Request`."""
+    return _nonblocking(_start(net, "Neighbor_allgatherv", sendbuf, recvbuf,
+                               "Ineighbor_allgatherv"))
+
+
+def Ineighbor_alltoall(net, sendbuf, recvbuf):
+    """Start :func:`Neighbor_alltoall`; return a :class:`~dualmpi.request.Request`."""
+    return _nonblocking(_start(net, "Neighbor_alltoall", sendbuf, recvbuf, "Ineighbor_alltoall"))
+
+
+def Ineighbor_alltoallv(net, sendbuf, recvbuf):
+    """Start :func:`Neighbor_alltoallv`; return a :class:`~dualmpi.request.Request`."""
+    return _nonblocking(_start(net, "Neighbor_alltoallv", sendbuf, recvbuf,
+                               "Ineighbor_alltoallv"))
+
+
+def Ineighbor_alltoallw(net, sendbuf, recvbuf):
+    """Start :func:`Neighbor_alltoallw`; return a :class:`~dualmpi.request.Request`."""
+    return _nonblocking(_start(net, "Neighbor_alltoallw", sendbuf, recvbuf,
+                               "Ineighbor_alltoallw"))
+
+
+# --------------------------------------------------------------------------------------------
+# Object forms
+
+
+def _object_start(net, method, sendobj):
+    """Pickle and post; return the exchange (see :func:`neighbor_allgather`)."""
+    MPI = _mpi()
+    _wire(net, method)
+    n = len(_peers(net)[0])
+    sends = recvs = error = None
+    try:
+        if method == "neighbor_allgather":
+            one = np.frombuffer(MPI.pickle.dumps(sendobj), dtype=np.uint8)
+            sends = [(one, 0)] * n
+        else:
+            items = [None] * n if sendobj is None else list(sendobj)
+            if len(items) != n:
+                raise InputError(f"{method}: expecting {n} items (one per neighbour), got "
+                                 f"{len(items)}")
+            sends = [(np.frombuffer(MPI.pickle.dumps(x), dtype=np.uint8), 0) for x in items]
+        recvs = [(None, _ANY, 0)] * n
+    except InputError as exc:
+        error = exc
+    except Exception as exc:  # noqa: BLE001 - pickling raises many kinds; neighbours hear first
+        error = InputError(f"{method}: could not pickle the object ({type(exc).__name__}: {exc})")
+        error.__cause__ = exc
+    return _Exchange(net, method, sends, recvs, error, _loads)
+
+
+def _loads(payloads):
+    """Unpickle the payloads (an empty one is ``None``, as in mpi4py)."""
+    MPI = _mpi()
+    return [MPI.pickle.loads(p) if p.size else None for p in payloads]
+
+
+def neighbor_allgather(net, sendobj):
+    """Return the list of every neighbour's ``sendobj``, in :func:`Get_dist_neighbors` order
+    (mirrors ``Topocomm.neighbor_allgather``; one pickle per link, no size message first)."""
+    return _blocking(_object_start(net, "neighbor_allgather", sendobj))
+
+
+def neighbor_alltoall(net, sendobj):
+    """Send item ``j`` of ``sendobj`` (``None``: all None) to neighbour ``j``; return the items
+    received, one per neighbour (mirrors ``Topocomm.neighbor_alltoall``)."""
+    return _blocking(_object_start(net, "neighbor_alltoall", sendobj))

@@ -1,0 +1,545 @@
+"""dualmpi's neighbourhood collectives against Open MPI's on a dist-graph communicator of the same
+neighbours (built from COMM_WORLD, reorder=False), on the same buffers.
+
+For every network and nodes per rank the job's size allows (1, 2 or 4 nodes per rank), the
+test derives each rank's neighbours from the topology itself (the node's links in dimension
+order with one node per rank; the ranks playing a neighbour of one of its nodes, ascending,
+with several), builds ``WORLD.Create_dist_graph_adjacent(nbrs, nbrs, reorder=False)`` and runs
+each call there and on :class:`dualmpi.Comm` on receive buffers that start as the same
+sentinel: the buffer, object and nonblocking forms (Ineighbor_* with Test, Wait and
+Request.Waitall, in flight beside a blocking call and beside a broadcast request of the
+engine), the queries and the link statistics.  Error cases: counts (fewer, more: truncated)
+or datatypes that differ between two neighbours raise InputError on both ends, a rank with a
+bad buffer makes its neighbours raise too, and the communicator works afterwards (no message
+is left behind).  Every rank communicates in every test, then the ranks agree on the verdict.
+Run at 1, 2, 4, 8 (and once at 32: D_3 with one node per rank, sampled).
+"""
+
+import numpy as np
+import pytest
+
+MPI = pytest.importorskip("mpi4py.MPI")
+
+import dualmpi  # noqa: E402
+from dualmpi import neighbor as nb  # noqa: E402
+from dualmpi.errors import InputError  # noqa: E402
+from dualmpi.topology import from_spec  # noqa: E402
+
+WORLD = MPI.COMM_WORLD
+SIZE = WORLD.Get_size()
+RANK = WORLD.Get_rank()
+SENTINEL = -7
+
+pytestmark = pytest.mark.mpi(min_size=1)
+
+SPECS = ("hypercube:n=0", "hypercube:n=1", "dualcube:r=1", "hypercube:n=2", "dualcube:r=2",
+         "hypercube:n=3", "dualcube:r=3")
+#: Many ranks on two cores are slow: fewer cases there.
+SAMPLED = SIZE > 8
+
+
+def _configs():
+    out = []
+    for spec in SPECS:
+        p = from_spec(spec).num_nodes
+        if p % SIZE == 0 and p // SIZE in (1, 2, 4):
+            out.append((spec, p // SIZE))
+    return out
+
+
+CONFIGS = _configs()
+DTYPES = [np.int32] if SAMPLED else [np.int32, np.float64]
+#: 5000 float64 (40 KB): past Open MPI's eager limits, the rendezvous protocol.
+COUNTS = [0, 3] if SAMPLED else [0, 1, 3, 5000]
+
+
+def _expected_neighbours(topo, q, rank):
+    """The neighbour list, derived here from the topology (not from dualmpi.neighbor)."""
+    if q == 1:
+        return [int(v) for v in topo.neighbors(rank)]
+    return sorted({int(v) // q for u in range(rank * q, rank * q + q) for v in topo.neighbors(u)}
+                  - {rank})
+
+
+class Net:
+    """A dualmpi.Comm and Open MPI's dist-graph communicator of the same neighbours."""
+
+    def __init__(self, spec, q):
+        self.spec, self.q = spec, q
+        self.topo = from_spec(spec)
+        self.net = dualmpi.Comm(WORLD, spec, nodes_per_rank=q)
+        nb.attach(self.net)  # part of the set-up (see dualmpi.neighbor.attach)
+        self.nbrs = _expected_neighbours(self.topo, q, RANK)
+        self.ref = WORLD.Create_dist_graph_adjacent(self.nbrs, self.nbrs, reorder=False)
+
+    def free(self):
+        self.ref.Free()
+        nb.free(self.net)
+        self.net.Free()
+
+
+@pytest.fixture(scope="module", params=CONFIGS, ids=[f"{s}-q{q}" for s, q in CONFIGS])
+def net(request):
+    n = Net(*request.param)
+    yield n
+    n.free()
+
+
+def _agree(ok):
+    """True when ``ok`` holds on every rank (collective)."""
+    return bool(WORLD.allreduce(1 if ok else 0, op=MPI.MIN))
+
+
+def _attempt(fn):
+    """Run ``fn``; return ``(result, exception)`` (so every rank reaches the verdict)."""
+    try:
+        return fn(), None
+    except Exception as exc:  # noqa: BLE001 - judged by the caller, on every rank together
+        return None, exc
+
+
+def _fail_unless(ok, what):
+    """Fail on every rank together unless ``ok`` holds on every rank."""
+    bad = [msg for msg in WORLD.allgather(None if ok else f"rank {RANK}: {what}") if msg]
+    if bad:
+        pytest.fail("; ".join(bad[:4]))
+
+
+def _data(n, dtype, salt=0):
+    return (np.arange(n) * 7 + 1000 * RANK + salt).astype(dtype)
+
+
+def _compare(ref_call, our_call, a, b, what):
+    """Run Open MPI's call on ``a`` and ours on ``b``; fail on every rank unless they agree."""
+    ref_call(a)
+    _, exc = _attempt(lambda: our_call(b))
+    ok = exc is None and np.array_equal(a, b)
+    _fail_unless(ok, f"{what}: " + (f"{type(exc).__name__}: {exc}" if exc else
+                                    f"got {b.tolist()}, Open MPI {a.tolist()}"))
+
+
+# -- queries -----------------------------------------------------------------------------------
+
+def test_queries(net):
+    """Get_dist_neighbors(_count) and Get_topology as Open MPI's dist-graph communicator's."""
+    ours = (nb.Get_dist_neighbors(net.net), nb.Get_dist_neighbors_count(net.net),
+            nb.Get_topology(net.net))
+    ref = (net.ref.Get_dist_neighbors(), net.ref.Get_dist_neighbors_count(),
+           net.ref.Get_topology())
+    ok = ours == ref and ours[0][0] == net.nbrs and ours[2] == MPI.DIST_GRAPH
+    _fail_unless(ok, f"ours {ours}, Open MPI {ref}")
+
+
+# -- buffer forms ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("count", COUNTS)
+def test_allgather(net, dtype, count):
+    d = len(net.nbrs)
+    send = _data(count, dtype)
+    a = np.full(d * count, SENTINEL, dtype)
+    b = a.copy()
+    _compare(lambda r: net.ref.Neighbor_allgather(send, r),
+             lambda r: nb.Neighbor_allgather(net.net, send, r), a, b, "Neighbor_allgather")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("count", COUNTS)
+def test_alltoall(net, dtype, count):
+    d = len(net.nbrs)
+    send = _data(d * count, dtype)
+    a = np.full(d * count, SENTINEL, dtype)
+    b = a.copy()
+    _compare(lambda r: net.ref.Neighbor_alltoall(send, r),
+             lambda r: nb.Neighbor_alltoall(net.net, send, r), a, b, "Neighbor_alltoall")
+
+
+def _own_count(rank):
+    """How many elements ``rank`` sends in the v-variants (0 included, uneven)."""
+    return rank % 3 + (rank // 3) % 2
+
+
+def _pair_count(src, dst):
+    """Elements ``src`` sends ``dst`` in Neighbor_alltoallv (0 included, uneven, asymmetric)."""
+    return (src + 2 * dst) % 4
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_allgatherv(net, dtype):
+    """Uneven counts, blocks out of order with gaps the call must leave untouched."""
+    counts = np.array([_own_count(s) for s in net.nbrs], dtype=np.int64)
+    d = len(counts)
+    spans = counts + 1
+    displs = np.zeros(d, dtype=np.int64)
+    if d:
+        order = np.arange(d)[::-1]  # last neighbour's block first
+        displs[order] = np.concatenate([[0], np.cumsum(spans[order])[:-1]])
+    send = _data(_own_count(RANK), dtype)
+    a = np.full(int(spans.sum()), SENTINEL, dtype)
+    b = a.copy()
+    _compare(lambda r: net.ref.Neighbor_allgatherv(send, [r, (counts, displs)]),
+             lambda r: nb.Neighbor_allgatherv(net.net, send, [r, (counts, displs)]),
+             a, b, "Neighbor_allgatherv")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_alltoallv(net, dtype):
+    scounts = np.array([_pair_count(RANK, s) for s in net.nbrs], dtype=np.int64)
+    rcounts = np.array([_pair_count(s, RANK) for s in net.nbrs], dtype=np.int64)
+    sdispls = np.cumsum(scounts) - scounts
+    rdispls = np.cumsum(rcounts + 2) - (rcounts + 2) + 1  # gaps of 2, one element before
+    send = _data(int(scounts.sum()), dtype)
+    a = np.full(int((rcounts + 2).sum()) + 1, SENTINEL, dtype)
+    b = a.copy()
+    _compare(lambda r: net.ref.Neighbor_alltoallv([send, (scounts, sdispls)],
+                                                   [r, (rcounts, rdispls)]),
+             lambda r: nb.Neighbor_alltoallv(net.net, [send, (scounts, sdispls)],
+                                             [r, (rcounts, rdispls)]),
+             a, b, "Neighbor_alltoallv")
+
+
+def test_derived_datatype(net):
+    """Strided blocks (MPI vector type) on both sides: only the typemap's bytes change."""
+    d = len(net.nbrs)
+    vec = MPI.INT.Create_vector(2, 1, 3).Commit()  # 2 ints 3 apart: extent 16 bytes
+    try:
+        send = _data(4 * 2 * max(d, 1), np.int32)
+        a = np.full(4 * 2 * max(d, 1), SENTINEL, np.int32)
+        b = a.copy()
+        _compare(lambda r: net.ref.Neighbor_alltoall([send, 2, vec], [r, 2, vec]),
+                 lambda r: nb.Neighbor_alltoall(net.net, [send, 2, vec], [r, 2, vec]),
+                 a, b, "Neighbor_alltoall with a vector datatype")
+        a = np.full(4 * 2 * max(d, 1), SENTINEL, np.int32)
+        b = a.copy()
+        _compare(lambda r: net.ref.Neighbor_allgather([send, 1, vec], [r, 1, vec]),
+                 lambda r: nb.Neighbor_allgather(net.net, [send, 1, vec], [r, 1, vec]),
+                 a, b, "Neighbor_allgather with a vector datatype")
+    finally:
+        vec.Free()
+
+
+def test_alltoallw(net):
+    """A datatype, count and byte displacement per neighbour: int32, float64 and a vector."""
+    vec = MPI.DOUBLE.Create_vector(2, 1, 2).Commit()  # extent 24 bytes
+    types = [MPI.INT32_T, MPI.DOUBLE, vec]
+
+    def kind(x, y):
+        return types[(x + y) % 3]
+
+    def count(src, dst):
+        return (src + 3 * dst) % 3  # 0 included
+
+    try:
+        stypes = [kind(RANK, s) for s in net.nbrs]
+        rtypes = [kind(s, RANK) for s in net.nbrs]
+        scounts = [count(RANK, s) for s in net.nbrs]
+        rcounts = [count(s, RANK) for s in net.nbrs]
+
+        def layout(counts, dtypes, gap):
+            displs, at = [], gap
+            for c, t in zip(counts, dtypes):
+                displs.append(at)
+                at += c * t.Get_extent()[1] + gap
+            return displs, at
+
+        sdispls, slen = layout(scounts, stypes, 0)
+        rdispls, rlen = layout(rcounts, rtypes, 8)
+        send = ((np.arange(max(slen, 1)) * 13 + RANK) % 251).astype(np.uint8)
+        a = np.full(max(rlen, 1), 0xA5, np.uint8)
+        b = a.copy()
+        _compare(lambda r: net.ref.Neighbor_alltoallw([send, (scounts, sdispls), stypes],
+                                                       [r, (rcounts, rdispls), rtypes]),
+                 lambda r: nb.Neighbor_alltoallw(net.net, [send, (scounts, sdispls), stypes],
+                                                 [r, (rcounts, rdispls), rtypes]),
+                 a, b, "Neighbor_alltoallw")
+    finally:
+        vec.Free()
+
+
+# -- nonblocking forms ------------------------------------------------------------------------
+
+def test_nonblocking_forms(net):
+    """Ineighbor_* against Open MPI's, all five in flight at once, completed by Waitall."""
+    d = len(net.nbrs)
+    send = _data(3 * d, np.float64)
+    one = _data(3, np.float64, 1)
+    counts = np.array([_own_count(s) for s in net.nbrs], dtype=np.int64)
+    vsend = _data(_own_count(RANK), np.float64)
+    scounts = np.array([_pair_count(RANK, s) for s in net.nbrs], dtype=np.int64)
+    rcounts = np.array([_pair_count(s, RANK) for s in net.nbrs], dtype=np.int64)
+    wsend = _data(2 * d, np.int32)
+    wdispls = 8 * np.arange(d)
+    wtypes = [MPI.INT32_T] * d
+
+    def calls(comm, start):
+        bufs = [np.full(3 * d, SENTINEL, np.float64), np.full(3 * d, SENTINEL, np.float64),
+                np.full(int(counts.sum()), SENTINEL, np.float64),
+                np.full(int(rcounts.sum()), SENTINEL, np.float64),
+                np.full(2 * d, SENTINEL, np.int32)]
+        reqs = [start(comm, "Ineighbor_allgather")(one, bufs[0]),
+                start(comm, "Ineighbor_alltoall")(send, bufs[1]),
+                start(comm, "Ineighbor_allgatherv")(vsend, [bufs[2], counts]),
+                start(comm, "Ineighbor_alltoallv")([send, scounts], [bufs[3], rcounts]),
+                start(comm, "Ineighbor_alltoallw")([wsend, (np.full(d, 2), wdispls), wtypes],
+                                                   [bufs[4], (np.full(d, 2), wdispls), wtypes])]
+        return bufs, reqs
+
+    ref, reqs = calls(net.ref, lambda c, name: getattr(c, name))
+    MPI.Request.Waitall(reqs)
+    ours, exc = _attempt(lambda: calls(net.net, lambda c, name: (
+        lambda s, r: getattr(nb, name)(c, s, r))))
+    if exc is None:
+        bufs, reqs = ours
+        _, exc = _attempt(lambda: dualmpi.Request.Waitall(reqs))
+        ok = exc is None and all(np.array_equal(x, y) for x, y in zip(ref, bufs)) and \
+            not any(reqs)
+    else:
+        ok = False
+    _fail_unless(ok, f"{exc!r}" if exc else "the buffers differ from Open MPI's")
+
+
+def test_nonblocking_interleaved(net):
+    """A blocking call and Test polling while a nonblocking one is in flight (tags per call)."""
+    d = len(net.nbrs)
+    first = _data(2 * d, np.int32, 3)
+    second = _data(2, np.int32, 4)
+    a1, a2 = np.full(2 * d, SENTINEL, np.int32), np.full(2 * d, SENTINEL, np.int32)
+    r = net.ref.Ineighbor_alltoall(first, a1)
+    net.ref.Neighbor_allgather(second, a2)
+    r.Wait()
+    b1, b2 = np.full(2 * d, SENTINEL, np.int32), np.full(2 * d, SENTINEL, np.int32)
+
+    def ours():
+        req = nb.Ineighbor_alltoall(net.net, first, b1)
+        nb.Neighbor_allgather(net.net, second, b2)
+        while not req.Test():
+            pass
+        return req
+
+    req, exc = _attempt(ours)
+    ok = exc is None and not req and np.array_equal(a1, b1) and np.array_equal(a2, b2)
+    _fail_unless(ok, f"{exc!r} {b1.tolist()} {b2.tolist()} vs {a1.tolist()} {a2.tolist()}")
+
+
+@pytest.mark.parametrize("form", ["blocking", "nonblocking"])
+def test_alongside_a_nonblocking_collective(net, form):
+    """A broadcast request of the engine in flight with a neighbourhood call (rendezvous sizes).
+
+    The ranks that forward the broadcast make the neighbourhood call (blocking, or Ineighbor
+    and Wait) before they wait for the broadcast, the others after: a rank waiting for the
+    broadcast needs a forwarder that is busy in the neighbourhood call, whose wait must
+    advance the broadcast meanwhile.
+    """
+    from dualmpi.engine.layout import Layout, layout_kind
+    from dualmpi.engine.nonblocking import Progress
+
+    d = len(net.nbrs)
+    n = 5000
+    send = _data(n * d, np.float64)
+    a = np.full(n * d, SENTINEL, np.float64)
+    net.ref.Neighbor_alltoall(send, a)
+    prog = Progress(net.net._transport)
+    try:
+        piece = 8 * n
+        bound = net.net._engine.rank_plan(RANK, "bcast", 0).bind(
+            Layout(layout_kind("bcast"), net.topo.num_nodes, net.q, piece, 0), 1)
+        first = min((r.index for r in bound.rounds if r.recvs), default=None)
+        forwards = first is not None and any(r.sends and r.index > first for r in bound.rounds)
+        data = np.arange(piece, dtype=np.uint64).astype(np.uint8)
+        got = data.copy() if RANK == 0 else np.zeros(piece, np.uint8)
+        b = np.full(n * d, SENTINEL, np.float64)
+
+        def neighbourhood():
+            if form == "blocking":
+                nb.Neighbor_alltoall(net.net, send, b)
+            else:
+                nb.Ineighbor_alltoall(net.net, send, b).Wait()
+
+        def run():
+            bcast = dualmpi.Request.from_plan(prog, prog.start(
+                bound, got if RANK == 0 else None, None if RANK == 0 else got, what="Ibcast"))
+            if forwards:
+                neighbourhood()
+                bcast.Wait()
+            else:
+                bcast.Wait()
+                neighbourhood()
+
+        _, exc = _attempt(run)
+    finally:
+        prog.free()
+    ok = exc is None and np.array_equal(a, b) and np.array_equal(got, data)
+    _fail_unless(ok, f"{exc!r}" if exc else "wrong data")
+
+
+def test_nonblocking_bad_arguments(net):
+    """A rank's bad buffer raises at its Ineighbor call; its neighbours' Wait raises."""
+    if _pair(net) is None:
+        pytest.skip("rank 0 has no neighbour here")
+    d = len(net.nbrs)
+    send = _data(2 * d, np.int32)
+    recv = np.zeros(2 * d, np.int32)
+    if RANK == 0:
+        recv.flags.writeable = False
+    _, exc = _attempt(lambda: nb.Ineighbor_alltoall(net.net, send, recv).Wait())
+    raised = _raised(exc)
+    zero_nbrs = WORLD.bcast(net.nbrs if RANK == 0 else None, root=0)
+    _fail_unless(raised == {0} | set(zero_nbrs), f"raised on {sorted(raised)}; here {exc!r}")
+    _still_works(net)
+
+
+# -- object forms ------------------------------------------------------------------------------
+
+def test_objects(net):
+    obj = {"rank": RANK, "payload": list(range(RANK % 5)), "text": "x" * (RANK % 3)}
+    items = [(RANK, s, "y" * ((RANK + s) % 4)) for s in net.nbrs]
+    ref = (net.ref.neighbor_allgather(obj), net.ref.neighbor_alltoall(items),
+           net.ref.neighbor_alltoall(None))
+    ours, exc = _attempt(lambda: (nb.neighbor_allgather(net.net, obj),
+                                  nb.neighbor_alltoall(net.net, items),
+                                  nb.neighbor_alltoall(net.net, None)))
+    _fail_unless(exc is None and ours == ref, f"ours {ours!r} ({exc!r}), Open MPI {ref!r}")
+
+
+# -- statistics --------------------------------------------------------------------------------
+
+def test_stats(net):
+    """One link message per neighbour per call, the payload bytes counted on its link."""
+    d = len(net.nbrs)
+    net.net.reset_stats()
+    send = _data(3 * d, np.float64)
+    recv = np.zeros(3 * d)
+    _, exc = _attempt(lambda: nb.Neighbor_alltoall(net.net, send, recv))
+    st = net.net.stats()
+    _, links = nb.neighbors(net.topo, net.q, RANK)
+    ok = exc is None and st["messages"] == d and st["bytes"] == 24 * d and \
+        st["links"] == {link: (1, 24) for link in links} and \
+        all(net.topo.is_link(u, v) for u, v in links)
+    _fail_unless(ok, f"{exc!r} stats {st}")
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+def _pair(net):
+    """Two neighbouring ranks ``(a, b)``: rank 0 and its first neighbour, or None."""
+    first = WORLD.bcast(net.nbrs[0] if RANK == 0 and net.nbrs else None, root=0)
+    return None if first is None else (0, first)
+
+
+def _raised(exc):
+    """The ranks where the call raised InputError (every rank gets the list)."""
+    flags = WORLD.allgather(isinstance(exc, InputError))
+    return {r for r, f in enumerate(flags) if f}
+
+
+def _still_works(net):
+    """A correct call after an error: every message of the failed one was taken."""
+    d = len(net.nbrs)
+    send = _data(2 * d, np.int32, 5)
+    a = np.full(2 * d, SENTINEL, np.int32)
+    b = a.copy()
+    _compare(lambda r: net.ref.Neighbor_alltoall(send, r),
+             lambda r: nb.Neighbor_alltoall(net.net, send, r), a, b, "the call after the error")
+
+
+#: (elements every rank sends and expects, what rank b expects from rank a instead)
+MISMATCHES = {"fewer": (2, 3), "more": (2, 1), "more-large": (5000, 4999), "datatype": (2, 2)}
+
+
+def _mismatch_call(net, kind, a, b, nonblocking=False):
+    """A call where only the pair ``a -> b`` disagrees (``kind``): Neighbor_alltoallv on counts
+    (a sends fewer or more than b expects), Neighbor_alltoallw on the datatype (float32 in
+    place of int32: same size)."""
+    d = len(net.nbrs)
+    each, other = MISMATCHES[kind]
+    counts = np.full(d, each, dtype=np.int64)
+    send = _data(each * d, np.int32)
+    rbuf = np.zeros((each + 1) * d, np.int32)
+    if kind != "datatype":
+        rcounts = counts.copy()
+        if RANK == b:
+            rcounts[net.nbrs.index(a)] = other
+        args = [send, counts, MPI.INT32_T], [rbuf, rcounts, MPI.INT32_T]
+        if nonblocking:
+            return nb.Ineighbor_alltoallv(net.net, *args).Wait()
+        return nb.Neighbor_alltoallv(net.net, *args)
+    displs = 4 * each * np.arange(d)
+    rtypes = [MPI.INT32_T] * d
+    if RANK == b:
+        rtypes[net.nbrs.index(a)] = MPI.FLOAT
+    args = ([send, (counts, displs), [MPI.INT32_T] * d], [rbuf, (counts, displs), rtypes])
+    if nonblocking:
+        return nb.Ineighbor_alltoallw(net.net, *args).Wait()
+    return nb.Neighbor_alltoallw(net.net, *args)
+
+
+@pytest.mark.parametrize("nonblocking", [False, True], ids=["blocking", "nonblocking"])
+@pytest.mark.parametrize("kind", list(MISMATCHES))
+def test_mismatch_between_neighbours(net, kind, nonblocking):
+    """Rank b expects another count (or type) from neighbour a: InputError on both, nowhere else
+    (the nonblocking forms raise it from Wait)."""
+    pair = _pair(net)
+    if pair is None:
+        pytest.skip("rank 0 has no neighbour here")
+    a, b = pair
+    _, exc = _attempt(lambda: _mismatch_call(net, kind, a, b, nonblocking))
+    raised = _raised(exc)
+    word = "datatypes differ" if kind == "datatype" else "counts differ"
+    ok = raised == {a, b} and (RANK not in (a, b) or
+                               (word in str(exc) and f"rank {a}" in str(exc)
+                                and f"rank {b}" in str(exc)))
+    _fail_unless(ok, f"raised on {sorted(raised)}, expected {[a, b]}; here {exc!r}")
+    _still_works(net)
+
+
+@pytest.mark.parametrize("bad", ["toolarge", "readonly", "unpicklable"])
+def test_bad_arguments_on_one_rank(net, bad):
+    """Rank 0's arguments are rejected: it raises its own error, its neighbours raise too."""
+    if _pair(net) is None:
+        pytest.skip("rank 0 has no neighbour here")
+    d = len(net.nbrs)
+    send = _data(2 * d, np.int32)
+    recv = np.zeros(2 * d, np.int32)
+    if bad == "unpicklable":
+        obj = (lambda: 0) if RANK == 0 else RANK
+        _, exc = _attempt(lambda: nb.neighbor_allgather(net.net, obj))
+    else:
+        if RANK == 0 and bad == "toolarge":
+            recv = [recv, 2 * d + 1, MPI.INT32_T]  # d blocks of 2d + 1: past the end
+        if RANK == 0 and bad == "readonly":
+            recv.flags.writeable = False
+        _, exc = _attempt(lambda: nb.Neighbor_alltoall(net.net, send, recv))
+    raised = _raised(exc)
+    zero_nbrs = WORLD.bcast(net.nbrs if RANK == 0 else None, root=0)
+    expected = {0} | set(zero_nbrs)
+    ok = raised == expected and (RANK not in zero_nbrs or "rejected on rank 0" in str(exc))
+    _fail_unless(ok, f"raised on {sorted(raised)}, expected {sorted(expected)}; here {exc!r}")
+    _still_works(net)
+
+
+def test_different_calls(net):
+    """Rank 0 calls Neighbor_allgather while the rest call Neighbor_alltoall (same sizes)."""
+    if _pair(net) is None:
+        pytest.skip("rank 0 has no neighbour here")
+    d = len(net.nbrs)
+    send = _data(d, np.int32)
+    recv = np.zeros(d, np.int32)
+    if RANK == 0:
+        _, exc = _attempt(lambda: nb.Neighbor_allgather(net.net, send[:1], recv))
+    else:
+        _, exc = _attempt(lambda: nb.Neighbor_alltoall(net.net, send, recv))
+    raised = _raised(exc)
+    zero_nbrs = WORLD.bcast(net.nbrs if RANK == 0 else None, root=0)
+    expected = {0} | set(zero_nbrs)
+    _fail_unless(raised == expected, f"raised on {sorted(raised)}, expected {sorted(expected)}; "
+                                     f"here {exc!r}")
+    _still_works(net)
+
+
+def test_overlapping_buffers(net):
+    """The same array as sendbuf and recvbuf (MPI forbids aliasing): InputError on every rank."""
+    d = len(net.nbrs)
+    buf = _data(2 * max(d, 1), np.int32)
+    _, exc = _attempt(lambda: nb.Neighbor_alltoall(net.net, buf, buf))
+    _fail_unless(isinstance(exc, InputError) and "overlap" in str(exc), repr(exc))
+    _still_works(net)
