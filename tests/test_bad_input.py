@@ -145,14 +145,15 @@ HARDENING = [
          "run-iters-1e9"),
     # refused on its pace (a few calls timed) or, where 100 M calls' times do not fit, on memory
     case(2, ["run", SPEC, "--collective", "bcast", "--sizes", "8", "--iters", "100000000"],
-         r"(run bcast size=8: 100,000,002 calls at [0-9.]+ us each needs about [0-9.]+ (h|days) "
+         r"(run bcast size=8: 100,000,002 calls at [0-9.]+ [um]s each needs about [0-9.]+ (h|days) "
          r"\(limit 10 min\); use fewer --iters|and the times of 100,000,000 calls needs)",
          "run-iters-1e8"),
     case(2, ["run", SPEC, "--collective", "bcast", "--sizes", "8", "--iters", "10000000",
-             "--time-limit", "60"], r"run bcast size=8: 10,000,002 calls at [0-9.]+ us each needs "
-         r"about [0-9.]+ (min|h) \(limit 1 min\)", "run-iters-1e7-time-limit-60"),
+             "--time-limit", "60"],
+         r"run bcast size=8: 10,000,002 calls at [0-9.]+ [um]s each needs about [0-9.]+ (min|h) "
+         r"\(limit 1 min\)", "run-iters-1e7-time-limit-60"),
     case(2, ["run", SPEC, "--collective", "bcast", "--sizes", "8", "--iters", "200",
-             "--time-limit", "0.001"], r"run bcast size=8: 202 calls at [0-9.]+ us each needs "
+             "--time-limit", "0.001"], r"run bcast size=8: 202 calls at [0-9.]+ [um]s each needs "
          r"about [0-9.]+ s \(limit 0.001 s\)", "run-time-limit-1ms"),
     case(2, ["run", SPEC, "--time-limit", "nan", *QUICK], r"--time-limit must be 0 \(no limit\)",
          "run-time-limit-nan"),

@@ -43,7 +43,8 @@ def _rank_pids(session):
 def _stop_one(victim):
     """Run the job, stop ``victim`` mid-measurement; return (exit code, seconds to exit, lines)."""
     cmd = dualmpi_cmd(8, "run", "dualcube:r=2", "--collective", "alltoall", "--sizes", "65536",
-                      "--iters", "100000", "--warmup", "0", "--watchdog", str(DEADLINE))
+                      "--iters", "100000", "--warmup", "0", "--watchdog", str(DEADLINE),
+                      "--time-limit", "0")  # a long run on purpose: stopped long before its end
     proc = subprocess.Popen([str(c) for c in cmd], env=ompi_env(300), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
     pids, lines_out, out, err = {}, [], b"", None
