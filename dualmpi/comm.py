@@ -20,7 +20,7 @@ import zlib
 
 import numpy as np
 
-from . import arguments, msgbuffer, objects
+from . import arguments, calls, msgbuffer, neighbor, objects
 from .collectives import registry
 from .errors import DualmpiError, InputError, LinkError, RankCountError
 from .resources import ResourceError
@@ -123,6 +123,14 @@ class Comm:
                               packet_bytes=PACKET_BYTES, pipelined=PIPELINED, stream=stream,
                               **self.options)
         self._agreed = set()
+        #: the nonblocking collectives' progress engine and the neighbourhood collectives'
+        #: communicator, made now (collective): made by a first nonblocking call, they would
+        #: make it wait for every rank, which MPI does not (a rank may start an Ibcast, then
+        #: wait for a message another rank sends before its own Ibcast)
+        from .engine.nonblocking import Progress
+
+        self._nb = Progress(self._transport)
+        neighbor.attach(self)
         #: every MPI method a description names, numbered (what the argument check compares)
         self._codes = {d.mpi: i + 1 for i, d in enumerate(
             registry.get(n) for n in registry.names()) if d.mpi}
@@ -187,6 +195,11 @@ class Comm:
     def Free(self):
         """Release the plans, persistent requests and the graph communicator."""
         self._forget()
+        if self._engine is not None:
+            neighbor.free(self)
+        if self._nb is not None:
+            self._nb.free()
+            self._nb = None
         if self._engine is not None:
             self._engine.free()
             self._transport.free()
@@ -264,60 +277,60 @@ class Comm:
     def Bcast(self, buf, root=0):
         """Broadcast ``buf`` from rank ``root`` (mirrors :meth:`mpi4py.MPI.Comm.Bcast`)."""
         if not self._mBcast(buf, root):
-            self._collective("Bcast", lambda: arguments.bcast(buf, root, self.rank, self.size),
+            calls.collective(self, "Bcast", lambda: arguments.bcast(buf, root, self.rank, self.size),
                              (buf, root), ((buf, True),))
 
     def Scatter(self, sendbuf, recvbuf, root=0):
         """Scatter rank ``root``'s ``sendbuf`` in equal pieces (mirrors ``Comm.Scatter``)."""
         if not self._mScatter(sendbuf, recvbuf, root):
-            self._collective("Scatter", lambda: arguments.scatter(sendbuf, recvbuf, root,
+            calls.collective(self, "Scatter", lambda: arguments.scatter(sendbuf, recvbuf, root,
                                                                   self.rank, self.size),
                              (sendbuf, recvbuf, root), ((sendbuf, False), (recvbuf, True)))
 
     def Scatterv(self, sendbuf, recvbuf, root=0):
         """Scatter pieces of one size per rank (mirrors ``Comm.Scatterv``)."""
-        self._collective("Scatterv", lambda: arguments.scatter(sendbuf, recvbuf, root, self.rank,
+        calls.collective(self, "Scatterv", lambda: arguments.scatter(sendbuf, recvbuf, root, self.rank,
                                                                self.size, v=True))
 
     def Gather(self, sendbuf, recvbuf, root=0):
         """Gather every ``sendbuf`` into rank ``root``'s ``recvbuf`` (mirrors ``Comm.Gather``)."""
         if not self._mGather(sendbuf, recvbuf, root):
-            self._collective("Gather", lambda: arguments.gather(sendbuf, recvbuf, root,
+            calls.collective(self, "Gather", lambda: arguments.gather(sendbuf, recvbuf, root,
                                                                 self.rank, self.size),
                              (sendbuf, recvbuf, root), ((sendbuf, False), (recvbuf, True)))
 
     def Gatherv(self, sendbuf, recvbuf, root=0):
         """Gather pieces of one size per rank (mirrors ``Comm.Gatherv``)."""
-        self._collective("Gatherv", lambda: arguments.gather(sendbuf, recvbuf, root, self.rank,
+        calls.collective(self, "Gatherv", lambda: arguments.gather(sendbuf, recvbuf, root, self.rank,
                                                              self.size, v=True))
 
     def Allgather(self, sendbuf, recvbuf):
         """Gather every rank's ``sendbuf`` into every ``recvbuf`` (mirrors ``Comm.Allgather``)."""
         if not self._mAllgather(sendbuf, recvbuf):
-            self._collective("Allgather", lambda: arguments.allgather(sendbuf, recvbuf, self.rank,
+            calls.collective(self, "Allgather", lambda: arguments.allgather(sendbuf, recvbuf, self.rank,
                                                                       self.size),
                              (sendbuf, recvbuf), ((sendbuf, False), (recvbuf, True)))
 
     def Allgatherv(self, sendbuf, recvbuf):
         """Allgather with one size per rank (mirrors ``Comm.Allgatherv``)."""
-        self._collective("Allgatherv", lambda: arguments.allgather(sendbuf, recvbuf, self.rank,
+        calls.collective(self, "Allgatherv", lambda: arguments.allgather(sendbuf, recvbuf, self.rank,
                                                                    self.size, v=True))
 
     def Alltoall(self, sendbuf, recvbuf):
         """The total exchange: piece ``j`` of ``sendbuf`` to rank ``j`` (mirrors ``Comm.Alltoall``)."""
         if not self._mAlltoall(sendbuf, recvbuf):
-            self._collective("Alltoall", lambda: arguments.alltoall(sendbuf, recvbuf, self.rank,
+            calls.collective(self, "Alltoall", lambda: arguments.alltoall(sendbuf, recvbuf, self.rank,
                                                                     self.size),
                              (sendbuf, recvbuf), ((sendbuf, False), (recvbuf, True)))
 
     def Alltoallv(self, sendbuf, recvbuf):
         """The total exchange with a count per pair (mirrors ``Comm.Alltoallv``)."""
-        self._collective("Alltoallv", lambda: arguments.alltoall(sendbuf, recvbuf, self.rank,
+        calls.collective(self, "Alltoallv", lambda: arguments.alltoall(sendbuf, recvbuf, self.rank,
                                                                  self.size, v=True))
 
     def Alltoallw(self, sendbuf, recvbuf):
         """The total exchange with a count and datatype per pair (mirrors ``Comm.Alltoallw``)."""
-        self._collective("Alltoallw", lambda: arguments.alltoallw(sendbuf, recvbuf, self.rank,
+        calls.collective(self, "Alltoallw", lambda: arguments.alltoallw(sendbuf, recvbuf, self.rank,
                                                                   self.size))
 
     # -- reductions -----------------------------------------------------------------------------
@@ -329,7 +342,7 @@ class Comm:
         (:mod:`dualmpi.collectives.reduce`).
         """
         if not self._mReduce(sendbuf, recvbuf, op, root):
-            self._collective("Reduce", lambda: self._op(arguments.reduce(
+            calls.collective(self, "Reduce", lambda: calls.with_op(self, arguments.reduce(
                 sendbuf, recvbuf, root, self.rank, self.size), op, "Reduce"),
                 (sendbuf, recvbuf, op, root), ((sendbuf, False), (recvbuf, True)))
 
@@ -340,7 +353,7 @@ class Comm:
         unless ``algorithms={"allreduce": ...}`` names one.
         """
         if not self._mAllreduce(sendbuf, recvbuf, op):
-            self._collective("Allreduce", lambda: self._op(arguments.allreduce(
+            calls.collective(self, "Allreduce", lambda: calls.with_op(self, arguments.allreduce(
                 sendbuf, recvbuf), op, "Allreduce"),
                 (sendbuf, recvbuf, op), ((sendbuf, False), (recvbuf, True)))
 
@@ -349,18 +362,18 @@ class Comm:
 
         The all-to-all broadcast run backwards (:mod:`dualmpi.collectives.reduce_scatter`).
         """
-        self._collective("Reduce_scatter_block", lambda: self._op(arguments.reduce_scatter_block(
+        calls.collective(self, "Reduce_scatter_block", lambda: calls.with_op(self, arguments.reduce_scatter_block(
             sendbuf, recvbuf, self.rank, self.size), op, "Reduce_scatter_block"))
 
     def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=None):
         """Reduce, then ``recvcounts[r]`` elements to rank ``r`` (mirrors ``Comm.Reduce_scatter``)."""
-        self._collective("Reduce_scatter", lambda: self._op(arguments.reduce_scatter(
+        calls.collective(self, "Reduce_scatter", lambda: calls.with_op(self, arguments.reduce_scatter(
             sendbuf, recvbuf, recvcounts, self.rank, self.size), op, "Reduce_scatter"))
 
     def Scan(self, sendbuf, recvbuf, op=None):
         """Inclusive prefix reduction over the ranks (mirrors ``Comm.Scan``)."""
         if not self._mScan(sendbuf, recvbuf, op):
-            self._collective("Scan", lambda: self._op(arguments.scan(sendbuf, recvbuf), op,
+            calls.collective(self, "Scan", lambda: calls.with_op(self, arguments.scan(sendbuf, recvbuf), op,
                                                       "Scan"),
                              (sendbuf, recvbuf, op), ((sendbuf, False), (recvbuf, True)))
 
@@ -370,7 +383,7 @@ class Comm:
         Rank 0's ``recvbuf`` is left as it was (MPI leaves it undefined).
         """
         if not self._mExscan(sendbuf, recvbuf, op):
-            self._collective("Exscan", lambda: self._op(arguments.scan(sendbuf, recvbuf, True),
+            calls.collective(self, "Exscan", lambda: calls.with_op(self, arguments.scan(sendbuf, recvbuf, True),
                                                         op, "Exscan"),
                              (sendbuf, recvbuf, op), ((sendbuf, False), (recvbuf, True)))
 
@@ -381,7 +394,7 @@ class Comm:
         broadcast tree there and back elsewhere.
         """
         if not self._mBarrier():
-            self._collective("Barrier", lambda: self._op(arguments.barrier(), None, "Barrier"), (),
+            calls.collective(self, "Barrier", lambda: calls.with_op(self, arguments.barrier(), None, "Barrier"), (),
                              ())
 
     # -- object collectives (pickled, built on the buffer ones: dualmpi.objects) ----------------
@@ -425,219 +438,163 @@ class Comm:
         """Exclusive prefix reduction of objects; None on rank 0 (mirrors ``Comm.exscan``)."""
         return objects.exscan(self, sendobj, op)
 
-    # -- the one path every collective takes ------------------------------------------------------
-    def _op(self, call, op, name):
-        """Resolve a reduction's ``op`` for ``call`` (its code joins what the ranks agree on)."""
-        from .ops import resolve
+    # -- nonblocking collectives: the same plans run as requests (dualmpi.Request) --------------
+    def Ibcast(self, buf, root=0):
+        """Start a broadcast; return a :class:`dualmpi.Request` (mirrors ``Comm.Ibcast``)."""
+        return calls.icollective(self, "Ibcast", "Bcast",
+                                 lambda: arguments.bcast(buf, root, self.rank, self.size))
 
-        if self._faulty:
-            raise InputError(f"{name}: reductions do not run on a network with faults")
-        MPI = self._MPI
-        call.op = resolve(MPI.SUM if op is None else op, call.dtype, name, MPI) \
-            if call.name != "barrier" else resolve(MPI.BOR, call.dtype, name, MPI)
-        if call.vector is None:
-            call.sig = call.sig + (call.op[1],)
-            call.fields = call.fields + ("operation",)
-        else:
-            call.vector["op"] = call.op[1]
-        return call
+    def Iscatter(self, sendbuf, recvbuf, root=0):
+        """Start a scatter (mirrors ``Comm.Iscatter``)."""
+        return calls.icollective(self, "Iscatter", "Scatter", lambda: arguments.scatter(
+            sendbuf, recvbuf, root, self.rank, self.size))
 
-    def _collective(self, method, read, args=None, arrays=()):
-        """Read, agree on, plan and run one call of ``method`` (an MPI method name).
+    def Iscatterv(self, sendbuf, recvbuf, root=0):
+        """Start a scatter of one size per rank (mirrors ``Comm.Iscatterv``)."""
+        return calls.icollective(self, "Iscatterv", "Scatterv", lambda: arguments.scatter(
+            sendbuf, recvbuf, root, self.rank, self.size, v=True))
 
-        ``read()`` returns the :class:`~dualmpi.arguments.Call` (or raises this rank's
-        :class:`InputError`, which every rank then hears of).  Fixed-count calls agree on
-        their signature in the control plane (once per signature, see :meth:`_agree`);
-        v-variants exchange their counts over the links first (:meth:`_vector_sizes`).
-        ``args``/``arrays``: the call is remembered for a repeat (:meth:`_remember`).
-        """
-        if self._engine is None:
-            raise DualmpiError(f"{method}: the communicator was freed")
-        desc = registry.by_mpi(method)
-        problem = call = None
-        try:
-            call = read()
-        except InputError as exc:
-            problem = str(exc)
-        if desc.counts != "fixed":
-            nbytes, root, sdispls, rdispls = self._vector_sizes(method, desc, call, problem)
-            call.pack()
-            run = self._engine.runner(self.rank, desc.name, nbytes, root, self.variant,
-                                      sdispls=sdispls, rdispls=rdispls, packets=1,
-                                      itemsize=call.itemsize, op=getattr(call, "op", None))
-            self._last_runner = run
-            run.run(call.send, call.recv)
-            call.unpack()
-            return
-        name = desc.name
-        if call is not None and name == "allreduce":
-            name = "allreduce-" + self._allreduce_algorithm(call.nbytes)
-        self._agree(method, call.sig if call else (), problem,
-                    lambda: self._store_bytes(name, call.root, call.nbytes, call.itemsize),
-                    call.fields if call else ())
-        call.pack()
-        packed = any(m.packed for m in call.sends + call.recvs)
-        if desc.combines:
-            run = self._engine.runner(self.rank, name, call.nbytes, call.root, self.variant,
-                                      itemsize=call.itemsize, op=call.op)
-            self._last_runner = run
-            self._settled = True
-        else:
-            objs = None if packed or args is None else (args[0], args[1] if len(args) > 2 else None)
-            run = self._runner(name, call.root, call.nbytes, call.send, call.recv, objs)
-        if args is not None and not packed:
-            self._remember(method, args, arrays, run, call.send, call.recv)
-        run.run(call.send, call.recv)
-        call.unpack()
+    def Igather(self, sendbuf, recvbuf, root=0):
+        """Start a gather (mirrors ``Comm.Igather``)."""
+        return calls.icollective(self, "Igather", "Gather", lambda: arguments.gather(
+            sendbuf, recvbuf, root, self.rank, self.size))
 
-    def _vector_sizes(self, method, desc, call, problem):
-        """Agree on a v-variant's sizes over the links; return ``(sizes, root, sdispls, rdispls)``.
+    def Igatherv(self, sendbuf, recvbuf, root=0):
+        """Start a gather of one size per rank (mirrors ``Comm.Igatherv``)."""
+        return calls.icollective(self, "Igatherv", "Gatherv", lambda: arguments.gather(
+            sendbuf, recvbuf, root, self.rank, self.size, v=True))
 
-        Every rank contributes one row — its own counts, a checksum of the counts it
-        expects from the others, its type signature, an error flag — and an allgather
-        over the links gives every rank the same table, from which every rank reaches
-        the same verdict and, for the ranks that forward, every block's size.
-        """
-        R, me = self.size, self.rank
-        kind = desc.name
-        pair = kind in ("alltoallv", "alltoallw")
-        width = 8 + (2 * R if pair else 0)
-        row = np.zeros(width, dtype=np.int64)
-        row[0] = self._codes[method]
-        v = None if call is None else call.vector
-        root = call.root if call is not None else 0
-        if v is not None:
-            try:
-                self._vector_row(kind, call, v, row)
-            except InputError as exc:
-                problem = str(exc)
-        row[1] = 1 if problem else 0
-        table = np.zeros((R, width), dtype=np.int64)
-        self._agree(method + " counts", (width,), None)
-        self._runner("allgather", 0, row.nbytes).run(row.view(np.uint8),
-                                                      table.view(np.uint8).reshape(-1))
-        if problem:
-            raise InputError(problem)
-        bad = np.flatnonzero(table[:, 1])
-        if bad.size:
-            raise InputError(f"{method}: arguments rejected on rank {int(bad[0])} (see its "
-                             "message)")
-        if np.any(table[:, 0] != table[0, 0]):
-            raise InputError(f"{method}: the ranks called different collectives")
-        roots = table[:, 2]
-        if np.any(roots != roots[0]):
-            raise InputError(f"{method}: ranks disagree on the root (from {int(roots.min())} "
-                             f"to {int(roots.max())})")
-        return self._vector_verdict(method, kind, call, v, table, root)
+    def Iallgather(self, sendbuf, recvbuf):
+        """Start an allgather (mirrors ``Comm.Iallgather``)."""
+        return calls.icollective(self, "Iallgather", "Allgather", lambda: arguments.allgather(
+            sendbuf, recvbuf, self.rank, self.size))
 
-    def _vector_row(self, kind, call, v, row):
-        """Fill this rank's row of the v-variant table (see :meth:`_vector_sizes`)."""
-        from .arguments import crc
+    def Iallgatherv(self, sendbuf, recvbuf):
+        """Start an allgather of one size per rank (mirrors ``Comm.Iallgatherv``)."""
+        return calls.icollective(self, "Iallgatherv", "Allgatherv", lambda: arguments.allgather(
+            sendbuf, recvbuf, self.rank, self.size, v=True))
 
-        R = self.size
-        row[2] = call.root
-        row[3] = v.get("typesig", 0)
-        row[4] = v.get("op", 0)
-        if kind == "scatterv":
-            row[5] = v["recv"] if v["recv"] is not None else int(v["send"][self.rank])
-            row[6] = crc(v["send"]) if v["send"] is not None else 0
-        elif kind in ("gatherv", "allgatherv"):
-            row[5] = v["send"]
-            row[6] = crc(v["recv"]) if v["recv"] is not None else 0
-        elif kind == "reduce_scatter":
-            row[5] = v["recv"]
-            row[6] = crc(v["counts"]) if v["counts"] is not None else -1
-            row[7] = v["item"]
-        else:
-            row[5] = crc(v["recv"])
-            row[6] = crc(np.asarray(v.get("recvsigs", [v["typesig"]] * R)))
-            row[8:8 + R] = v["send"]
-            row[8 + R:8 + 2 * R] = v.get("sendsigs", [v["typesig"]] * R)
+    def Ialltoall(self, sendbuf, recvbuf):
+        """Start a total exchange (mirrors ``Comm.Ialltoall``)."""
+        return calls.icollective(self, "Ialltoall", "Alltoall", lambda: arguments.alltoall(
+            sendbuf, recvbuf, self.rank, self.size))
 
-    def _vector_verdict(self, method, kind, call, v, table, root):
-        """Check the table of a v-variant alike on every rank; return the engine's sizes."""
-        from .arguments import crc
+    def Ialltoallv(self, sendbuf, recvbuf):
+        """Start a total exchange with a count per pair (mirrors ``Comm.Ialltoallv``)."""
+        return calls.icollective(self, "Ialltoallv", "Alltoallv", lambda: arguments.alltoall(
+            sendbuf, recvbuf, self.rank, self.size, v=True))
 
-        R, me = self.size, self.rank
-        sigs = table[:, 3]
-        sdispls = rdispls = None
-        if kind == "reduce_scatter":
-            given = table[:, 6][table[:, 6] >= 0]
-            if given.size and np.any(given != given[0]):
-                raise InputError(f"{method}: ranks disagree on recvcounts")
-            counts = table[:, 5] * 1
-            if given.size and crc(counts) != given[0]:
-                raise InputError(f"{method}: a rank's recvbuf does not hold its recvcounts entry")
-            if np.any(table[:, 7] != table[0, 7]) or np.any(sigs != sigs[0]):
-                raise InputError(f"{method}: ranks disagree on the datatype")
-            if np.any(table[:, 4] != table[0, 4]):
-                raise InputError(f"{method}: ranks disagree on the operation")
-            total = int(counts.sum())
-            if call.send.size != total:
-                raise InputError(f"{method}: sendbuf has {call.send.size // max(1, v['item'])} "
-                                 f"elements, the ranks' recvcounts add up to "
-                                 f"{total // max(1, v['item'])}")
-            self._check_memory(method, "reduce_scatter", counts, 0, call.itemsize)
-            return counts, 0, None, None
-        if kind in ("scatterv", "gatherv", "allgatherv"):
-            counts = table[:, 5] * 1
-            if kind == "allgatherv":
-                checks = table[:, 6]
-            else:
-                checks = table[root, 6:7]
-            if np.any(checks != crc(counts)):
-                side = {"scatterv": "the root's sendcounts and the ranks' recvbufs",
-                        "gatherv": "the ranks' sendbufs and the root's recvcounts",
-                        "allgatherv": "the ranks' sendbufs and recvcounts"}[kind]
-                raise InputError(f"{method}: {side} disagree (counts {counts.tolist()} bytes)")
-            if np.any(sigs[counts > 0] != sigs[counts > 0][:1]):
-                raise InputError(f"{method}: ranks disagree on the datatype")
-            if kind == "scatterv" and me == root:
-                sdispls = v["sdispls"]
-            if kind != "scatterv" and v.get("rdispls") is not None:
-                rdispls = v["rdispls"]
-            self._check_memory(method, kind, counts, root, 1)
-            return counts, root, sdispls, rdispls
-        matrix = table[:, 8:8 + R]
-        sends = table[:, 8 + R:8 + 2 * R]
-        for b in range(R):
-            if crc(matrix[:, b]) != table[b, 5]:
-                a = int(np.flatnonzero(matrix[:, b] >= 0)[0]) if R else 0
-                raise InputError(f"{method}: rank {b}'s recvcounts do not match what the ranks "
-                                 f"send it (bytes {matrix[:, b].tolist()})")
-            if crc(sends[:, b]) != table[b, 6]:
-                raise InputError(f"{method}: the datatypes rank {b} receives do not match "
-                                 "those the ranks send it")
-        self._check_memory(method, "alltoallv", matrix, 0, 1)
-        return matrix, 0, v["sdispls"], v["rdispls"]
+    def Ialltoallw(self, sendbuf, recvbuf):
+        """Start a total exchange with a count and datatype per pair (``Comm.Ialltoallw``)."""
+        return calls.icollective(self, "Ialltoallw", "Alltoallw", lambda: arguments.alltoallw(
+            sendbuf, recvbuf, self.rank, self.size))
 
-    def _check_memory(self, method, kind, sizes, root, itemsize):
-        """Refuse, on every rank, a v-variant whose plan would not fit in memory.
+    def Ireduce(self, sendbuf, recvbuf, op=None, root=0):
+        """Start a reduction to ``root`` (mirrors ``Comm.Ireduce``)."""
+        return calls.icollective(self, "Ireduce", "Reduce", lambda: calls.with_op(
+            self, arguments.reduce(sendbuf, recvbuf, root, self.rank, self.size), op, "Ireduce"))
 
-        The sizes are the same on every rank (agreed over the links), so the ranks check
-        sizes they have not run before together: one control-plane reduction.
-        """
-        key = zlib.crc32(repr((kind, root, itemsize)).encode() + np.asarray(sizes).tobytes())
-        if key in self._v_checked:
-            return
-        try:
-            short = self._memory_problem(method, self._engine.store_bytes(
-                self.rank, kind, sizes, root, self.variant, None, itemsize))
-        except DualmpiError as exc:  # the plan cannot be built: the others must hear of it
-            short = exc
-        flag = np.array([self.rank + 1 if short else 0], dtype=np.int64)
-        out = np.zeros_like(flag)
-        self._transport.allreduce(flag, out, self._MPI.MAX, f"the {method} memory check")
-        if isinstance(short, DualmpiError):
-            raise short
-        if short:
-            raise ResourceError(short)
-        if out[0]:
-            raise ResourceError(f"{method}: the plan's buffers would not fit in the memory of "
-                                f"rank {int(out[0]) - 1}'s host (see its message)")
-        if len(self._v_checked) > 4096:
-            self._v_checked.clear()
-        self._v_checked.add(key)
+    def Iallreduce(self, sendbuf, recvbuf, op=None):
+        """Start an allreduce (mirrors ``Comm.Iallreduce``)."""
+        return calls.icollective(self, "Iallreduce", "Allreduce", lambda: calls.with_op(
+            self, arguments.allreduce(sendbuf, recvbuf), op, "Iallreduce"))
+
+    def Ireduce_scatter_block(self, sendbuf, recvbuf, op=None):
+        """Start a reduce-scatter of equal blocks (mirrors ``Comm.Ireduce_scatter_block``)."""
+        return calls.icollective(self, "Ireduce_scatter_block", "Reduce_scatter_block",
+                                 lambda: calls.with_op(self, arguments.reduce_scatter_block(
+                                     sendbuf, recvbuf, self.rank, self.size), op,
+                                     "Ireduce_scatter_block"))
+
+    def Ireduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=None):
+        """Start a reduce-scatter (mirrors ``Comm.Ireduce_scatter``)."""
+        return calls.icollective(self, "Ireduce_scatter", "Reduce_scatter",
+                                 lambda: calls.with_op(self, arguments.reduce_scatter(
+                                     sendbuf, recvbuf, recvcounts, self.rank, self.size), op,
+                                     "Ireduce_scatter"))
+
+    def Iscan(self, sendbuf, recvbuf, op=None):
+        """Start an inclusive prefix reduction (mirrors ``Comm.Iscan``)."""
+        return calls.icollective(self, "Iscan", "Scan", lambda: calls.with_op(
+            self, arguments.scan(sendbuf, recvbuf), op, "Iscan"))
+
+    def Iexscan(self, sendbuf, recvbuf, op=None):
+        """Start an exclusive prefix reduction (mirrors ``Comm.Iexscan``)."""
+        return calls.icollective(self, "Iexscan", "Exscan", lambda: calls.with_op(
+            self, arguments.scan(sendbuf, recvbuf, True), op, "Iexscan"))
+
+    def Ibarrier(self):
+        """Start a barrier over the links (mirrors ``Comm.Ibarrier``)."""
+        return calls.icollective(self, "Ibarrier", "Barrier", lambda: calls.with_op(
+            self, arguments.barrier(), None, "Ibarrier"))
+
+    # -- neighbourhood collectives: the neighbours are the links (dualmpi.neighbor) ------------
+    def Get_dist_neighbors_count(self):
+        """Return ``(indegree, outdegree, weighted)``: ``(d, d, False)`` (mirrors
+        ``Distgraphcomm.Get_dist_neighbors_count``)."""
+        return neighbor.Get_dist_neighbors_count(self)
+
+    def Get_dist_neighbors(self):
+        """Return ``(sources, destinations, None)``: this rank's neighbours, the same list twice
+        (mirrors ``Distgraphcomm.Get_dist_neighbors``; order: :func:`dualmpi.neighbor.neighbors`)."""
+        return neighbor.Get_dist_neighbors(self)
+
+    def Neighbor_allgather(self, sendbuf, recvbuf):
+        """Gather one block from every neighbour (mirrors ``Topocomm.Neighbor_allgather``)."""
+        neighbor.Neighbor_allgather(self, sendbuf, recvbuf)
+
+    def Neighbor_allgatherv(self, sendbuf, recvbuf):
+        """Gather a block of one size per neighbour (mirrors ``Topocomm.Neighbor_allgatherv``)."""
+        neighbor.Neighbor_allgatherv(self, sendbuf, recvbuf)
+
+    def Neighbor_alltoall(self, sendbuf, recvbuf):
+        """Block ``j`` to neighbour ``j``, block ``i`` from neighbour ``i`` (mirrors
+        ``Topocomm.Neighbor_alltoall``)."""
+        neighbor.Neighbor_alltoall(self, sendbuf, recvbuf)
+
+    def Neighbor_alltoallv(self, sendbuf, recvbuf):
+        """The neighbourhood exchange with a count per neighbour (``Topocomm.Neighbor_alltoallv``)."""
+        neighbor.Neighbor_alltoallv(self, sendbuf, recvbuf)
+
+    def Neighbor_alltoallw(self, sendbuf, recvbuf):
+        """The neighbourhood exchange with a count, byte displacement and datatype per neighbour
+        (mirrors ``Topocomm.Neighbor_alltoallw``)."""
+        neighbor.Neighbor_alltoallw(self, sendbuf, recvbuf)
+
+    def Ineighbor_allgather(self, sendbuf, recvbuf):
+        """Start :meth:`Neighbor_allgather`; return a :class:`dualmpi.Request`."""
+        return neighbor.Ineighbor_allgather(self, sendbuf, recvbuf)
+
+    def Ineighbor_allgatherv(self, sendbuf, recvbuf):
+        """Start :meth:`Neighbor_allgatherv`; return a :class:`dualmpi.Request`."""
+        return neighbor.Ineighbor_allgatherv(self, sendbuf, recvbuf)
+
+    def Ineighbor_alltoall(self, sendbuf, recvbuf):
+        """Start :meth:`Neighbor_alltoall`; return a :class:`dualmpi.Request`."""
+        return neighbor.Ineighbor_alltoall(self, sendbuf, recvbuf)
+
+    def Ineighbor_alltoallv(self, sendbuf, recvbuf):
+        """Start :meth:`Neighbor_alltoallv`; return a :class:`dualmpi.Request`."""
+        return neighbor.Ineighbor_alltoallv(self, sendbuf, recvbuf)
+
+    def Ineighbor_alltoallw(self, sendbuf, recvbuf):
+        """Start :meth:`Neighbor_alltoallw`; return a :class:`dualmpi.Request`."""
+        return neighbor.Ineighbor_alltoallw(self, sendbuf, recvbuf)
+
+    def neighbor_allgather(self, sendobj):
+        """Return every neighbour's ``sendobj`` (mirrors ``Topocomm.neighbor_allgather``)."""
+        return neighbor.neighbor_allgather(self, sendobj)
+
+    def neighbor_alltoall(self, sendobj):
+        """Item ``j`` of ``sendobj`` to neighbour ``j``; return one item per neighbour
+        (mirrors ``Topocomm.neighbor_alltoall``)."""
+        return neighbor.neighbor_alltoall(self, sendobj)
+
+    def _progress(self):
+        """Return the communicator's :class:`~dualmpi.engine.nonblocking.Progress`."""
+        if self._nb is None:
+            raise DualmpiError("the communicator was freed")
+        return self._nb
 
     def _allreduce_algorithm(self, nbytes):
         """Return the allreduce algorithm for a vector of ``nbytes`` (chosen or as asked)."""
@@ -893,78 +850,10 @@ class Comm:
         return bad
 
     # -- internals -----------------------------------------------------------------------------
-    def _agree(self, name, sig, problem, need=None, fields=()):
-        """Check that every rank called ``name`` alike; raise the same error on every rank.
-
-        ``sig`` (at most 6 ints, named by ``fields``) is what every rank of a correct
-        program has in common.  Done the first time a signature is seen (all ranks of a
-        correct program see signatures in the same order); later calls with a known
-        signature skip it.  ``need()`` estimates the bytes the call's plan will allocate
-        on this rank; when that many per rank of this host would not fit in its memory
-        the call is refused on every rank (:class:`~dualmpi.resources.ResourceError`)
-        before allocating.  ``name`` may be a method followed by a word (``"Gatherv
-        counts"``: the v-variants' count exchange), which is agreed on separately.
-        """
-        key = (name, sig)
-        if problem is None and key in self._agreed:
-            return
-        MPI = self._MPI
-        if self._engine is None:
-            raise DualmpiError(f"{name}: the communicator was freed")
-        short = None
-        if problem is None and need is not None:
-            try:
-                short = self._memory_problem(name, need())
-            except DualmpiError as exc:  # the plan cannot be built: every rank hears of it
-                problem = str(exc)
-        method, _, part = name.partition(" ")
-        width = 9
-        flat = np.zeros(width, dtype=np.int64)
-        flat[0] = 2 * self._codes[method] + (1 if part else 0)
-        if problem is None:
-            flat[1:1 + len(sig)] = sig
-        flat[-2] = self.rank + 1 if short else 0
-        flat[-1] = self.rank + 1 if problem else 0
-        both = np.concatenate([flat, -flat])
-        out = np.zeros_like(both)
-        self._transport.allreduce(both, out, MPI.MAX, f"the {name} argument check")
-        hi, lo = out[:width], -out[width:]
-        if problem:
-            raise InputError(problem)
-        if hi[-1]:
-            raise InputError(f"{method}: arguments rejected on rank {int(hi[-1]) - 1} (see its "
-                             "message)")
-        if hi[0] != lo[0]:
-            raise InputError(f"{method}: the ranks called different collectives")
-        for i, field in enumerate(fields):
-            if hi[i + 1] != lo[i + 1]:
-                raise InputError(f"{method}: ranks disagree on the {field} "
-                                 f"(from {int(lo[i + 1])} to {int(hi[i + 1])})")
-        if np.any(hi[1:-2] != lo[1:-2]):
-            raise InputError(f"{method}: ranks disagree on the arguments")
-        if short:
-            raise ResourceError(short)
-        if hi[-2]:
-            raise ResourceError(f"{method}: the plan's buffers would not fit in the memory of "
-                                f"rank {int(hi[-2]) - 1}'s host (see its message)")
-        self._agreed.add(key)
-
     def _store_bytes(self, collective, root, nbytes, itemsize=1):
         """Estimate what a runner of this call allocates on this rank (bytes)."""
         return self._engine.store_bytes(self.rank, collective, nbytes, root, self.variant,
                                         self.algorithms.get(collective), itemsize)
-
-    def _memory_problem(self, name, need):
-        """Return why ``need`` bytes per rank do not fit in this host's memory, or None."""
-        from .resources import available_memory, format_bytes
-
-        ranks = self._transport.host_ranks
-        avail = available_memory()
-        if need * ranks <= 0.8 * avail:
-            return None
-        who = f"{ranks} ranks x {format_bytes(need)}" if ranks > 1 else format_bytes(need)
-        return (f"{name}: the plan's buffers need {who} on this host, which has "
-                f"{format_bytes(avail)} available")
 
     def _remember(self, name, args, arrays, run, send, recv):
         """Remember a call, once its runner is final (see :meth:`_runner`), as ``self._m<name>``.

@@ -42,6 +42,8 @@ def build_schedule(collective, topo, root=0, variant="corrected", q=1, algorithm
     desc = registry.get(collective)
     if desc.schedule != desc.name:
         return build_schedule(desc.schedule, topo, root, variant, q, algorithm)
+    if algorithm in (desc.runs or {}):
+        return build_schedule(desc.runs[algorithm], topo, root, variant, q)
     if variant not in desc.variants:
         raise DualmpiError(f"no {variant!r} variant of {collective}")
     if isinstance(topo, FaultyTopology):  # the same algorithm on the surviving links

@@ -96,10 +96,6 @@ def _dualcube_rounds(topo):
 
 
 def _build(topo, root, variant, q, algorithm):
-    if algorithm == "ring":  # the Hamiltonian-ring allgather (dualmpi.Comm's algorithms option)
-        from .ring import default_cycle, ring_allgather
-
-        return ring_allgather(topo, default_cycle(topo))
     if algorithm not in (None, "default"):
         raise ValueError(f"no algorithm {algorithm!r} for allgather (choose default or ring)")
     return build(topo)
@@ -118,7 +114,8 @@ def expected(topo, root, u):
 #: ``MPI_Allgather`` (the papers' all-to-all broadcast) and ``MPI_Allgatherv``.
 COLLECTIVES = (
     Collective("allgather", "Allgather", "allgather", _build, faults=True,
-               paper_steps=paper_steps, initial=initial, expected=expected),
+               paper_steps=paper_steps, initial=initial, expected=expected,
+               runs={"ring": "ring-allgather"}),
     Collective("allgatherv", "Allgatherv", "allgather", schedule="allgather", counts="rank",
                paper_steps=paper_steps),
 )

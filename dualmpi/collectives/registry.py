@@ -69,6 +69,9 @@ class Collective:
     layouts : dict
         ``{algorithm: layout}`` where an algorithm maps the buffers differently
         (the allreduce's segments); see :meth:`layout_for`.
+    runs : dict
+        ``{algorithm: collective}``: an algorithm that is another registered
+        collective's schedule (the allgather's ``"ring"`` runs ``ring-allgather``).
     networks : tuple of type, None or "any"
         Where it runs: None, the networks of the papers' patterns
         (:data:`dualmpi.collectives.SUPPORTED`); a tuple, those and these topology
@@ -91,6 +94,7 @@ class Collective:
     expected: Optional[Callable] = None
     variants: tuple = ("corrected",)
     layouts: dict = None
+    runs: dict = None
     networks: tuple = None
 
     def __post_init__(self):

@@ -221,7 +221,7 @@ class Progress:
 
     # -- starting ----------------------------------------------------------------------------
     def start(self, bound, send=None, recv=None, combine=None, agree=None, check=None,
-              finish=None, signature=None, what="a nonblocking collective"):
+              finish=None, signature=None, what="a nonblocking collective", seq=None):
         """Start running ``bound`` as a request; return its :class:`PlanRequest`.
 
         Parameters
@@ -250,10 +250,14 @@ class Progress:
             check it on arrival (see the module docstring).
         what : str
             How diagnostics name the call (e.g. ``"Ibcast"``).
+        seq : int, optional
+            A sequence number taken earlier with :meth:`reserve` (a request started later
+            than its place in the ranks' common order, e.g. once its sizes are known).
         """
         req = PlanRequest()
-        req.seq = self._seq
-        self._seq += 1
+        if seq is None:
+            seq = self.reserve()
+        req.seq = seq
         req.progress, req.what = self, what
         req.tag = req.seq % self.tag_ub
         if bound is None and agree is None:
@@ -278,6 +282,12 @@ class Progress:
         self.active.append(req)
         self._advance(req)
         return req
+
+    def reserve(self):
+        """Take the next sequence number (a request's tag): every rank takes them in one order."""
+        seq = self._seq
+        self._seq += 1
+        return seq
 
     def _compiled(self, bound, trailer):
         """Return the (cached) :class:`_Compiled` of ``bound``."""

@@ -68,13 +68,11 @@ class Net:
         self.spec, self.q = spec, q
         self.topo = from_spec(spec)
         self.net = dualmpi.Comm(WORLD, spec, nodes_per_rank=q)
-        nb.attach(self.net)  # part of the set-up (see dualmpi.neighbor.attach)
         self.nbrs = _expected_neighbours(self.topo, q, RANK)
         self.ref = WORLD.Create_dist_graph_adjacent(self.nbrs, self.nbrs, reorder=False)
 
     def free(self):
         self.ref.Free()
-        nb.free(self.net)
         self.net.Free()
 
 
@@ -122,8 +120,8 @@ def _compare(ref_call, our_call, a, b, what):
 
 def test_queries(net):
     """Get_dist_neighbors(_count) and Get_topology as Open MPI's dist-graph communicator's."""
-    ours = (nb.Get_dist_neighbors(net.net), nb.Get_dist_neighbors_count(net.net),
-            nb.Get_topology(net.net))
+    ours = (net.net.Get_dist_neighbors(), net.net.Get_dist_neighbors_count(),
+            net.net.Get_topology())
     ref = (net.ref.Get_dist_neighbors(), net.ref.Get_dist_neighbors_count(),
            net.ref.Get_topology())
     ok = ours == ref and ours[0][0] == net.nbrs and ours[2] == MPI.DIST_GRAPH
@@ -140,7 +138,7 @@ def test_allgather(net, dtype, count):
     a = np.full(d * count, SENTINEL, dtype)
     b = a.copy()
     _compare(lambda r: net.ref.Neighbor_allgather(send, r),
-             lambda r: nb.Neighbor_allgather(net.net, send, r), a, b, "Neighbor_allgather")
+             lambda r: net.net.Neighbor_allgather(send, r), a, b, "Neighbor_allgather")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -151,7 +149,7 @@ def test_alltoall(net, dtype, count):
     a = np.full(d * count, SENTINEL, dtype)
     b = a.copy()
     _compare(lambda r: net.ref.Neighbor_alltoall(send, r),
-             lambda r: nb.Neighbor_alltoall(net.net, send, r), a, b, "Neighbor_alltoall")
+             lambda r: net.net.Neighbor_alltoall(send, r), a, b, "Neighbor_alltoall")
 
 
 def _own_count(rank):
@@ -178,7 +176,7 @@ def test_allgatherv(net, dtype):
     a = np.full(int(spans.sum()), SENTINEL, dtype)
     b = a.copy()
     _compare(lambda r: net.ref.Neighbor_allgatherv(send, [r, (counts, displs)]),
-             lambda r: nb.Neighbor_allgatherv(net.net, send, [r, (counts, displs)]),
+             lambda r: net.net.Neighbor_allgatherv(send, [r, (counts, displs)]),
              a, b, "Neighbor_allgatherv")
 
 
@@ -193,7 +191,7 @@ def test_alltoallv(net, dtype):
     b = a.copy()
     _compare(lambda r: net.ref.Neighbor_alltoallv([send, (scounts, sdispls)],
                                                    [r, (rcounts, rdispls)]),
-             lambda r: nb.Neighbor_alltoallv(net.net, [send, (scounts, sdispls)],
+             lambda r: net.net.Neighbor_alltoallv([send, (scounts, sdispls)],
                                              [r, (rcounts, rdispls)]),
              a, b, "Neighbor_alltoallv")
 
@@ -207,12 +205,12 @@ def test_derived_datatype(net):
         a = np.full(4 * 2 * max(d, 1), SENTINEL, np.int32)
         b = a.copy()
         _compare(lambda r: net.ref.Neighbor_alltoall([send, 2, vec], [r, 2, vec]),
-                 lambda r: nb.Neighbor_alltoall(net.net, [send, 2, vec], [r, 2, vec]),
+                 lambda r: net.net.Neighbor_alltoall([send, 2, vec], [r, 2, vec]),
                  a, b, "Neighbor_alltoall with a vector datatype")
         a = np.full(4 * 2 * max(d, 1), SENTINEL, np.int32)
         b = a.copy()
         _compare(lambda r: net.ref.Neighbor_allgather([send, 1, vec], [r, 1, vec]),
-                 lambda r: nb.Neighbor_allgather(net.net, [send, 1, vec], [r, 1, vec]),
+                 lambda r: net.net.Neighbor_allgather([send, 1, vec], [r, 1, vec]),
                  a, b, "Neighbor_allgather with a vector datatype")
     finally:
         vec.Free()
@@ -249,7 +247,7 @@ def test_alltoallw(net):
         b = a.copy()
         _compare(lambda r: net.ref.Neighbor_alltoallw([send, (scounts, sdispls), stypes],
                                                        [r, (rcounts, rdispls), rtypes]),
-                 lambda r: nb.Neighbor_alltoallw(net.net, [send, (scounts, sdispls), stypes],
+                 lambda r: net.net.Neighbor_alltoallw([send, (scounts, sdispls), stypes],
                                                  [r, (rcounts, rdispls), rtypes]),
                  a, b, "Neighbor_alltoallw")
     finally:
@@ -310,8 +308,8 @@ def test_nonblocking_interleaved(net):
     b1, b2 = np.full(2 * d, SENTINEL, np.int32), np.full(2 * d, SENTINEL, np.int32)
 
     def ours():
-        req = nb.Ineighbor_alltoall(net.net, first, b1)
-        nb.Neighbor_allgather(net.net, second, b2)
+        req = net.net.Ineighbor_alltoall(first, b1)
+        net.net.Neighbor_allgather(second, b2)
         while not req.Test():
             pass
         return req
@@ -351,9 +349,9 @@ def test_alongside_a_nonblocking_collective(net, form):
 
         def neighbourhood():
             if form == "blocking":
-                nb.Neighbor_alltoall(net.net, send, b)
+                net.net.Neighbor_alltoall(send, b)
             else:
-                nb.Ineighbor_alltoall(net.net, send, b).Wait()
+                net.net.Ineighbor_alltoall(send, b).Wait()
 
         def run():
             bcast = dualmpi.Request.from_plan(prog, prog.start(
@@ -381,7 +379,7 @@ def test_nonblocking_bad_arguments(net):
     recv = np.zeros(2 * d, np.int32)
     if RANK == 0:
         recv.flags.writeable = False
-    _, exc = _attempt(lambda: nb.Ineighbor_alltoall(net.net, send, recv).Wait())
+    _, exc = _attempt(lambda: net.net.Ineighbor_alltoall(send, recv).Wait())
     raised = _raised(exc)
     zero_nbrs = WORLD.bcast(net.nbrs if RANK == 0 else None, root=0)
     _fail_unless(raised == {0} | set(zero_nbrs), f"raised on {sorted(raised)}; here {exc!r}")
@@ -395,9 +393,9 @@ def test_objects(net):
     items = [(RANK, s, "y" * ((RANK + s) % 4)) for s in net.nbrs]
     ref = (net.ref.neighbor_allgather(obj), net.ref.neighbor_alltoall(items),
            net.ref.neighbor_alltoall(None))
-    ours, exc = _attempt(lambda: (nb.neighbor_allgather(net.net, obj),
-                                  nb.neighbor_alltoall(net.net, items),
-                                  nb.neighbor_alltoall(net.net, None)))
+    ours, exc = _attempt(lambda: (net.net.neighbor_allgather(obj),
+                                  net.net.neighbor_alltoall(items),
+                                  net.net.neighbor_alltoall(None)))
     _fail_unless(exc is None and ours == ref, f"ours {ours!r} ({exc!r}), Open MPI {ref!r}")
 
 
@@ -409,7 +407,7 @@ def test_stats(net):
     net.net.reset_stats()
     send = _data(3 * d, np.float64)
     recv = np.zeros(3 * d)
-    _, exc = _attempt(lambda: nb.Neighbor_alltoall(net.net, send, recv))
+    _, exc = _attempt(lambda: net.net.Neighbor_alltoall(send, recv))
     st = net.net.stats()
     _, links = nb.neighbors(net.topo, net.q, RANK)
     ok = exc is None and st["messages"] == d and st["bytes"] == 24 * d and \
@@ -439,7 +437,7 @@ def _still_works(net):
     a = np.full(2 * d, SENTINEL, np.int32)
     b = a.copy()
     _compare(lambda r: net.ref.Neighbor_alltoall(send, r),
-             lambda r: nb.Neighbor_alltoall(net.net, send, r), a, b, "the call after the error")
+             lambda r: net.net.Neighbor_alltoall(send, r), a, b, "the call after the error")
 
 
 #: (elements every rank sends and expects, what rank b expects from rank a instead)
@@ -461,16 +459,16 @@ def _mismatch_call(net, kind, a, b, nonblocking=False):
             rcounts[net.nbrs.index(a)] = other
         args = [send, counts, MPI.INT32_T], [rbuf, rcounts, MPI.INT32_T]
         if nonblocking:
-            return nb.Ineighbor_alltoallv(net.net, *args).Wait()
-        return nb.Neighbor_alltoallv(net.net, *args)
+            return net.net.Ineighbor_alltoallv(*args).Wait()
+        return net.net.Neighbor_alltoallv(*args)
     displs = 4 * each * np.arange(d)
     rtypes = [MPI.INT32_T] * d
     if RANK == b:
         rtypes[net.nbrs.index(a)] = MPI.FLOAT
     args = ([send, (counts, displs), [MPI.INT32_T] * d], [rbuf, (counts, displs), rtypes])
     if nonblocking:
-        return nb.Ineighbor_alltoallw(net.net, *args).Wait()
-    return nb.Neighbor_alltoallw(net.net, *args)
+        return net.net.Ineighbor_alltoallw(*args).Wait()
+    return net.net.Neighbor_alltoallw(*args)
 
 
 @pytest.mark.parametrize("nonblocking", [False, True], ids=["blocking", "nonblocking"])
@@ -502,13 +500,13 @@ def test_bad_arguments_on_one_rank(net, bad):
     recv = np.zeros(2 * d, np.int32)
     if bad == "unpicklable":
         obj = (lambda: 0) if RANK == 0 else RANK
-        _, exc = _attempt(lambda: nb.neighbor_allgather(net.net, obj))
+        _, exc = _attempt(lambda: net.net.neighbor_allgather(obj))
     else:
         if RANK == 0 and bad == "toolarge":
             recv = [recv, 2 * d + 1, MPI.INT32_T]  # d blocks of 2d + 1: past the end
         if RANK == 0 and bad == "readonly":
             recv.flags.writeable = False
-        _, exc = _attempt(lambda: nb.Neighbor_alltoall(net.net, send, recv))
+        _, exc = _attempt(lambda: net.net.Neighbor_alltoall(send, recv))
     raised = _raised(exc)
     zero_nbrs = WORLD.bcast(net.nbrs if RANK == 0 else None, root=0)
     expected = {0} | set(zero_nbrs)
@@ -525,9 +523,9 @@ def test_different_calls(net):
     send = _data(d, np.int32)
     recv = np.zeros(d, np.int32)
     if RANK == 0:
-        _, exc = _attempt(lambda: nb.Neighbor_allgather(net.net, send[:1], recv))
+        _, exc = _attempt(lambda: net.net.Neighbor_allgather(send[:1], recv))
     else:
-        _, exc = _attempt(lambda: nb.Neighbor_alltoall(net.net, send, recv))
+        _, exc = _attempt(lambda: net.net.Neighbor_alltoall(send, recv))
     raised = _raised(exc)
     zero_nbrs = WORLD.bcast(net.nbrs if RANK == 0 else None, root=0)
     expected = {0} | set(zero_nbrs)
@@ -540,6 +538,6 @@ def test_overlapping_buffers(net):
     """The same array as sendbuf and recvbuf (MPI forbids aliasing): InputError on every rank."""
     d = len(net.nbrs)
     buf = _data(2 * max(d, 1), np.int32)
-    _, exc = _attempt(lambda: nb.Neighbor_alltoall(net.net, buf, buf))
+    _, exc = _attempt(lambda: net.net.Neighbor_alltoall(buf, buf))
     _fail_unless(isinstance(exc, InputError) and "overlap" in str(exc), repr(exc))
     _still_works(net)

@@ -1,0 +1,465 @@
+"""The one path every collective call of ``dualmpi.Comm`` takes: read, agree, plan, run.
+
+``dualmpi.Comm``'s methods are a few lines each; they hand a reader of their arguments
+(:mod:`dualmpi.arguments`) to :func:`collective` (blocking) or :func:`icollective`
+(nonblocking, returning a :class:`dualmpi.Request`), as ``mpi4py.util.pkl5``'s methods
+hand off to module functions.  Both:
+
+1. read the arguments as mpi4py does — a rank's own mistake is an
+   :class:`~dualmpi.errors.InputError` that every rank hears of;
+2. agree: a fixed-count call compares its signature (collective, root, sizes,
+   datatype, operation) over the ranks in the control plane — the first time a
+   blocking call's signature is seen, or on every nonblocking call (a nonblocking
+   control-plane reduction the request waits for); a v-variant's ranks exchange their
+   counts over the links (one row each, all-gathered), which every forwarding node needs
+   anyway, and reach the same verdict from the same table;
+3. plan: the engine's plan for the collective's description
+   (:mod:`dualmpi.collectives.registry`), sizes and root, refused before allocating when
+   it would not fit in the host's memory;
+4. run it over the links, and unpack what derived datatypes received.
+"""
+
+import zlib
+
+import numpy as np
+
+from .collectives import registry
+from .errors import DualmpiError, InputError
+from .resources import ResourceError
+
+__all__ = ["collective", "icollective", "agree", "verdict", "with_op", "memory_problem"]
+
+#: Width of the argument-check vector: code, six signature fields, memory flag, problem flag.
+WIDTH = 9
+
+
+def _mpi():
+    from mpi4py import MPI
+
+    return MPI
+
+
+def with_op(comm, call, op, name):
+    """Resolve a reduction's ``op`` for ``call``; its code joins what the ranks agree on."""
+    from .ops import resolve
+
+    if comm._faulty:
+        raise InputError(f"{name}: reductions do not run on a network with faults")
+    MPI = _mpi()
+    if call.name == "barrier":
+        op = MPI.BOR  # nothing is combined: the blocks are empty
+    call.op = resolve(MPI.SUM if op is None else op, call.dtype, name, MPI)
+    if call.vector is None:
+        call.sig = call.sig + (call.op[1],)
+        call.fields = call.fields + ("operation",)
+    else:
+        call.vector["op"] = call.op[1]
+    return call
+
+
+def _read(read):
+    """Return ``(call, problem)``: the call, or this rank's own mistake (a message)."""
+    try:
+        return read(), None
+    except InputError as exc:
+        return None, str(exc)
+
+
+def _engine_name(comm, desc, call):
+    """Return the engine's name of the call (``allreduce-<algorithm>`` for the allreduce)."""
+    if desc.name == "allreduce":
+        return "allreduce-" + comm._allreduce_algorithm(call.nbytes)
+    return desc.name
+
+
+def collective(comm, method, read, args=None, arrays=()):
+    """Read, agree on, plan and run one blocking call of ``method`` (an MPI method name).
+
+    ``args``/``arrays``: the call's argument objects and arrays, for the
+    communicator's memory of a repeated call (``Comm._remember``).
+    """
+    if comm._engine is None:
+        raise DualmpiError(f"{method}: the communicator was freed")
+    desc = registry.by_mpi(method)
+    call, problem = _read(read)
+    if desc.counts != "fixed":
+        nbytes, root, sdispls, rdispls = _vector_sizes(comm, method, desc, call, problem)
+        check_memory(comm, method, desc.name, nbytes, root, call.itemsize)
+        call.pack()
+        run = comm._engine.runner(comm.rank, desc.name, nbytes, root, comm.variant,
+                                  sdispls=sdispls, rdispls=rdispls, packets=1,
+                                  itemsize=call.itemsize, op=call.op)
+        comm._last_runner = run
+        run.run(call.send, call.recv)
+        call.unpack()
+        return
+    name = None if call is None else _engine_name(comm, desc, call)
+    agree(comm, method, call.sig if call else (), problem,
+          lambda: comm._store_bytes(name, call.root, call.nbytes, call.itemsize),
+          call.fields if call else ())
+    call.pack()
+    packed = any(m.packed for m in call.sends + call.recvs)
+    if desc.combines:
+        run = comm._engine.runner(comm.rank, name, call.nbytes, call.root, comm.variant,
+                                  itemsize=call.itemsize, op=call.op)
+        comm._last_runner = run
+        comm._settled = True
+    else:
+        objs = None if packed or args is None else (args[0], args[1] if len(args) > 2 else None)
+        run = comm._runner(name, call.root, call.nbytes, call.send, call.recv, objs)
+    if args is not None and not packed:
+        comm._remember(method, args, arrays, run, call.send, call.recv)
+    run.run(call.send, call.recv)
+    call.unpack()
+
+
+# -- the argument check -------------------------------------------------------------------------
+def _check_vector(comm, name, sig, problem, short):
+    """Return this rank's argument-check vector (see :func:`agree`)."""
+    method, _, part = name.partition(" ")
+    flat = np.zeros(WIDTH, dtype=np.int64)
+    flat[0] = 2 * comm._codes[method] + (1 if part else 0)
+    if problem is None:
+        flat[1:1 + len(sig)] = sig
+    flat[-2] = comm.rank + 1 if short else 0
+    flat[-1] = comm.rank + 1 if problem else 0
+    return flat
+
+
+def verdict(name, hi, lo, fields, problem=None, short=None):
+    """Raise the error every rank raises alike for the elementwise max ``hi`` and min ``lo``.
+
+    ``problem``/``short``: this rank's own mistake and memory shortage (their texts are
+    its message; the other ranks name it).
+    """
+    method = name.partition(" ")[0]
+    if problem:
+        raise InputError(problem)
+    if hi[-1]:
+        raise InputError(f"{method}: arguments rejected on rank {int(hi[-1]) - 1} (see its "
+                         "message)")
+    if hi[0] != lo[0]:
+        raise InputError(f"{method}: the ranks called different collectives")
+    for i, field in enumerate(fields):
+        if hi[i + 1] != lo[i + 1]:
+            raise InputError(f"{method}: ranks disagree on the {field} "
+                             f"(from {int(lo[i + 1])} to {int(hi[i + 1])})")
+    if np.any(hi[1:-2] != lo[1:-2]):
+        raise InputError(f"{method}: ranks disagree on the arguments")
+    if short:
+        raise ResourceError(short)
+    if hi[-2]:
+        raise ResourceError(f"{method}: the plan's buffers would not fit in the memory of "
+                            f"rank {int(hi[-2]) - 1}'s host (see its message)")
+
+
+def agree(comm, name, sig, problem, need=None, fields=()):
+    """Check that every rank called ``name`` alike; raise the same error on every rank.
+
+    ``sig`` (at most 6 ints, named by ``fields``) is what every rank of a correct
+    program has in common.  Done the first time a signature is seen (all ranks of a
+    correct program see signatures in the same order); later calls with a known
+    signature skip it.  ``need()`` estimates the bytes the call's plan will allocate on
+    this rank; when that many per rank of this host would not fit in its memory the
+    call is refused on every rank (:class:`~dualmpi.resources.ResourceError`) before
+    allocating.  ``name`` may be a method followed by a word (``"Gatherv counts"``: the
+    v-variants' count exchange), which is agreed on separately.
+    """
+    key = (name, sig)
+    if problem is None and key in comm._agreed:
+        return
+    if comm._engine is None:
+        raise DualmpiError(f"{name}: the communicator was freed")
+    short = None
+    if problem is None and need is not None:
+        try:
+            short = memory_problem(comm, name, need())
+        except DualmpiError as exc:  # the plan cannot be built: every rank hears of it
+            problem = str(exc)
+    flat = _check_vector(comm, name, sig, problem, short)
+    both = np.concatenate([flat, -flat])
+    out = np.zeros_like(both)
+    comm._transport.allreduce(both, out, _mpi().MAX, f"the {name} argument check")
+    verdict(name, out[:WIDTH], -out[WIDTH:], fields, problem, short)
+    comm._agreed.add(key)
+
+
+def memory_problem(comm, name, need):
+    """Return why ``need`` bytes per rank do not fit in this host's memory, or None."""
+    from .resources import available_memory, format_bytes
+
+    ranks = comm._transport.host_ranks
+    avail = available_memory()
+    if need * ranks <= 0.8 * avail:
+        return None
+    who = f"{ranks} ranks x {format_bytes(need)}" if ranks > 1 else format_bytes(need)
+    return (f"{name}: the plan's buffers need {who} on this host, which has "
+            f"{format_bytes(avail)} available")
+
+
+def check_memory(comm, method, kind, sizes, root, itemsize):
+    """Refuse, on every rank, a v-variant whose plan would not fit in memory.
+
+    The sizes are the same on every rank (agreed over the links), so the ranks check
+    sizes they have not run before together: one control-plane reduction.
+    """
+    key = zlib.crc32(repr((kind, root, itemsize)).encode() + np.asarray(sizes).tobytes())
+    if key in comm._v_checked:
+        return
+    try:
+        short = memory_problem(comm, method, comm._engine.store_bytes(
+            comm.rank, kind, sizes, root, comm.variant, None, itemsize))
+    except DualmpiError as exc:  # the plan cannot be built: the others must hear of it
+        short = exc
+    flag = np.array([comm.rank + 1 if short else 0], dtype=np.int64)
+    out = np.zeros_like(flag)
+    comm._transport.allreduce(flag, out, _mpi().MAX, f"the {method} memory check")
+    if isinstance(short, DualmpiError):
+        raise short
+    if short:
+        raise ResourceError(short)
+    if out[0]:
+        raise ResourceError(f"{method}: the plan's buffers would not fit in the memory of rank "
+                            f"{int(out[0]) - 1}'s host (see its message)")
+    if len(comm._v_checked) > 4096:
+        comm._v_checked.clear()
+    comm._v_checked.add(key)
+
+
+# -- the v-variants' count table --------------------------------------------------------------
+def _table_width(comm, desc):
+    """Columns of a v-variant's count table (a pair variant carries a row of the matrix)."""
+    return 8 + (2 * comm.size if desc.counts == "pair" else 0)
+
+
+def _row(comm, method, desc, call, problem):
+    """Return this rank's row of the count table and its (possibly new) problem."""
+    row = np.zeros(_table_width(comm, desc), dtype=np.int64)
+    row[0] = comm._codes[method]
+    if call is not None and problem is None:
+        try:
+            _fill_row(comm, desc.name, call, call.vector, row)
+        except InputError as exc:
+            problem = str(exc)
+    row[1] = 1 if problem else 0
+    return row, problem
+
+
+def _vector_sizes(comm, method, desc, call, problem):
+    """Agree on a v-variant's sizes over the links; return ``(sizes, root, sdispls, rdispls)``.
+
+    Every rank contributes one row — its own counts, a checksum of the counts it
+    expects from the others, its type signature, an error flag — and an allgather over
+    the links gives every rank the same table, from which every rank reaches the same
+    verdict and, for the ranks that forward, every block's size.
+    """
+    row, problem = _row(comm, method, desc, call, problem)
+    table = np.zeros((comm.size, row.size), dtype=np.int64)
+    agree(comm, method + " counts", (row.size,), None)
+    comm._runner("allgather", 0, row.nbytes).run(row.view(np.uint8),
+                                                  table.view(np.uint8).reshape(-1))
+    return table_verdict(comm, method, desc, call, table, problem)
+
+
+def _fill_row(comm, kind, call, v, row):
+    """Fill this rank's row of the count table (see :func:`_vector_sizes`)."""
+    from .arguments import crc
+
+    R = comm.size
+    row[2] = call.root
+    row[3] = v.get("typesig", 0)
+    row[4] = v.get("op", 0)
+    if kind == "scatterv":
+        row[5] = v["recv"] if v["recv"] is not None else int(v["send"][comm.rank])
+        row[6] = crc(v["send"]) if v["send"] is not None else 0
+    elif kind in ("gatherv", "allgatherv"):
+        row[5] = v["send"]
+        row[6] = crc(v["recv"]) if v["recv"] is not None else 0
+    elif kind == "reduce_scatter":
+        row[5] = v["recv"]
+        row[6] = crc(v["counts"]) if v["counts"] is not None else -1
+        row[7] = v["item"]
+    else:
+        row[5] = crc(v["recv"])
+        row[6] = crc(np.asarray(v.get("recvsigs", [v["typesig"]] * R)))
+        row[8:8 + R] = v["send"]
+        row[8 + R:8 + 2 * R] = v.get("sendsigs", [v["typesig"]] * R)
+
+
+def table_verdict(comm, method, desc, call, table, problem=None):
+    """Check a v-variant's count table alike on every rank; return the engine's sizes.
+
+    Returns ``(sizes, root, sdispls, rdispls)``: the per-rank byte counts (or the
+    pair matrix) and this rank's byte displacements.
+    """
+    from .arguments import crc
+
+    if problem:
+        raise InputError(problem)
+    bad = np.flatnonzero(table[:, 1])
+    if bad.size:
+        raise InputError(f"{method}: arguments rejected on rank {int(bad[0])} (see its message)")
+    if np.any(table[:, 0] != table[0, 0]):
+        raise InputError(f"{method}: the ranks called different collectives")
+    roots = table[:, 2]
+    if np.any(roots != roots[0]):
+        raise InputError(f"{method}: ranks disagree on the root (from {int(roots.min())} "
+                         f"to {int(roots.max())})")
+    kind, v, root, R = desc.name, call.vector, call.root, comm.size
+    sigs = table[:, 3]
+    if np.any(table[:, 4] != table[0, 4]):
+        raise InputError(f"{method}: ranks disagree on the operation")
+    if kind == "reduce_scatter":
+        given = table[:, 6][table[:, 6] >= 0]
+        if given.size and np.any(given != given[0]):
+            raise InputError(f"{method}: ranks disagree on recvcounts")
+        counts = table[:, 5] * 1
+        if given.size and crc(counts) != given[0]:
+            raise InputError(f"{method}: a rank's recvbuf does not hold its recvcounts entry")
+        if np.any(table[:, 7] != table[0, 7]) or np.any(sigs != sigs[0]):
+            raise InputError(f"{method}: ranks disagree on the datatype")
+        total = int(counts.sum())
+        if call.send.size != total:
+            item = max(1, v["item"])
+            raise InputError(f"{method}: sendbuf has {call.send.size // item} elements, the "
+                             f"ranks' recvcounts add up to {total // item}")
+        return counts, 0, None, None
+    if kind in ("scatterv", "gatherv", "allgatherv"):
+        counts = table[:, 5] * 1
+        checks = table[:, 6] if kind == "allgatherv" else table[root, 6:7]
+        if np.any(checks != crc(counts)):
+            side = {"scatterv": "the root's sendcounts and the ranks' recvbufs",
+                    "gatherv": "the ranks' sendbufs and the root's recvcounts",
+                    "allgatherv": "the ranks' sendbufs and recvcounts"}[kind]
+            raise InputError(f"{method}: {side} disagree (counts {counts.tolist()} bytes)")
+        if np.any(sigs[counts > 0] != sigs[counts > 0][:1]):
+            raise InputError(f"{method}: ranks disagree on the datatype")
+        sdispls = v["sdispls"] if kind == "scatterv" and comm.rank == root else None
+        rdispls = v.get("rdispls") if kind != "scatterv" else None
+        return counts, root, sdispls, rdispls
+    matrix = table[:, 8:8 + R]
+    sends = table[:, 8 + R:8 + 2 * R]
+    for b in range(R):
+        if crc(matrix[:, b]) != table[b, 5]:
+            raise InputError(f"{method}: rank {b}'s recvcounts do not match what the ranks "
+                             f"send it (bytes {matrix[:, b].tolist()})")
+        if crc(sends[:, b]) != table[b, 6]:
+            raise InputError(f"{method}: the datatypes rank {b} receives do not match those "
+                             "the ranks send it")
+    return matrix, 0, v["sdispls"], v["rdispls"]
+
+
+# -- nonblocking --------------------------------------------------------------------------------
+def icollective(comm, imethod, method, read):
+    """Start one nonblocking call of ``method`` (``imethod`` names it); return its Request.
+
+    The call's plan runs as a request of the communicator's
+    :class:`~dualmpi.engine.nonblocking.Progress`: the argument check first (a
+    nonblocking control-plane reduction, so starting never waits for another rank),
+    then the rounds, advanced by every test or wait of any request.  A v-variant first
+    runs its count table as a request of its own (an allgather over the links) and
+    starts the data's when the table is in.
+    """
+    from .request import Request
+
+    if comm._engine is None:
+        raise DualmpiError(f"{imethod}: the communicator was freed")
+    desc = registry.by_mpi(method)
+    progress = comm._progress()
+    call, problem = _read(read)
+    if desc.counts != "fixed":
+        return Request.from_plan(progress, _Chain(comm, progress, imethod, method, desc, call,
+                                                  problem))
+    name = short = None
+    if call is not None:
+        name = _engine_name(comm, desc, call)
+        try:
+            short = memory_problem(comm, imethod, comm._store_bytes(name, call.root, call.nbytes,
+                                                                    call.itemsize))
+        except DualmpiError as exc:
+            problem = str(exc)
+    fields = call.fields if call is not None else ()
+    flat = _check_vector(comm, method, call.sig if call else (), problem, short)
+
+    def check(hi, lo):
+        verdict(imethod, hi, lo, fields, problem, short)
+
+    if problem or short:  # this rank cannot run the call: it still joins the agreement
+        bound, sig, start = None, None, {}
+    else:
+        call.pack()
+        bound, sig = comm._engine.bind(comm.rank, name, call.nbytes, call.root, comm.variant,
+                                       itemsize=call.itemsize, combines=desc.combines)
+        start = dict(send=call.send, recv=call.recv, finish=call.unpack,
+                     combine=None if call.op is None else call.op[2])
+    preq = progress.start(bound, agree=flat, check=check,
+                          signature=sig, what=imethod, **start)
+    return Request.from_plan(progress, preq)
+
+
+class _Chain:
+    """A nonblocking v-variant: its count table's request, then its data's (one request to the user).
+
+    Quacks like a :class:`~dualmpi.engine.nonblocking.PlanRequest` for
+    :class:`dualmpi.Request` and the progress engine: ``done``, ``what``, ``seq``,
+    ``progress``, ``outcome()`` and ``waiting()``.
+    """
+
+    def __init__(self, comm, progress, imethod, method, desc, call, problem):
+        self.comm, self.progress, self.what = comm, progress, imethod
+        self.method, self.desc, self.call = method, desc, call
+        self.error, self.data = None, None
+        row, self.problem = _row(comm, method, desc, call, problem)
+        self.table = np.zeros((comm.size, row.size), dtype=np.int64)
+        self.row = row
+        flat = _check_vector(comm, method + " counts", (row.size,), None, None)
+        bound, sig = comm._engine.bind(comm.rank, "allgather", row.nbytes, 0, comm.variant)
+        #: the data's tag, taken now (before the counts' request, which may finish at once):
+        #: the ranks' counts arrive in other orders
+        self.data_seq = progress.reserve()
+
+        def check(hi, lo):
+            verdict(imethod, hi, lo, ())
+
+        self.counts = progress.start(bound, send=row.view(np.uint8),
+                                     recv=self.table.view(np.uint8).reshape(-1),
+                                     agree=flat, check=check,
+                                     finish=self._sizes, signature=sig,
+                                     what=f"{imethod} (its counts)")
+        self.seq = self.counts.seq
+
+    def _sizes(self):
+        """The table is in: check it, then start the data's request (errors kept, not raised)."""
+        try:
+            comm, call, desc = self.comm, self.call, self.desc
+            nbytes, root, sdispls, rdispls = table_verdict(comm, self.method, desc, call,
+                                                           self.table, self.problem)
+            call.pack()
+            bound, sig = comm._engine.bind(comm.rank, desc.name, nbytes, root, comm.variant,
+                                           sdispls=sdispls, rdispls=rdispls,
+                                           itemsize=call.itemsize, combines=desc.combines)
+            self.data = self.progress.start(bound, send=call.send, recv=call.recv,
+                                            combine=None if call.op is None else call.op[2],
+                                            finish=call.unpack, signature=sig, what=self.what,
+                                            seq=self.data_seq)
+        except (InputError, DualmpiError) as exc:
+            self.error = exc
+
+    @property
+    def done(self):
+        """True once the call has finished, well or not."""
+        if self.error is not None or (self.counts.done and self.counts.error is not None):
+            return True
+        return self.data is not None and self.data.done
+
+    def outcome(self):
+        """Return the result (None) or raise the error of a finished call."""
+        if self.error is not None:
+            raise self.error
+        self.counts.outcome()
+        return self.data.outcome()
+
+    def waiting(self):
+        """What the call waits for (for the watchdog): its current request's."""
+        current = self.data if self.data is not None else self.counts
+        return current.waiting()
