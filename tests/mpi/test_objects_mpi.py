@@ -39,10 +39,23 @@ class BufferOnly:
             setattr(self, name, getattr(comm, name))
 
 
+def _dualmpi_comm():
+    """A ``dualmpi.Comm`` on WORLD playing the first network of this rank count (its nodes
+    per rank as in ``collective_cases.NETWORKS``: 16 at 4 ranks, else 1)."""
+    import dualmpi
+    from collective_cases import NETWORKS
+
+    if SIZE not in NETWORKS:
+        pytest.skip(f"no network for {SIZE} ranks in collective_cases.NETWORKS")
+    spec, q = NETWORKS[SIZE][0]
+    return dualmpi.Comm(WORLD, spec, nodes_per_rank=q, watchdog=60)
+
+
 #: Factories of the communicators under test, by test id.
 COMMUNICATORS = {
     "world": lambda: WORLD,
     "buffer-only": lambda: BufferOnly(WORLD),
+    "dualmpi": _dualmpi_comm,
 }
 
 

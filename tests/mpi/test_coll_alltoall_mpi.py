@@ -1,0 +1,309 @@
+"""MPI tests of ``dualmpi.Comm.Alltoall``, ``Alltoallv`` and ``Alltoallw`` against COMM_WORLD's.
+
+Run with ``mpiexec -n N python -m mpi4py -m pytest --with-mpi tests/mpi/test_coll_alltoall_mpi.py``
+at N = 1, 2, 4, 8, 32 or 64 (the networks: :data:`collective_cases.NETWORKS`).  Receive
+buffers start as a sentinel, so bytes MPI leaves alone (the gaps between pieces) must stay
+so; every rank finishes its communication, then the ranks agree on the verdict.  At one
+rank Open MPI's own Alltoallw (coll/self) scales byte displacements by the extent, so
+there the reference is MPI's ``Sendrecv`` to itself, block by block.
+"""
+
+import numpy as np
+import pytest
+
+from collective_cases import (COUNTS, DTYPES, ERROR_NETS, EVERY, MPI, NETS, RANK, SIZE, WORLD,
+                              agree, data, expect_error, fresh, mpi_type, network, same,
+                              sentinel, v_counts, v_displs)
+from collective_cases import free_networks  # noqa: F401 - frees the module's communicators
+
+LAST = SIZE - 1
+
+
+def _alltoall(net, dtype, n, in_place):
+    """Alltoall ``n`` elements a pair (``in_place``: False, None or MPI.IN_PLACE)."""
+    send = data(dtype, n * SIZE)
+    if in_place is not False:
+        mine, ref = send.copy(), send.copy()
+        net.Alltoall(in_place, mine)
+        WORLD.Alltoall(in_place, ref)
+        return same(mine, ref)
+    mine, ref = sentinel(dtype, n * SIZE), sentinel(dtype, n * SIZE)
+    net.Alltoall(send, mine)
+    WORLD.Alltoall(send.copy(), ref)
+    return same(mine, ref) and same(send, data(dtype, n * SIZE))
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("index", NETS)
+def test_alltoall_matches_mpi(index):
+    """Every dtype and count (0 included), and in place (``MPI.IN_PLACE`` and ``None``),
+    equal MPI_Alltoall."""
+    net = network(index)
+    problems = [(name, n) for name, dtype, n in EVERY if not _alltoall(net, dtype, n, False)]
+    for k, (name, dtype) in enumerate(DTYPES.items()):
+        in_place = (MPI.IN_PLACE, None)[k % 2]
+        n = COUNTS[k % len(COUNTS)]
+        if not _alltoall(net, dtype, n, in_place):
+            problems.append((name, n, in_place))
+    assert agree(not problems), problems
+
+
+#: Alltoallv buffer forms.
+V_FORMS = ("counts", "counts-displs", "counts-displs-datatype", "four-items")
+
+
+def _alltoallv(net, dtype, matrix, form, in_place=False):
+    """Alltoallv with ``matrix[i, j]`` elements from rank i to j; True when it equals MPI's."""
+    scounts, rcounts = matrix[RANK], matrix[:, RANK]
+    dt = mpi_type(dtype)
+    if form == "counts":
+        sd, rd, slen, rlen = None, None, int(scounts.sum()), int(rcounts.sum())
+    else:  # send in reverse rank order, receive rotated, gaps of 3 elements
+        sd, slen = v_displs(scounts, 3, range(SIZE - 1, -1, -1))
+        rd, rlen = v_displs(rcounts, 3, np.roll(np.arange(SIZE), RANK))
+    send = data(dtype, slen, int(matrix.sum()))
+
+    def spec(buf, counts, displs):
+        return {"counts": lambda: [buf, counts],
+                "counts-displs": lambda: [buf, (counts, displs)],
+                "counts-displs-datatype": lambda: [buf, (counts, displs), dt],
+                "four-items": lambda: [buf, counts, displs, dt]}[form]()
+
+    if in_place is not False:  # MPI takes the send counts from the receive side: symmetric
+        mine, ref = sentinel(dtype, rlen), sentinel(dtype, rlen)
+        fill = data(dtype, rlen, 3)
+        mine[:], ref[:] = fill, fill
+        net.Alltoallv(in_place, spec(mine, rcounts, rd))
+        WORLD.Alltoallv(in_place, spec(ref, rcounts, rd))
+        return same(mine, ref)
+    mine, ref = sentinel(dtype, rlen), sentinel(dtype, rlen)
+    net.Alltoallv(spec(send, scounts, sd), spec(mine, rcounts, rd))
+    WORLD.Alltoallv(spec(send.copy(), scounts, sd), spec(ref, rcounts, rd))
+    return same(mine, ref) and same(send, data(dtype, slen, int(matrix.sum())))
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("form", V_FORMS)
+@pytest.mark.parametrize("index", NETS)
+def test_alltoallv_matches_mpi(index, form):
+    """Uneven counts (zeros included, all zero too) in every buffer form, several dtypes, in
+    place too (a symmetric count matrix), equal MPI_Alltoallv."""
+    net = network(index)
+    problems = []
+    for k, (scale, seed) in enumerate(((0, 0), (1, 1), (9, 2), (60, 3))):
+        name, dtype, _ = EVERY[(7 * V_FORMS.index(form) + 5 * k) % len(EVERY)]
+        matrix = v_counts(scale, seed, (SIZE, SIZE)) if scale else \
+            np.zeros((SIZE, SIZE), np.int64)
+        if not _alltoallv(net, dtype, matrix, form):
+            problems.append((name, scale))
+    sym = v_counts(7, 4, (SIZE, SIZE))
+    sym = np.triu(sym) + np.triu(sym, 1).T
+    for in_place in (MPI.IN_PLACE, None):
+        if not _alltoallv(net, np.int64, sym, form, in_place):
+            problems.append(("in place", in_place))
+    assert agree(not problems), problems
+
+
+def _w_types():
+    """Datatype pairs ``(send type, send count per unit, recv type, recv count per unit)`` of
+    equal signatures: predefined, and derived on one side against predefined on the other."""
+    INT, DOUBLE = MPI.INT, MPI.DOUBLE
+    pair_s = MPI.Datatype.Create_struct([1, 1], [0, 8], [INT, DOUBLE]).Commit()
+    pair_r = MPI.Datatype.Create_struct([1, 1], [4, 16], [INT, DOUBLE]).Commit()
+    every_other = INT.Create_vector(3, 1, 2).Commit()
+    return [(DOUBLE, 1, DOUBLE, 1), (INT, 1, INT, 1), (every_other, 1, INT, 3),
+            (MPI.SIGNED_CHAR, 3, MPI.SIGNED_CHAR, 3), (pair_s, 1, pair_r, 1)]
+
+
+W_TYPES = _w_types()
+
+
+def _w_layout(counts, types, order, gap):
+    """Byte displacements placing ``counts[r]`` elements of ``types[r]`` in rank order ``order``."""
+    displs = np.zeros(SIZE, np.int64)
+    at = gap
+    for r in order:
+        displs[r] = at
+        _, extent = types[r].Get_extent()
+        true_lb, true_extent = types[r].Get_true_extent()
+        if counts[r]:
+            at += true_lb + (int(counts[r]) - 1) * extent + true_extent
+        at += gap
+        at += (-at) % 8  # keep every block 8-byte aligned
+    return displs, at
+
+
+def _alltoallw(net, units, kinds, in_place=False):
+    """Alltoallw: ``units[i, j]`` units of type pair ``kinds[i, j]`` from rank i to j."""
+    stypes = [W_TYPES[kinds[RANK, j]][0] for j in range(SIZE)]
+    scounts = np.array([units[RANK, j] * W_TYPES[kinds[RANK, j]][1] for j in range(SIZE)])
+    rtypes = [W_TYPES[kinds[i, RANK]][2] for i in range(SIZE)]
+    rcounts = np.array([units[i, RANK] * W_TYPES[kinds[i, RANK]][3] for i in range(SIZE)])
+    sd, slen = _w_layout(scounts, stypes, range(SIZE - 1, -1, -1), 8)
+    rd, rlen = _w_layout(rcounts, rtypes, np.roll(np.arange(SIZE), RANK), 8)
+    send = data(np.uint8, slen, int(units.sum()))
+    mine, ref = sentinel(np.uint8, rlen), sentinel(np.uint8, rlen)
+    if in_place is not False:
+        mine[:] = ref[:] = data(np.uint8, rlen, 5)
+        net.Alltoallw(in_place, [mine, (rcounts, rd), rtypes])
+        _reference_w(in_place, None, [ref, (rcounts, rd), rtypes], (rcounts, rd, rtypes))
+        return same(mine, ref)
+    net.Alltoallw([send, (scounts, sd), stypes], [mine, (rcounts, rd), rtypes])
+    _reference_w([send.copy(), (scounts, sd), stypes], (scounts, sd, stypes),
+                 [ref, (rcounts, rd), rtypes], (rcounts, rd, rtypes))
+    return same(mine, ref) and same(send, data(np.uint8, slen, int(units.sum())))
+
+
+def _reference_w(sendspec, s, recvspec, r):
+    """MPI's Alltoallw; at one rank its Sendrecv to itself (coll/self misplaces blocks)."""
+    if SIZE > 1:
+        WORLD.Alltoallw(sendspec, recvspec)
+        return
+    rbuf = recvspec[0]
+    counts, displs, types = r
+    if s is None:  # in place: the block is already where it belongs
+        return
+    sbuf = sendspec[0]
+    scounts, sdispls, stypes = s
+    WORLD.Sendrecv([sbuf[int(sdispls[0]):], int(scounts[0]), stypes[0]], 0, 0,
+                   [rbuf[int(displs[0]):], int(counts[0]), types[0]], 0, 0)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("index", NETS)
+def test_alltoallw_matches_mpi(index):
+    """Per-pair counts (zeros included) and datatypes (predefined, vector, struct, a
+    derived type against a predefined one), byte displacements with gaps, in place too,
+    equal MPI_Alltoallw."""
+    net = network(index)
+    problems = []
+    rng = np.random.default_rng([SIZE, 11])
+    for k, scale in enumerate((0, 1, 5, 60)):
+        units = v_counts(scale, k, (SIZE, SIZE)) if scale else np.zeros((SIZE, SIZE), np.int64)
+        kinds = rng.integers(0, len(W_TYPES), size=(SIZE, SIZE))
+        if not _alltoallw(net, units, kinds):
+            problems.append(scale)
+    units = v_counts(4, 9, (SIZE, SIZE))
+    units = np.triu(units) + np.triu(units, 1).T
+    kinds = rng.integers(0, 2, size=(SIZE, SIZE))  # the same type on both sides
+    kinds = np.triu(kinds) + np.triu(kinds, 1).T
+    for in_place in (MPI.IN_PLACE, None):
+        if not _alltoallw(net, units, kinds, in_place):
+            problems.append(("in place", in_place))
+    assert agree(not problems), problems
+
+
+def _with_type(dt, call):
+    try:
+        call(dt)
+    finally:
+        dt.Free()
+
+
+def _cases():
+    """Bad calls: name -> (call(net), words, the bad rank, None for every rank alike, or
+    "any": every rank an InputError of its own with ``words``).
+
+    Sizes are ones no other test of this module uses: a signature a rank has already
+    agreed on skips the check on that rank (a known limitation).
+    """
+    first = RANK == 0
+    ones = [1] * SIZE
+    dbl = [MPI.DOUBLE] * SIZE
+
+    def a2av(scounts, rcounts, n=None):
+        n = n or max(sum(scounts), sum(rcounts), 1)
+        return lambda net: net.Alltoallv([np.zeros(n), scounts], [np.zeros(n), rcounts])
+
+    return {
+        "count-disagrees": (lambda net: net.Alltoall(np.zeros((181 + first) * SIZE),
+                                                     np.zeros((181 + first) * SIZE)),
+                            "Alltoall: ranks disagree on the piece size (from 1448 to 1456)",
+                            None),
+        "datatype-disagrees": (lambda net: net.Alltoall(
+            np.zeros(191 * SIZE, np.int64 if first else np.float64),
+            np.zeros(191 * SIZE, np.int64 if first else np.float64)),
+            "Alltoall: ranks disagree on the datatype", None),
+        "collective-disagrees": (lambda net: net.Alltoall(np.zeros(193 * SIZE),
+                                                          np.zeros(193 * SIZE)) if first else
+                                 net.Bcast(np.zeros(193), root=0),
+                                 "the ranks called different collectives", "any"),
+        "send-recv-dtypes": (lambda net: net.Alltoall(
+            np.zeros(197 * SIZE, np.int64 if RANK == LAST else np.float64),
+            np.zeros(197 * SIZE)),
+            "Alltoall: the send and receive datatypes do not match", LAST),
+        "too-small-sendbuf": (lambda net: net.Alltoall(
+            [np.zeros(199 * SIZE - (RANK == LAST)), 199, MPI.DOUBLE], np.zeros(199 * SIZE)),
+            "Alltoall sendbuf: count 199", LAST),
+        "not-committed": (lambda net: _with_type(MPI.INT.Create_contiguous(2), lambda t:
+                                                 net.Alltoall([np.zeros(2 * 211 * SIZE,
+                                                                        np.int32), 211, t],
+                                                              np.zeros(2 * 211 * SIZE,
+                                                                       np.int32))),
+                          "Alltoall sendbuf: MPI refuses the datatype", None),
+        "v-recvcounts-disagree": (a2av([2] * SIZE, [2] * SIZE if RANK != LAST else
+                                       [3] * SIZE, 3 * SIZE),
+                                  f"Alltoallv: rank {LAST}'s recvcounts do not match what the "
+                                  "ranks send it", None),
+        "v-collective-disagrees": (lambda net: a2av([5] * SIZE, [5] * SIZE)(net) if first
+                                   else net.Alltoallw([np.zeros(5 * SIZE), ([5] * SIZE, [
+                                       40 * r for r in range(SIZE)]), dbl],
+                                       [np.zeros(5 * SIZE), ([5] * SIZE, [
+                                           40 * r for r in range(SIZE)]), dbl]),
+                                   "the ranks called different collectives", "any"),
+        "v-counts-length": (a2av([1] * (SIZE + (RANK == LAST)), ones, SIZE + 1),
+                            f"Alltoallv sendbuf: counts has {SIZE + 1} items, expecting {SIZE}",
+                            LAST),
+        "v-negative-count": (a2av([-1 if RANK == LAST else 1] * SIZE, ones, SIZE),
+                             "Alltoallv sendbuf: negative count", LAST),
+        "v-too-small-recvbuf": (lambda net: net.Alltoallv(
+            [np.zeros(2 * SIZE), [2] * SIZE],
+            [np.zeros(2 * SIZE - (RANK == LAST)), [2] * SIZE]),
+            "Alltoallv recvbuf: rank", LAST),
+        "w-datatype-mismatch": (lambda net: net.Alltoallw(
+            [np.zeros(SIZE), (ones, [8 * r for r in range(SIZE)]), dbl],
+            [np.zeros(SIZE, np.int64), (ones, [8 * r for r in range(SIZE)]),
+             [MPI.INT64_T if RANK == LAST else MPI.DOUBLE] * SIZE]),
+            f"Alltoallw: the datatypes rank {LAST} receives do not match", None),
+        "w-types-length": (lambda net: net.Alltoallw(
+            [np.zeros(SIZE), (ones, [8 * r for r in range(SIZE)]), dbl],
+            [np.zeros(SIZE), (ones, [8 * r for r in range(SIZE)]),
+             dbl + [MPI.DOUBLE] * (RANK == LAST)]),
+            f"Alltoallw recvbuf: expecting {SIZE} datatypes", LAST),
+        "w-not-committed": (lambda net: _with_type(MPI.DOUBLE.Create_contiguous(1), lambda t:
+                                                   net.Alltoallw(
+            [np.zeros(SIZE), (ones, [8 * r for r in range(SIZE)]), [t] * SIZE],
+            [np.zeros(SIZE), (ones, [8 * r for r in range(SIZE)]), dbl])),
+            "Alltoallw sendbuf: MPI refuses the datatype", None),
+        "w-too-small": (lambda net: net.Alltoallw(
+            [np.zeros(SIZE), (ones, [8 * r for r in range(SIZE)]), dbl],
+            [np.zeros(SIZE), (ones, [8 * r + 8 * (RANK == LAST) for r in range(SIZE)]), dbl]),
+            f"Alltoallw recvbuf: rank {LAST}'s block", LAST),
+    }
+
+
+DIVERGENT = ("count-disagrees", "datatype-disagrees", "collective-disagrees",
+             "v-recvcounts-disagree", "v-collective-disagrees", "w-datatype-mismatch")
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("case", list(_cases()))
+@pytest.mark.parametrize("index", ERROR_NETS)
+def test_alltoall_bad_calls(index, case):
+    """A rank-divergent or invalid Alltoall(v/w): one InputError on every rank (or the bad
+    rank's own and "rejected on rank N" elsewhere); the communicator still works."""
+    if SIZE == 1 and case in DIVERGENT:
+        pytest.skip("needs two ranks")
+    call, words, bad = _cases()[case]
+    method = {"v": "Alltoallv", "w": "Alltoallw"}.get(case[:1] if case[1] == "-" else "",
+                                                     "Alltoall")
+    new = case.endswith("collective-disagrees")  # each method's first call (see fresh)
+    net = fresh(index) if new else network(index)
+    try:
+        ok, errs = expect_error(net, lambda: call(net), words,
+                                bad=None if bad == "any" else bad, method=method,
+                                alike=bad != "any")
+    finally:
+        if new:
+            net.Free()
+    assert ok, errs
