@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import msgbuffer
-from .errors import InputError
+from .errors import InputError, mpi_error
 
 __all__ = ["Call", "root_rank", "bcast", "scatter", "gather", "allgather", "alltoall",
            "alltoallw", "reduce", "allreduce", "reduce_scatter_block", "reduce_scatter",
@@ -105,7 +105,7 @@ def root_rank(root, size):
     if isinstance(root, bool) or not isinstance(root, (int, np.integer)):
         raise InputError(f"bad root {root!r}: an integer rank")
     if not 0 <= root < size:
-        raise InputError(f"bad root {root}: the communicator has ranks 0..{size - 1}")
+        raise mpi_error(f"bad root {root}: the communicator has ranks 0..{size - 1}", "ERR_ROOT")
     return int(root)
 
 
@@ -334,11 +334,19 @@ def _cro(sendbuf, recvbuf, name):
         send = None
     else:
         send = _simple(sendbuf, f"{name} sendbuf", "send")
+        if _aliased(send, recv):  # mpi4py: a sendbuf at the recvbuf's address is in place
+            return None, recv
         if send.nbytes != recv.nbytes:
             raise InputError(f"{name}: sendbuf has {send.nbytes} bytes, recvbuf {recv.nbytes}; "
                              "they must match")
         _same_type(send, recv, name)
     return send, recv
+
+
+def _aliased(send, recv):
+    """True when two messages start at the same address (mpi4py's ``sbuf == rbuf``)."""
+    return send.data.size and recv.data.size and not (send.packed or recv.packed) and \
+        send.data.ctypes.data == recv.data.ctypes.data
 
 
 def _reduction(name, send, recv, root, sig_root=()):
@@ -405,6 +413,8 @@ def reduce_scatter(sendbuf, recvbuf, recvcounts, rank, size):
     name = "Reduce_scatter"
     recv = _simple(recvbuf, f"{name} recvbuf", "recv")
     send = None if _in_place(sendbuf) else _simple(sendbuf, f"{name} sendbuf", "send")
+    if send is not None and _aliased(send, recv):  # as mpi4py: in place
+        send = None
     whole = send if send is not None else recv
     if send is not None and recv.typesig is not None and send.typesig is not None and \
             send.datatype.Get_size() != recv.datatype.Get_size():

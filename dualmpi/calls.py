@@ -58,11 +58,16 @@ def with_op(comm, call, op, name):
 
 
 def _read(read):
-    """Return ``(call, problem)``: the call, or this rank's own mistake (a message)."""
+    """Return ``(call, problem)``: the call, or this rank's own mistake (the error to raise)."""
     try:
         return read(), None
     except InputError as exc:
-        return None, str(exc)
+        return None, exc
+
+
+def _raise(problem):
+    """Raise this rank's own mistake: the reader's error itself, or one made of a message."""
+    raise problem if isinstance(problem, BaseException) else InputError(problem)
 
 
 def _engine_name(comm, desc, call):
@@ -134,7 +139,7 @@ def verdict(name, hi, lo, fields, problem=None, short=None):
     """
     method = name.partition(" ")[0]
     if problem:
-        raise InputError(problem)
+        _raise(problem)
     if hi[-1]:
         raise InputError(f"{method}: arguments rejected on rank {int(hi[-1]) - 1} (see its "
                          "message)")
@@ -240,7 +245,7 @@ def _row(comm, method, desc, call, problem):
         try:
             _fill_row(comm, desc.name, call, call.vector, row)
         except InputError as exc:
-            problem = str(exc)
+            problem = exc
     row[1] = 1 if problem else 0
     return row, problem
 
@@ -295,7 +300,7 @@ def table_verdict(comm, method, desc, call, table, problem=None):
     from .arguments import crc
 
     if problem:
-        raise InputError(problem)
+        _raise(problem)
     bad = np.flatnonzero(table[:, 1])
     if bad.size:
         raise InputError(f"{method}: arguments rejected on rank {int(bad[0])} (see its message)")
@@ -377,7 +382,7 @@ def icollective(comm, imethod, method, read):
             short = memory_problem(comm, imethod, comm._store_bytes(name, call.root, call.nbytes,
                                                                     call.itemsize))
         except DualmpiError as exc:
-            problem = str(exc)
+            problem = exc
     fields = call.fields if call is not None else ()
     flat = _check_vector(comm, method, call.sig if call else (), problem, short)
 

@@ -8,6 +8,7 @@ __all__ = [
     "LinkError",
     "RankCountError",
     "VerificationError",
+    "mpi_error",
 ]
 
 
@@ -43,3 +44,35 @@ class RankCountError(InputError):
 
 class VerificationError(DualmpiError):
     """Received data differs from what the algorithm must deliver."""
+
+
+_MPI_KINDS = {}
+
+
+def mpi_error(text, errorclass, base=InputError):
+    """Return an error that is both dualmpi's ``base`` and an ``MPI.Exception`` of ``errorclass``.
+
+    For mistakes MPI itself reports with an error class (``"ERR_ROOT"`` for a bad root),
+    so a program that catches ``MPI.Exception`` and asks ``Get_error_class()`` keeps
+    working on a ``dualmpi.Comm``; ``str()`` is dualmpi's one line.  Imports mpi4py when
+    called (a running MPI program), never at import.
+    """
+    from mpi4py import MPI
+
+    cls = _MPI_KINDS.get(base)
+    if cls is None:
+        class MPIError(base, MPI.Exception):
+            """A dualmpi error that is also an ``MPI.Exception`` (see :func:`mpi_error`)."""
+
+            def __init__(self, text, ierr):
+                MPI.Exception.__init__(self, ierr)
+                self.text = text
+
+            def __str__(self):
+                return self.text
+
+            __repr__ = Exception.__repr__
+
+        MPIError.__name__ = MPIError.__qualname__ = base.__name__
+        cls = _MPI_KINDS[base] = MPIError
+    return cls(text, getattr(MPI, errorclass))

@@ -4,7 +4,7 @@ import operator
 
 import numpy as np
 
-from .errors import InputError
+from .errors import InputError, mpi_error
 
 __all__ = [
     "barrier",
@@ -51,7 +51,8 @@ def _root(comm, root, name):
     except TypeError:
         raise InputError(f"{name}: root must be an integer rank, got {root!r}") from None
     if not 0 <= r < size:
-        raise InputError(f"{name}: root {r} is not a rank of this communicator (0..{size - 1})")
+        raise mpi_error(f"{name}: root {r} is not a rank of this communicator (0..{size - 1})",
+                        "ERR_ROOT")
     return r
 
 

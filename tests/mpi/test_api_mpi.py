@@ -916,3 +916,22 @@ def test_point_to_point_does_not_match_collective_traffic():
     ok = np.array_equal(buf, np.full(3, 7.0))
     ok = ok and (RANK == 1 or np.array_equal(got, np.full(3, 42.0)))
     assert _agree(ok), (buf, got)
+
+
+@pytest.mark.mpi
+def test_mpi4py_conventions_bad_root_and_aliased_reduction():
+    """A bad root is also an MPI.Exception of class ERR_ROOT (buffer and object forms, as mpi4py's
+    own tests expect); a reduction's sendbuf at the recvbuf's address is in place (mpi4py)."""
+    net = _net("one0")
+    classes = []
+    for call in (lambda: net.Bcast(np.zeros(2), root=SIZE),
+                 lambda: net.reduce(RANK, root=-1)):
+        try:
+            call()
+            classes.append(None)
+        except MPI.Exception as exc:
+            classes.append(exc.Get_error_class())
+    x = np.arange(4.0) + RANK
+    net.Allreduce(x, x)
+    want = np.arange(4.0) * SIZE + SIZE * (SIZE - 1) / 2
+    assert _agree(classes == [MPI.ERR_ROOT] * 2 and np.allclose(x, want)), classes
