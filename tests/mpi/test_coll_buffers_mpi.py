@@ -17,11 +17,12 @@ import mmap
 import numpy as np
 import pytest
 
-from collective_cases import (ERROR_NETS, MPI, RANK, SIZE, WORLD, agree, error_of, network,
-                              v_counts, v_displs)
+from collective_cases import (BIG, ERROR_NETS, MPI, RANK, SIZE, WORLD, agree, error_of,
+                              network, v_counts, v_displs)
 from collective_cases import free_networks  # noqa: F401 - frees the module's communicators
 
-pytestmark = pytest.mark.mpi(min_size=2)
+#: The matrix runs at 2 to 8 ranks; from 32 ranks on it is in the slow pass only.
+pytestmark = [pytest.mark.mpi(min_size=2)] + ([pytest.mark.slow] if BIG else [])
 
 LAST = SIZE - 1
 SENTINEL = 0xA5
