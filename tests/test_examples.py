@@ -45,3 +45,23 @@ def test_transpose_example_at_32_ranks():
     """32 ranks: the default spec is the 32-node dual-cube D_3."""
     m = _transpose(32, limit=500)
     assert (int(m.group(1)), m.group(2), int(m.group(3))) == (2048, "dualcube:r=3", 32)
+
+
+TOUR = REPO / "examples" / "collectives_tour.py"
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("ranks, spec", [(8, "dualcube:r=2"), (4, "dualcube:r=2"),
+                                         (2, "hypercube:n=1")])
+def test_an_ordinary_mpi4py_program_runs_unchanged_on_the_network(ranks, spec):
+    """examples/collectives_tour.py prints the same on MPI.COMM_WORLD and on dualmpi.Comm (one
+    and two nodes per rank): buffer, derived-datatype, in-place, nonblocking and object calls."""
+    out = []
+    for args in ((), (spec,)):
+        job = run_job(mpi_cmd(ranks, TOUR, *args), ompi_env(240), timeout=300)
+        assert not job.timed_out and job.returncode == 0, job.stdout + job.stderr[-3000:]
+        assert_no_traceback(job)
+        out.append(job.stdout)
+    assert out[0] == out[1] and out[0].count("\n") == ranks * 11, out
+    assert "Bcast of every other int: [0, -1, 2, -1, 4, -1]" in out[1]  # gaps untouched
+    assert f"link messages on {spec}" in job.stderr
