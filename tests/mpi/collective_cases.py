@@ -21,7 +21,7 @@ __all__ = ["MPI", "WORLD", "SIZE", "RANK", "BIG", "NETWORKS", "DTYPES", "COUNTS"
            "same", "close", "v_counts", "v_displs", "error_of", "errors_everywhere",
            "same_error_everywhere", "one_bad_rank", "still_works", "expect_error", "ERROR_NETS",
            "mpi_type", "sample", "rotation", "EVERY", "OPS", "COMBOS", "valid",
-           "LOGICAL_ON_FLOATS"]
+           "LOGICAL_ON_FLOATS", "freed", "gcd_op", "check_bad_call"]
 
 WORLD = MPI.COMM_WORLD
 SIZE = WORLD.Get_size()
@@ -298,3 +298,45 @@ def expect_error(net, call, words, *, bad=None, method=None, kind="InputError", 
         ok, errs = one_bad_rank(err, bad, words, method)
     works = still_works(net)
     return ok and works, errs
+
+
+def freed(handle, call):
+    """Return ``call(handle)``, freeing ``handle`` (a datatype or op made for one call) after."""
+    try:
+        return call(handle)
+    finally:
+        handle.Free()
+
+
+def _gcd(inbuf, inoutbuf, datatype):
+    b = np.frombuffer(inoutbuf, np.int64)
+    np.gcd(np.frombuffer(inbuf, np.int64), b, out=b)
+
+
+def gcd_op():
+    """Return MPI's own user op computing ``numpy.gcd`` on int64 (the caller frees it)."""
+    return MPI.Op.Create(_gcd, commute=True)
+
+
+def check_bad_call(index, case, cases, method):
+    """The bad-call test of a module: run ``cases[case]`` and assert the expected error.
+
+    ``cases``: name -> ``(call(net), words, bad)`` with ``bad`` the rank whose own
+    message holds ``words`` (the others: "<method>: arguments rejected on rank <bad>"),
+    None (every rank the same message) or "any" (every rank its own, holding ``words``).
+    A case named "...disagree..." needs two ranks; "...collective-disagrees" runs on a
+    new communicator (see :func:`fresh`).
+    """
+    if SIZE == 1 and "disagree" in case:
+        pytest.skip("needs two ranks")
+    call, words, bad = cases[case]
+    new = case.endswith("collective-disagrees")
+    net = fresh(index) if new else network(index)
+    try:
+        ok, errs = expect_error(net, lambda: call(net), words,
+                                bad=None if bad == "any" else bad, method=method,
+                                alike=bad != "any")
+    finally:
+        if new:
+            net.Free()
+    assert ok, errs

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from collective_cases import (COUNTS, DTYPES, ERROR_NETS, EVERY, MPI, NETS, RANK, SIZE, WORLD,
-                              agree, data, expect_error, fresh, mpi_type, network, same,
-                              sentinel, v_counts, v_displs)
+                              agree, check_bad_call, data, freed, mpi_type, network, same, sentinel,
+                              v_counts, v_displs)
 from collective_cases import free_networks  # noqa: F401 - frees the module's communicators
 
 LAST = SIZE - 1
@@ -103,13 +103,6 @@ def test_allgatherv_matches_mpi(index, form):
     assert agree(not problems), problems
 
 
-def _with_type(dt, call):
-    try:
-        call(dt)
-    finally:
-        dt.Free()
-
-
 def _cases():
     """Bad calls: name -> (call(net), words, the bad rank, None for every rank alike, or
     "any": every rank an InputError of its own with ``words``).
@@ -144,11 +137,8 @@ def _cases():
         "too-small-recvbuf": (lambda net: net.Allgather(
             np.zeros(173), [np.zeros(173 * SIZE - (RANK == LAST)), 173, MPI.DOUBLE]),
             "Allgather recvbuf: count 173", LAST),
-        "not-committed": (lambda net: _with_type(MPI.INT.Create_contiguous(2), lambda t:
-                                                 net.Allgather([np.zeros(2 * 179, np.int32),
-                                                                179, t],
-                                                               np.zeros(2 * 179 * SIZE,
-                                                                        np.int32))),
+        "not-committed": (lambda net: freed(MPI.INT.Create_contiguous(2), lambda t: net.Allgather(
+            [np.zeros(2 * 179, np.int32), 179, t], np.zeros(2 * 179 * SIZE, np.int32))),
                           "Allgather sendbuf: MPI refuses the datatype", None),
         "v-counts-disagree": (allgatherv([3] * SIZE, 3 + (RANK == LAST)),
                               "Allgatherv: the ranks' sendbufs and recvcounts disagree", None),
@@ -170,27 +160,11 @@ def _cases():
     }
 
 
-DIVERGENT = ("count-disagrees", "datatype-disagrees", "collective-disagrees",
-             "v-counts-disagree", "v-datatype-disagrees", "v-collective-disagrees")
-
-
 @pytest.mark.mpi
 @pytest.mark.parametrize("case", list(_cases()))
 @pytest.mark.parametrize("index", ERROR_NETS)
 def test_allgather_bad_calls(index, case):
     """A rank-divergent or invalid Allgather(v): one InputError on every rank (or the bad
     rank's own and "rejected on rank N" elsewhere); the communicator still works."""
-    if SIZE == 1 and case in DIVERGENT:
-        pytest.skip("needs two ranks")
-    call, words, bad = _cases()[case]
     method = "Allgatherv" if case.startswith("v-") else "Allgather"
-    new = case.endswith("collective-disagrees")  # each method's first call (see fresh)
-    net = fresh(index) if new else network(index)
-    try:
-        ok, errs = expect_error(net, lambda: call(net), words,
-                                bad=None if bad == "any" else bad, method=method,
-                                alike=bad != "any")
-    finally:
-        if new:
-            net.Free()
-    assert ok, errs
+    check_bad_call(index, case, _cases(), method)

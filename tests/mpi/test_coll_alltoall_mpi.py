@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from collective_cases import (COUNTS, DTYPES, ERROR_NETS, EVERY, MPI, NETS, RANK, SIZE, WORLD,
-                              agree, data, expect_error, fresh, mpi_type, network, same,
-                              sentinel, v_counts, v_displs)
+                              agree, check_bad_call, data, freed, mpi_type, network, same, sentinel,
+                              v_counts, v_displs)
 from collective_cases import free_networks  # noqa: F401 - frees the module's communicators
 
 LAST = SIZE - 1
@@ -193,13 +193,6 @@ def test_alltoallw_matches_mpi(index):
     assert agree(not problems), problems
 
 
-def _with_type(dt, call):
-    try:
-        call(dt)
-    finally:
-        dt.Free()
-
-
 def _cases():
     """Bad calls: name -> (call(net), words, the bad rank, None for every rank alike, or
     "any": every rank an InputError of its own with ``words``).
@@ -235,11 +228,8 @@ def _cases():
         "too-small-sendbuf": (lambda net: net.Alltoall(
             [np.zeros(199 * SIZE - (RANK == LAST)), 199, MPI.DOUBLE], np.zeros(199 * SIZE)),
             "Alltoall sendbuf: count 199", LAST),
-        "not-committed": (lambda net: _with_type(MPI.INT.Create_contiguous(2), lambda t:
-                                                 net.Alltoall([np.zeros(2 * 211 * SIZE,
-                                                                        np.int32), 211, t],
-                                                              np.zeros(2 * 211 * SIZE,
-                                                                       np.int32))),
+        "not-committed": (lambda net: freed(MPI.INT.Create_contiguous(2), lambda t: net.Alltoall(
+            [np.zeros(2 * 211 * SIZE, np.int32), 211, t], np.zeros(2 * 211 * SIZE, np.int32))),
                           "Alltoall sendbuf: MPI refuses the datatype", None),
         "v-recvcounts-disagree": (a2av([2] * SIZE, [2] * SIZE if RANK != LAST else
                                        [3] * SIZE, 3 * SIZE),
@@ -260,7 +250,7 @@ def _cases():
             [np.zeros(2 * SIZE), [2] * SIZE],
             [np.zeros(2 * SIZE - (RANK == LAST)), [2] * SIZE]),
             "Alltoallv recvbuf: rank", LAST),
-        "w-datatype-mismatch": (lambda net: net.Alltoallw(
+        "w-datatypes-disagree": (lambda net: net.Alltoallw(
             [np.zeros(SIZE), (ones, [8 * r for r in range(SIZE)]), dbl],
             [np.zeros(SIZE, np.int64), (ones, [8 * r for r in range(SIZE)]),
              [MPI.INT64_T if RANK == LAST else MPI.DOUBLE] * SIZE]),
@@ -270,8 +260,8 @@ def _cases():
             [np.zeros(SIZE), (ones, [8 * r for r in range(SIZE)]),
              dbl + [MPI.DOUBLE] * (RANK == LAST)]),
             f"Alltoallw recvbuf: expecting {SIZE} datatypes", LAST),
-        "w-not-committed": (lambda net: _with_type(MPI.DOUBLE.Create_contiguous(1), lambda t:
-                                                   net.Alltoallw(
+        "w-not-committed": (lambda net: freed(MPI.DOUBLE.Create_contiguous(1), lambda t:
+                                              net.Alltoallw(
             [np.zeros(SIZE), (ones, [8 * r for r in range(SIZE)]), [t] * SIZE],
             [np.zeros(SIZE), (ones, [8 * r for r in range(SIZE)]), dbl])),
             "Alltoallw sendbuf: MPI refuses the datatype", None),
@@ -282,28 +272,11 @@ def _cases():
     }
 
 
-DIVERGENT = ("count-disagrees", "datatype-disagrees", "collective-disagrees",
-             "v-recvcounts-disagree", "v-collective-disagrees", "w-datatype-mismatch")
-
-
 @pytest.mark.mpi
 @pytest.mark.parametrize("case", list(_cases()))
 @pytest.mark.parametrize("index", ERROR_NETS)
 def test_alltoall_bad_calls(index, case):
     """A rank-divergent or invalid Alltoall(v/w): one InputError on every rank (or the bad
     rank's own and "rejected on rank N" elsewhere); the communicator still works."""
-    if SIZE == 1 and case in DIVERGENT:
-        pytest.skip("needs two ranks")
-    call, words, bad = _cases()[case]
-    method = {"v": "Alltoallv", "w": "Alltoallw"}.get(case[:1] if case[1] == "-" else "",
-                                                     "Alltoall")
-    new = case.endswith("collective-disagrees")  # each method's first call (see fresh)
-    net = fresh(index) if new else network(index)
-    try:
-        ok, errs = expect_error(net, lambda: call(net), words,
-                                bad=None if bad == "any" else bad, method=method,
-                                alike=bad != "any")
-    finally:
-        if new:
-            net.Free()
-    assert ok, errs
+    method = {"v-": "Alltoallv", "w-": "Alltoallw"}.get(case[:2], "Alltoall")
+    check_bad_call(index, case, _cases(), method)

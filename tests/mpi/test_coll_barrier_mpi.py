@@ -13,8 +13,8 @@ import time
 import numpy as np
 import pytest
 
-from collective_cases import (ERROR_NETS, MPI, NETS, RANK, SIZE, WORLD, agree, data,
-                              expect_error, fresh, network)
+from collective_cases import (ERROR_NETS, MPI, NETS, RANK, SIZE, WORLD, agree, data, expect_error,
+                              fresh, network)
 from collective_cases import free_networks  # noqa: F401 - frees the module's communicators
 from dualmpi.collectives import build_schedule
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from collective_cases import (ERROR_NETS, EVERY, MPI, NETS, RANK, ROOTS, SIZE, WORLD, agree,
-                              data, expect_error, network, rotation, same)
+                              check_bad_call, data, freed, network, rotation, same)
 from collective_cases import free_networks  # noqa: F401 - frees the module's communicators
 
 LAST = SIZE - 1
@@ -62,10 +62,6 @@ def test_bcast_pipelined_and_shaped(index):
     assert agree(same(big, ref) and same(grid, want) and grid.flags.f_contiguous)
 
 
-def _uncommitted():
-    return MPI.INT.Create_contiguous(3)
-
-
 def _cases():
     """Bad calls: name -> (call(net), words, the bad rank or None for every rank alike).
 
@@ -94,7 +90,7 @@ def _cases():
                                                     MPI.DOUBLE], root=0),
                              "Bcast buf: count 67 needs bytes [0, 536) of the buffer, which "
                              "has 512 bytes", LAST),
-        "not-committed": (lambda net: _with_type(_uncommitted(), lambda t: net.Bcast(
+        "not-committed": (lambda net: freed(MPI.INT.Create_contiguous(3), lambda t: net.Bcast(
             [np.zeros(71, np.int32), 1, t], root=0)),
                           "Bcast buf: MPI refuses the datatype", None),
         "datatype-null": (lambda net: net.Bcast([np.zeros(73), 1, MPI.DATATYPE_NULL], root=0),
@@ -103,26 +99,10 @@ def _cases():
     return cases
 
 
-def _with_type(dt, call):
-    try:
-        call(dt)
-    finally:
-        dt.Free()
-
-
-DIVERGENT = ("root-disagrees", "count-disagrees", "datatype-disagrees", "collective-disagrees")
-
-
 @pytest.mark.mpi
 @pytest.mark.parametrize("case", list(_cases()))
 @pytest.mark.parametrize("index", ERROR_NETS)
 def test_bcast_bad_calls(index, case):
     """A rank-divergent or invalid Bcast: one InputError on every rank (or the bad rank's
     own and "rejected on rank N" elsewhere); the communicator still works."""
-    if SIZE == 1 and case in DIVERGENT:
-        pytest.skip("needs two ranks")
-    net = network(index)
-    call, words, bad = _cases()[case]
-    ok, errs = expect_error(net, lambda: call(net), words, bad=None if bad == "any" else bad,
-                            method="Bcast", alike=bad != "any")
-    assert ok, errs
+    check_bad_call(index, case, _cases(), "Bcast")

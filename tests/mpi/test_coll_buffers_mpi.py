@@ -1,4 +1,4 @@
-"""The buffer and datatype matrix of ``dualmpi.Comm``: every form mpi4py accepts, against COMM_WORLD.
+"""``dualmpi.Comm``'s buffer and datatype matrix: every form mpi4py accepts, against COMM_WORLD.
 
 Each way of passing a buffer (a :class:`Kit`: a buffer object of some kind, a message list
 with counts, displacements and datatypes, or a derived datatype) runs through Bcast,
@@ -17,8 +17,8 @@ import mmap
 import numpy as np
 import pytest
 
-from collective_cases import (BIG, ERROR_NETS, MPI, RANK, SIZE, WORLD, agree, error_of,
-                              network, v_counts, v_displs)
+from collective_cases import (BIG, ERROR_NETS, MPI, RANK, SIZE, WORLD, agree, error_of, network,
+                              v_counts, v_displs)
 from collective_cases import free_networks  # noqa: F401 - frees the module's communicators
 
 #: The matrix runs at 2 to 8 ranks; from 32 ranks on it is in the slow pass only.

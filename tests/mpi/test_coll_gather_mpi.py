@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from collective_cases import (ERROR_NETS, EVERY, MPI, NETS, RANK, ROOTS, SIZE, WORLD, agree,
-                              data, expect_error, fresh, mpi_type, network, rotation, same,
+                              check_bad_call, data, freed, mpi_type, network, rotation, same,
                               sentinel, v_counts, v_displs)
 from collective_cases import free_networks  # noqa: F401 - frees the module's communicators
 
@@ -135,13 +135,6 @@ def test_gatherv_every_dtype(index, form):
     assert agree(not problems), problems
 
 
-def _with_type(dt, call):
-    try:
-        call(dt)
-    finally:
-        dt.Free()
-
-
 def _cases():
     """Bad calls: name -> (call(net), words, the bad rank, None for every rank alike, or
     "any": every rank an InputError of its own with ``words``).
@@ -179,10 +172,9 @@ def _cases():
             [np.zeros(139 - (RANK == LAST)), 139, MPI.DOUBLE],
             np.zeros(139 * SIZE) if first else None, root=0),
             "Gather sendbuf: count 139 needs bytes [0, 1112) of the buffer", LAST),
-        "not-committed": (lambda net: _with_type(MPI.INT.Create_contiguous(3), lambda t:
-                                                 net.Gather([np.zeros(3 * 149, np.int32), 149,
-                                                             t], None if RANK else
-                                                            np.zeros(3 * 149 * SIZE, np.int32))),
+        "not-committed": (lambda net: freed(MPI.INT.Create_contiguous(3), lambda t: net.Gather(
+            [np.zeros(3 * 149, np.int32), 149, t],
+            None if RANK else np.zeros(3 * 149 * SIZE, np.int32))),
                           "Gather sendbuf: MPI refuses the datatype", None),
         "v-root-disagrees": (lambda net: gatherv([2] * SIZE, 0 if first else other)(net),
                              "Gatherv: ranks disagree on the root (from 0 to 1)", None),
@@ -204,16 +196,11 @@ def _cases():
         "v-too-small-recvbuf": (lambda net: net.Gatherv(
             np.zeros(11), [np.zeros(11 * SIZE - 1), [11] * SIZE] if first else None, root=0),
             "Gatherv recvbuf: rank", 0),
-        "v-not-committed": (lambda net: _with_type(MPI.DOUBLE.Create_vector(2, 1, 2), lambda t:
-                                                   net.Gatherv(np.zeros(2 * 13), [
-                                                       np.zeros(4 * 13 * SIZE), [13] * SIZE,
-                                                       None, t] if first else None, root=0)),
-                            "Gatherv recvbuf: MPI refuses the datatype", 0),
+        "v-not-committed": (lambda net: freed(MPI.DOUBLE.Create_vector(2, 1, 2), lambda t:
+                                              net.Gatherv(
+            np.zeros(2 * 13), [np.zeros(4 * 13 * SIZE), [13] * SIZE, None, t] if first else None,
+            root=0)), "Gatherv recvbuf: MPI refuses the datatype", 0),
     }
-
-
-DIVERGENT = ("root-disagrees", "count-disagrees", "collective-disagrees", "v-root-disagrees",
-             "v-counts-disagree", "v-datatype-disagrees", "v-collective-disagrees")
 
 
 @pytest.mark.mpi
@@ -222,17 +209,5 @@ DIVERGENT = ("root-disagrees", "count-disagrees", "collective-disagrees", "v-roo
 def test_gather_bad_calls(index, case):
     """A rank-divergent or invalid Gather(v): one InputError on every rank (or the bad
     rank's own and "rejected on rank N" elsewhere); the communicator still works."""
-    if SIZE == 1 and case in DIVERGENT:
-        pytest.skip("needs two ranks")
-    call, words, bad = _cases()[case]
     method = "Gatherv" if case.startswith("v-") else "Gather"
-    new = case.endswith("collective-disagrees")  # each method's first call (see fresh)
-    net = fresh(index) if new else network(index)
-    try:
-        ok, errs = expect_error(net, lambda: call(net), words,
-                                bad=None if bad == "any" else bad, method=method,
-                                alike=bad != "any")
-    finally:
-        if new:
-            net.Free()
-    assert ok, errs
+    check_bad_call(index, case, _cases(), method)

@@ -11,9 +11,9 @@ ranks agree on the verdict before asserting.
 import numpy as np
 import pytest
 
-from collective_cases import (COMBOS, COUNTS, DTYPES, ERROR_NETS, LOGICAL_ON_FLOATS, MPI, NETS,
-                              OPS, RANK, ROOTS, SIZE, WORLD, agree, close, error_of,
-                              expect_error, network, operands, same, sample, sentinel, valid)
+from collective_cases import (COMBOS, COUNTS, DTYPES, ERROR_NETS, LOGICAL_ON_FLOATS, MPI, NETS, OPS,
+                              RANK, ROOTS, SIZE, WORLD, agree, check_bad_call, close, error_of,
+                              freed, gcd_op, network, operands, same, sample, sentinel, valid)
 from collective_cases import free_networks  # noqa: F401 - frees the module's communicators
 
 LAST = SIZE - 1
@@ -101,12 +101,6 @@ def test_allreduce_long_vectors(index):
     assert agree(not problems), problems
 
 
-def _gcd(inbuf, inoutbuf, datatype):
-    a = np.frombuffer(inbuf, np.int64)
-    b = np.frombuffer(inoutbuf, np.int64)
-    np.gcd(a, b, out=b)
-
-
 @pytest.mark.mpi
 @pytest.mark.parametrize("kind", ["Reduce", "Allreduce"])
 @pytest.mark.parametrize("index", NETS)
@@ -114,7 +108,7 @@ def test_numpy_ufuncs(index, kind):
     """numpy ufuncs as ops: ``numpy.gcd`` against MPI's own user op computing it, and
     ``numpy.maximum``/``numpy.add`` against MPI.MAX/MPI.SUM."""
     net = network(index)
-    gcd = MPI.Op.Create(_gcd, commute=True)
+    gcd = gcd_op()
     problems = []
     try:
         for n in (0, 5, 300):
@@ -205,19 +199,17 @@ def _cases():
         "too-small-recvbuf": (lambda net: net.Reduce(
             np.zeros(251), [np.zeros(251 - (RANK == LAST)), 251, MPI.DOUBLE], MPI.SUM, LAST),
             "Reduce recvbuf: count 251", LAST),
-        "not-committed": (lambda net: _with_type(MPI.DOUBLE.Create_contiguous(1), lambda t:
-                                                 net.Reduce([np.zeros(257), 257, t],
-                                                            np.zeros(257), MPI.SUM, 0)),
+        "not-committed": (lambda net: freed(MPI.DOUBLE.Create_contiguous(1), lambda t: net.Reduce(
+            [np.zeros(257), 257, t], np.zeros(257), MPI.SUM, 0)),
                           "Reduce sendbuf: MPI refuses the datatype", None),
         "not-an-op": (reduce(263, op="sum"), "Reduce: 'sum' is not a reduction operation",
                       None),
         "op-not-for-dtype": (reduce(269, op=MPI.BAND), "Reduce: the operation BAND does not "
                                                        "apply to float64", None),
-        "not-commutative": (lambda net: _with_op(MPI.Op.Create(lambda a, b, t: None,
-                                                               commute=False),
-                                                 lambda op: reduce(271, op=op)(net)),
+        "not-commutative": (lambda net: freed(MPI.Op.Create(lambda a, b, t: None, commute=False),
+                                              lambda op: reduce(271, op=op)(net)),
                             "Reduce: the operation is not commutative", None),
-        "mixed-datatype": (lambda net: _with_type(
+        "mixed-datatype": (lambda net: freed(
             MPI.Datatype.Create_struct([1, 1], [0, 8], [MPI.INT, MPI.DOUBLE]).Commit(),
             lambda t: net.Reduce([np.zeros(2 * 277), 277, t], [np.zeros(2 * 277), 277, t],
                                  MPI.SUM, 0)),
@@ -243,27 +235,6 @@ def _cases():
     }
 
 
-def _with_type(dt, call):
-    try:
-        call(dt)
-    finally:
-        dt.Free()
-
-
-def _with_op(op, call):
-    try:
-        call(op)
-    finally:
-        op.Free()
-
-
-DIVERGENT = ("root-disagrees", "count-disagrees", "op-disagrees", "datatype-disagrees",
-             "collective-disagrees", "all-count-disagrees", "all-op-disagrees",
-             "all-ufunc-disagrees")
-
-
-
-
 def _case_params():
     return [pytest.param(c, marks=LOGICAL_ON_FLOATS) if c == "all-logical-op-on-floats" else c
             for c in _cases()]
@@ -275,11 +246,5 @@ def _case_params():
 def test_reduce_bad_calls(index, case):
     """A rank-divergent or invalid Reduce/Allreduce: one InputError on every rank (or the
     bad rank's own and "rejected on rank N" elsewhere); the communicator still works."""
-    if SIZE == 1 and case in DIVERGENT:
-        pytest.skip("needs two ranks")
-    net = network(index)
-    call, words, bad = _cases()[case]
     method = "Allreduce" if case.startswith("all-") else "Reduce"
-    ok, errs = expect_error(net, lambda: call(net), words, bad=None if bad == "any" else bad,
-                            method=method, alike=bad != "any")
-    assert ok, errs
+    check_bad_call(index, case, _cases(), method)

@@ -10,9 +10,9 @@ compared.  Every rank finishes its communication, then the ranks agree on the ve
 import numpy as np
 import pytest
 
-from collective_cases import (COMBOS, COUNTS, ERROR_NETS, LOGICAL_ON_FLOATS, MPI, NETS, OPS,
-                              RANK, SIZE, WORLD, agree, close, expect_error, fresh, network,
-                              operands, same, sentinel, v_counts)
+from collective_cases import (COMBOS, COUNTS, ERROR_NETS, LOGICAL_ON_FLOATS, MPI, NETS, OPS, RANK,
+                              SIZE, WORLD, agree, check_bad_call, close, network, operands, same,
+                              sentinel, v_counts)
 from collective_cases import free_networks  # noqa: F401 - frees the module's communicators
 
 LAST = SIZE - 1
@@ -150,12 +150,6 @@ def _cases():
     }
 
 
-DIVERGENT = ("count-disagrees", "op-disagrees", "datatype-disagrees", "collective-disagrees",
-             "v-recvcounts-disagree", "v-op-disagrees", "v-collective-disagrees")
-
-
-
-
 def _case_params():
     return [pytest.param(c, marks=LOGICAL_ON_FLOATS) if c == "v-logical-op-on-floats" else c
             for c in _cases()]
@@ -167,17 +161,5 @@ def _case_params():
 def test_reduce_scatter_bad_calls(index, case):
     """A rank-divergent or invalid Reduce_scatter(_block): one InputError on every rank (or
     the bad rank's own and "rejected on rank N" elsewhere); the communicator still works."""
-    if SIZE == 1 and case in DIVERGENT:
-        pytest.skip("needs two ranks")
-    call, words, bad = _cases()[case]
     method = "Reduce_scatter" if case.startswith("v-") else "Reduce_scatter_block"
-    new = case.endswith("collective-disagrees")  # each method's first call (see fresh)
-    net = fresh(index) if new else network(index)
-    try:
-        ok, errs = expect_error(net, lambda: call(net), words,
-                                bad=None if bad == "any" else bad, method=method,
-                                alike=bad != "any")
-    finally:
-        if new:
-            net.Free()
-    assert ok, errs
+    check_bad_call(index, case, _cases(), method)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from collective_cases import (ERROR_NETS, EVERY, MPI, NETS, RANK, ROOTS, SIZE, WORLD, agree,
-                              data, expect_error, fresh, mpi_type, network, rotation, same,
+                              check_bad_call, data, freed, mpi_type, network, rotation, same,
                               sentinel, v_counts, v_displs)
 from collective_cases import free_networks  # noqa: F401 - frees the module's communicators
 
@@ -131,13 +131,6 @@ def test_scatterv_every_dtype(index, form):
     assert agree(not problems), problems
 
 
-def _with_type(dt, call):
-    try:
-        call(dt)
-    finally:
-        dt.Free()
-
-
 def _cases():
     """Bad calls: name -> (call(net), words, the bad rank, None for every rank alike, or
     "any": every rank an InputError of its own with ``words``).
@@ -176,10 +169,8 @@ def _cases():
             np.zeros(103 * SIZE) if first else None,
             [np.zeros(103 - (RANK == LAST)), 103, MPI.DOUBLE], root=0),
             "Scatter recvbuf: count 103 needs bytes [0, 824) of the buffer", LAST),
-        "not-committed": (lambda net: _with_type(MPI.INT.Create_contiguous(3), lambda t:
-                                                 net.Scatter(None if RANK else np.zeros(
-                                                     3 * SIZE, np.int32),
-                                                     [np.zeros(3 * 107, np.int32), 107, t])),
+        "not-committed": (lambda net: freed(MPI.INT.Create_contiguous(3), lambda t: net.Scatter(
+            None if RANK else np.zeros(3 * SIZE, np.int32), [np.zeros(3 * 107, np.int32), 107, t])),
                           "Scatter recvbuf: MPI refuses the datatype", None),
         "v-root-disagrees": (lambda net: scatterv([2] * SIZE, 0 if first else other)(net),
                              "Scatterv: ranks disagree on the root (from 0 to 1)", None),
@@ -203,27 +194,11 @@ def _cases():
     }
 
 
-DIVERGENT = ("root-disagrees", "count-disagrees", "collective-disagrees", "v-root-disagrees",
-             "v-counts-disagree", "v-collective-disagrees")
-
-
 @pytest.mark.mpi
 @pytest.mark.parametrize("case", list(_cases()))
 @pytest.mark.parametrize("index", ERROR_NETS)
 def test_scatter_bad_calls(index, case):
     """A rank-divergent or invalid Scatter(v): one InputError on every rank (or the bad
     rank's own and "rejected on rank N" elsewhere); the communicator still works."""
-    if SIZE == 1 and case in DIVERGENT:
-        pytest.skip("needs two ranks")
-    call, words, bad = _cases()[case]
     method = "Scatterv" if case.startswith("v-") else "Scatter"
-    new = case.endswith("collective-disagrees")  # each method's first call (see fresh)
-    net = fresh(index) if new else network(index)
-    try:
-        ok, errs = expect_error(net, lambda: call(net), words,
-                                bad=None if bad == "any" else bad, method=method,
-                                alike=bad != "any")
-    finally:
-        if new:
-            net.Free()
-    assert ok, errs
+    check_bad_call(index, case, _cases(), method)
