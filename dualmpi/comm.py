@@ -1033,7 +1033,7 @@ def _shape(shape):
     if shape is None:
         return None
     if isinstance(shape, str):
-        from .executors.clock import parse_shape
+        from .model.clock import parse_shape
 
         try:
             d = parse_shape(shape)

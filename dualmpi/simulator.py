@@ -17,7 +17,7 @@ the hop distance times ``t_h``, and then share the link's bandwidth (docs/model.
 
 With link parameters (``clock``) the result also has ``virtual``: the paper's
 formula time, the step bound with link sharing, and the virtual clock's time of the
-replayed schedule (:func:`dualmpi.executors.clock.schedule_time`).
+replayed schedule (:func:`dualmpi.model.clock.schedule_time`).
 """
 
 import math
@@ -28,7 +28,7 @@ from .collectives import build_schedule, count_conflicts, paper_steps
 from .collectives.alltoall import class_groups, destination_order, route_function, step_offsets
 from .collectives.schedule import COLLECTIVES, expected_blocks, initial_blocks
 from .errors import DualmpiError
-from .executors.clock import ClockParams, schedule_time
+from .model.clock import ClockParams, schedule_time
 from .topology import HDN, DualCube, Hypercube, MetaCube
 
 __all__ = [
@@ -80,7 +80,7 @@ def simulate(topo, collective, root=0, variant="corrected", method="auto", clock
     On a network with faults the schedule is replayed, and the result also lists the
     faults, the undeliverable (source, destination) pairs and the extra rounds and
     link transfers the detours cost against the fault-free schedule.  With ``clock``
-    (a :class:`~dualmpi.executors.clock.ClockParams`) and ``size`` (bytes per block)
+    (a :class:`~dualmpi.model.clock.ClockParams`) and ``size`` (bytes per block)
     the result has ``virtual`` (:func:`virtual_times`).
     """
     if hasattr(topo, "failed_links"):

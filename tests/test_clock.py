@@ -5,8 +5,8 @@ import pytest
 from dualmpi.collectives import COLLECTIVES, build_schedule
 from dualmpi.errors import DualmpiError
 from dualmpi.engine import run_inprocess
-from dualmpi.executors.clock import ClockParams, parse_shape
-from dualmpi.executors.options import make_options
+from dualmpi.model.clock import ClockParams, parse_shape
+from dualmpi.commands.options import make_options
 from dualmpi.simulator import simulate
 from dualmpi.topology import from_spec
 
@@ -85,7 +85,7 @@ def test_parse_shape_and_options():
 
 def test_shared_link_bodies_take_turns():
     """Two bodies on one link at once take 2 n t_w together; a later body fills the gaps."""
-    from dualmpi.executors.clock import NodeClock
+    from dualmpi.model.clock import NodeClock
 
     node = NodeClock(ClockParams(0.0, 1.0, 0.5))
     first = node.depart(9, 4, (), 3, (0.0, 10.0))      # forwarded: trailer (tail, head)
@@ -101,7 +101,7 @@ def test_shared_link_bodies_take_turns():
 @pytest.mark.parametrize("spec", ["dualcube:r=3", "metacube:k=2,m=1"])
 def test_schedule_time_equals_the_executor_clock(spec, contention):
     """Replaying the schedule on clocks alone gives the executor's virtual time exactly."""
-    from dualmpi.executors.clock import schedule_time
+    from dualmpi.model.clock import schedule_time
 
     params = ClockParams(2e-6, 1e-9, 5e-8, contention=contention)
     sched = build_schedule("alltoall", from_spec(spec))
@@ -127,7 +127,7 @@ def test_bad_clock_params():
         ClockParams(switching="wormhole")
 
 
-@pytest.mark.parametrize("module", ["dualmpi.executors.clock", "dualmpi.simulator"])
+@pytest.mark.parametrize("module", ["dualmpi.model.clock", "dualmpi.simulator"])
 def test_doctests(module):
     import doctest
     import importlib

@@ -12,11 +12,11 @@ from dualmpi.engine.layout import split_offsets, split_sizes
 from dualmpi.engine.local import LocalRunner, run_local
 from dualmpi.engine.stream import StepPlan, class_link
 from dualmpi.errors import DualmpiError, LinkError
-from dualmpi.executors.payload import rank_buffers
+from dualmpi.measure.payload import rank_buffers
 from dualmpi.collectives.schedule import Round, Schedule, Transfer
 from dualmpi.topology import from_spec
 
-MODULES = ["arrays", "layout", "plan", "core", "local", "virtual", "stream", "watchdog"]
+MODULES = ["arrays", "layout", "plan", "core", "local", "virtual", "stream", "watchdog", "patterns"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -13,7 +13,7 @@ import pytest
 
 from dualmpi.collectives import build_schedule
 from dualmpi.errors import DualmpiError
-from dualmpi.executors.clock import ClockParams, schedule_time
+from dualmpi.model.clock import ClockParams, schedule_time
 from dualmpi.model.formulas import predict
 from dualmpi.model.predict import (PREDICT_FORMAT, calibrate, check_document, compare,
                                    measured_rows, oversubscription, predict_collective,

@@ -148,7 +148,7 @@ def test_run_baseline_adds_native_time_and_ratio(mpi_env, tmp_path):
 def test_run_reports_link_sharing_and_shared_clock(mpi_env, tmp_path):
     """8 ranks, D_2 alltoall, cut-through --model: JSON link sharing > 1 where simulate says so,
     t_model the shared-bandwidth clock (above the paper's T), per-call times and their median."""
-    from dualmpi.executors.clock import ClockParams
+    from dualmpi.model.clock import ClockParams
     from dualmpi.simulator import simulate
     from dualmpi.topology import from_spec
 

@@ -8,8 +8,8 @@ import pytest
 
 from dualmpi.cli import build_parser
 from dualmpi.commands.run import _virtual, format_sharing
-from dualmpi.executors.clock import ClockParams
-from dualmpi.executors.options import make_options
+from dualmpi.model.clock import ClockParams
+from dualmpi.commands.options import make_options
 from dualmpi.simulator import simulate
 from dualmpi.topology import from_spec
 

@@ -227,7 +227,7 @@ def test_cli_simulate_link_sharing_and_virtual_time_done_when(capsys):
 def test_slow_links_bodies_do_not_overlap():
     """t_h = 1 ms > m t_w = 655 us: the pipelined clock gives the paper's T, the step bound
     (messages of a step overlapping fully, a flow model) +6.7 % (D_3) and +10.8 % (MC(2,1))."""
-    from dualmpi.executors.clock import ClockParams
+    from dualmpi.model.clock import ClockParams
 
     clock = ClockParams(2e-3, 1e-8, 1e-3)
     for spec, extra in (("dualcube:r=3", 0.067), ("metacube:k=2,m=1", 0.108)):

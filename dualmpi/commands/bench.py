@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from ..collectives import COLLECTIVES
 from ..errors import InputError
-from ..executors.options import make_options
+from .options import make_options
 from .common import check_output_path, load_topology, topology_arg, write_json_atomic, write_output
 from .run import check_runnable, metadata, parse_sizes
 

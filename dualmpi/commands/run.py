@@ -8,7 +8,7 @@ from .. import __version__
 from ..collectives import COLLECTIVES, EXTRA_COLLECTIVES, build_schedule, paper_steps
 from ..collectives.schedule import base_collective
 from ..errors import InputError
-from ..executors.options import make_options
+from .options import make_options
 from ..resources import TIME_LIMIT_S, require_time
 from ..simulator import simulate, virtual_times
 from .common import (add_fault_args, apply_faults, check_output_path, format_table,
@@ -391,7 +391,7 @@ def run_collective(net, coll, size, root=0, iters=1, warmup=0, salt=0):
     import numpy as np
     from mpi4py import MPI
 
-    from ..executors.payload import rank_buffers
+    from ..measure.payload import rank_buffers
 
     R, me = net.Get_size(), net.Get_rank()
     base = base_collective(coll)
@@ -520,7 +520,7 @@ def format_sharing(sharing):
 
 def _add_baseline(row, net, coll, size, root, iters, warmup):
     """Time the native collective and add its figures and the emulated/native ratio to ``row``."""
-    from ..executors.native_baseline import run_native
+    from ..measure.native_baseline import run_native
 
     native = run_native(net, base_collective(coll), size, root, iters, warmup)
     row.update({k: v for k, v in native.items()

@@ -5,7 +5,7 @@ import time
 
 from ..collectives import COLLECTIVES, EXTRA_COLLECTIVES
 from ..errors import DualmpiError
-from ..executors.clock import CONTENTION, SWITCHING, ClockParams, parse_shape
+from ..model.clock import CONTENTION, SWITCHING, ClockParams, parse_shape
 from ..simulator import check_faulty_size, simulate
 from ..simulate_cost import check_simulation
 from ..topology.faults import FaultyTopology

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..collectives.schedule import REDUCED, base_collective, expected_blocks
-from ..executors.payload import block_pattern, expected_value
+from .patterns import block_pattern, expected_value
 from .arrays import from_schedule
 from .core import copy_segments
 from .layout import Layout
@@ -136,7 +136,7 @@ def run_inprocess(schedule, size, clock=None, packets=1):
     Every transfer is link-checked (:class:`~dualmpi.errors.LinkError`); a node sending a
     block it does not hold, or forwarding against its router, is recorded in ``errors``
     (the transfer is dropped: the engine does not invent data).  Blocks are filled with
-    :func:`~dualmpi.executors.payload.block_pattern` and every delivered byte is checked.
+    :func:`~dualmpi.engine.patterns.block_pattern` and every delivered byte is checked.
     The virtual clocks of :func:`~dualmpi.engine.virtual.replay_clocks` give ``virtual``;
     ``clock`` (a :class:`ClockParams`) adds a clock with real parameters.
 

@@ -1,6 +1,6 @@
 """Virtual model clocks replayed over a schedule: the papers' cost of a run, computed (pure).
 
-The clocks of :mod:`dualmpi.executors.clock` are deterministic: they depend on the
+The clocks of :mod:`dualmpi.model.clock` are deterministic: they depend on the
 schedule and the block size only, not on what the hardware did.  So the engine does
 not carry them in messages; this module replays the schedule node by node, round by
 round, in the order the message-passing run follows, and returns the coefficients
@@ -9,7 +9,7 @@ parameters, the predicted time.
 """
 
 from ..collectives.schedule import message_hops, node_programs
-from ..executors.clock import UNIT_CLOCKS, ClockSet
+from ..model.clock import UNIT_CLOCKS, ClockSet
 
 __all__ = ["replay_clocks", "virtual_summary"]
 
@@ -46,7 +46,7 @@ def replay_clocks(schedule, size, clock=None):
 
     Node by node in each round, sends then receives, exactly as the message-passing
     run orders them; a routed message's clock state travels with it from hop to hop.
-    ``clock`` (a :class:`~dualmpi.executors.clock.ClockParams`) adds a clock with real
+    ``clock`` (a :class:`~dualmpi.model.clock.ClockParams`) adds a clock with real
     parameters whose finishing time is ``["time"]``.
 
     >>> from dualmpi.collectives import build_schedule

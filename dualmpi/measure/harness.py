@@ -8,7 +8,7 @@ schedule's model coefficients), written as JSON and CSV.
 import csv
 
 from ..collectives import build_schedule
-from ..executors.native_baseline import run_native
+from .native_baseline import run_native
 from ..simulator import simulate_schedule
 from .pingpong import chain, pingpong
 

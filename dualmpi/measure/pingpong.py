@@ -13,7 +13,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from ..executors.payload import block_pattern
+from ..engine.patterns import block_pattern
 
 __all__ = ["chain", "bounce", "pingpong"]
 

@@ -11,7 +11,7 @@ The experiment (``benchmarks/predict.py``, docs/user-guide.md, "Predict, then me
 2. **Predict** every collective, size and network from that calibration alone
    (:func:`predict_collective`): ``formula``, the schedule's coefficients times the
    cut-through parameters (the papers' T), and ``clock``, the virtual clock replaying the
-   schedule (:func:`dualmpi.executors.clock.schedule_time`) with the better-fitting
+   schedule (:func:`dualmpi.model.clock.schedule_time`) with the better-fitting
    switching model, whose cut-through links share their bandwidth (docs/model.md,
    "Link sharing").
 3. **Measure** them (``dualmpi run``) and compare (:func:`compare`): the relative error
@@ -31,7 +31,7 @@ import os
 
 from ..collectives import build_schedule
 from ..errors import DualmpiError
-from ..executors.clock import ClockParams
+from ..model.clock import ClockParams
 from .fit import DEFAULT_BOUNDARIES, fit_pingpong, quality_warnings, regime_index
 from .formulas import predict as formula_time
 

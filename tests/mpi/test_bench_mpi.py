@@ -2,7 +2,7 @@
 
 import pytest
 
-from dualmpi.executors.options import make_options
+from dualmpi.commands.options import make_options
 from dualmpi.topology import from_spec
 
 MPI = pytest.importorskip("mpi4py.MPI")

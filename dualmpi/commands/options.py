@@ -4,7 +4,7 @@ import math
 from dataclasses import dataclass
 
 from ..errors import InputError
-from .clock import SWITCHING, ClockParams, parse_shape
+from ..model.clock import SWITCHING, ClockParams, parse_shape
 from ..engine.watchdog import DEFAULT_DEADLINE
 
 __all__ = ["RunOptions", "make_options"]

@@ -1,50 +1,10 @@
-"""Deterministic block contents, so every receiver can verify every byte it gets."""
+"""Rank-level buffers of one collective call made of block patterns, for dualmpi's clients."""
 
 import numpy as np
 
-__all__ = ["block_pattern", "expected_value", "rank_buffers"]
+from ..engine.patterns import block_pattern
 
-#: Bytes generated per chunk, so a pattern needs little more memory than its payload.
-_CHUNK = 1 << 16
-
-#: Same value as :data:`dualmpi.collectives.schedule.REDUCED` (kept here to stay import-light).
-_REDUCED = -2
-
-_MIX = np.uint64(0x9E3779B97F4A7C15)
-
-
-def block_pattern(origin, target, size, salt=0, out=None):
-    """Return the ``size`` bytes of block ``(origin, target)`` as a uint8 array.
-
-    The bytes depend on origin, target, position and ``salt`` (a per-iteration
-    pattern), so a misrouted, swapped, stale or truncated block fails verification.
-    Generated in chunks into ``out`` (a uint8 array of ``size``) when given.
-
-    >>> block_pattern(3, -1, 4).tolist() == block_pattern(3, -1, 4).tolist()
-    True
-    >>> bool((block_pattern(3, 5, 64) != block_pattern(5, 3, 64)).any())
-    True
-    """
-    seed = ((origin & 0xFFFFFFFF) << 32 ^ (target + 1) & 0xFFFFFFFF) * int(_MIX) % (1 << 64)
-    seed = np.uint64((seed + salt * 0xD1B54A32D192ED03) % (1 << 64))
-    out = np.empty(size, dtype=np.uint8) if out is None else out
-    for start in range(0, size, _CHUNK):
-        x = np.arange(start, min(size, start + _CHUNK), dtype=np.uint64) + seed
-        x ^= x >> np.uint64(29)
-        x *= _MIX
-        x ^= x >> np.uint64(32)
-        out[start:start + x.size] = x & np.uint64(0xFF)
-    return out
-
-
-def expected_value(key, num_nodes, size, salt=0):
-    """Return the bytes block ``key`` must hold at the end (a reduction: the sum mod 256)."""
-    if key[0] == _REDUCED:
-        total = np.zeros(size, dtype=np.uint8)
-        for u in range(num_nodes):
-            total += block_pattern(u, key[1], size, salt)
-        return total
-    return block_pattern(*key, size, salt)
+__all__ = ["block_pattern", "rank_buffers"]
 
 
 def rank_buffers(collective, ranks, rank, root, nbytes, salt=0):
