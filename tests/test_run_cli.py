@@ -174,7 +174,8 @@ FORGED_LINKS = """
 import json
 from mpi4py import MPI
 import dualmpi
-from dualmpi.commands.run import row_passed, run_collective
+from dualmpi.commands.run import row_passed
+from dualmpi.measure.collective import run_collective
 net = dualmpi.Comm(MPI.COMM_WORLD, "dualcube:r=2", watchdog=60)
 topo = net.topology
 far = next(v for v in range(1, 8) if not topo.is_link(0, v))

@@ -34,7 +34,7 @@ def add_parser(sub):
 
 def soak(net, iterations, sizes, progress=None):
     """Run the soak on ``net`` (a :class:`dualmpi.Comm`); return the totals (same on every rank)."""
-    from .run import run_collective
+    from ..measure.collective import run_collective
 
     ranks = net.Get_size()
     totals = dict(iterations=0, messages=0, blocks=0, corrupted=0, lost=0)

@@ -2,17 +2,16 @@
 
 Results follow the ``dualmpi-bench/1`` format: ``meta``, ``pingpong`` rows (one-way
 times over d-hop chains along real routes) and ``collectives`` rows (with the
-schedule's model coefficients), written as JSON and CSV.
+schedule's model coefficients); ``dualmpi bench`` writes them as JSON and CSV.
 """
 
-import csv
-
 from ..collectives import build_schedule
-from .native_baseline import run_native
 from ..simulator import simulate_schedule
+from .collective import run_collective
+from .native_baseline import run_native
 from .pingpong import chain, pingpong
 
-__all__ = ["FORMAT", "DEFAULT_SIZES", "iters_for", "run_bench", "write_results"]
+__all__ = ["FORMAT", "DEFAULT_SIZES", "iters_for", "run_bench"]
 
 FORMAT = "dualmpi-bench/1"
 
@@ -31,7 +30,6 @@ def iters_for(size, shaped, scale=1.0):
 def run_bench(world, topo, cfg, progress=print):
     """Run the whole grid; return the results dict (complete on rank 0)."""
     from ..comm import Comm
-    from ..commands.run import run_collective
 
     opts = cfg.options
     net = Comm(world, topo, 1, watchdog=opts.watchdog, shape=opts.shape,
@@ -71,23 +69,6 @@ def run_bench(world, topo, cfg, progress=print):
                 f"t_avg {row['t_avg'] * 1e6:10.1f} us", flush=True)
     net.Free()
     return {"format": FORMAT, "pingpong": rows_pp, "collectives": rows_coll}
-
-
-def write_results(results, path):
-    """Write ``results`` as JSON to ``path`` and as CSV beside it (``.csv``)."""
-    from ..commands.common import write_json_atomic
-
-    write_json_atomic(results, path)
-    csv_path = path[:-5] + ".csv" if path.endswith(".json") else path + ".csv"
-    rows = [dict(section=s, **_flat(r)) for s in ("pingpong", "collectives") for r in results[s]]
-    fields = []
-    for r in rows:
-        fields += [k for k in r if k not in fields]
-    with open(csv_path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
-    return csv_path
 
 
 def _flat(row, prefix=""):

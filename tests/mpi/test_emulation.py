@@ -3,7 +3,7 @@ pytest --with-mpi``.
 
 Every test lets all ranks finish their communication, then the ranks agree on the
 verdict with an allreduce before asserting, so a failure on one rank cannot hang
-the others.  The CLI's :func:`~dualmpi.commands.run.run_collective` fills the buffers
+the others.  The CLI's :func:`~dualmpi.measure.collective.run_collective` fills the buffers
 with patterns and checks every delivered byte.
 """
 
@@ -45,7 +45,7 @@ def _comm(topo, q=None, **options):
 
 
 def _run(net, collective, size, root=0, iters=1):
-    from dualmpi.commands.run import run_collective
+    from dualmpi.measure.collective import run_collective
 
     return run_collective(net, collective, size, root, iters, 0)
 

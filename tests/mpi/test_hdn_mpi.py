@@ -29,7 +29,7 @@ def _agree(ok, comm=None):
 def test_hdn_broadcast_on_ranks(collective, size):
     """Algorithm 2 delivers byte for byte over links only, in at most Theorem 3's steps."""
     from dualmpi import Comm
-    from dualmpi.commands.run import run_collective
+    from dualmpi.measure.collective import run_collective
 
     world = MPI.COMM_WORLD
     specs = SPECS.get(world.Get_size())

@@ -14,7 +14,7 @@ def _agree(ok):
 
 def _run(spec, collective, size, root=0, algorithms=None):
     from dualmpi import Comm
-    from dualmpi.commands.run import run_collective
+    from dualmpi.measure.collective import run_collective
 
     net = Comm(MPI.COMM_WORLD, from_spec(spec), algorithms=algorithms)
     row = run_collective(net, collective, size, root, 1, 0)

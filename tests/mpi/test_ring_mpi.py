@@ -43,7 +43,7 @@ def _rh_topologies(size):
 def _run(topo, sched, size):
     """Run ``sched``'s collective twice through dualmpi.Comm; return the verified result row."""
     from dualmpi import Comm
-    from dualmpi.commands.run import run_collective
+    from dualmpi.measure.collective import run_collective
 
     coll, root = sched.collective, sched.root or 0
     ring = {"ring-allgather": {"allgather": "ring"}, "ring-allreduce": {"allreduce": "ring"}}
