@@ -99,8 +99,15 @@ KINDS = {
 }
 
 
+def _params(names):
+    """The cases as pytest params; from 16 ranks on (oversubscribed 8 a core and more) the
+    megabyte objects are marked slow: an alltoall of them holds gigabytes across the ranks."""
+    return [pytest.param(n, marks=pytest.mark.slow if SIZE >= 16 and "large" in n else ())
+            for n in names]
+
+
 @pytest.mark.mpi
-@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("kind", _params(KINDS))
 def test_bcast(comm, kind):
     make, ok = KINDS[kind], True
     for root in range(SIZE):
@@ -112,7 +119,7 @@ def test_bcast(comm, kind):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("kind", _params(KINDS))
 def test_scatter(comm, kind):
     make, ok = KINDS[kind], True
     for root in range(SIZE):
@@ -124,7 +131,7 @@ def test_scatter(comm, kind):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("kind", _params(KINDS))
 def test_gather(comm, kind):
     make, ok = KINDS[kind], True
     for root in range(SIZE):
@@ -136,7 +143,7 @@ def test_gather(comm, kind):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("kind", _params(KINDS))
 def test_allgather(comm, kind):
     make = KINDS[kind]
     got = objects.allgather(comm, make(RANK))
@@ -145,7 +152,7 @@ def test_allgather(comm, kind):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("kind", _params(KINDS))
 def test_alltoall(comm, kind):
     make = KINDS[kind]
     items = [make(RANK * SIZE + j) for j in range(SIZE)]
@@ -213,7 +220,7 @@ def _fold(op, n):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("case", list(REDUCTIONS))
+@pytest.mark.parametrize("case", _params(REDUCTIONS))
 def test_reduce(comm, case):
     op, make = REDUCTIONS[case]
     ok = True
@@ -226,7 +233,7 @@ def test_reduce(comm, case):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("case", list(REDUCTIONS))
+@pytest.mark.parametrize("case", _params(REDUCTIONS))
 @pytest.mark.parametrize("fn", ["allreduce", "scan", "exscan"])
 def test_allreduce_scan_exscan(comm, fn, case):
     op, make = REDUCTIONS[case]
