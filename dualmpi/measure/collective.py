@@ -9,7 +9,8 @@ import numpy as np
 from ..collectives.schedule import base_collective
 from .payload import rank_buffers
 
-__all__ = ["run_collective", "link_violations", "total_avg"]
+__all__ = ["run_collective", "link_violations", "total_avg", "engine_key", "streamed_runner",
+           "round_counts", "algorithm_name", "packets_for", "verify_blocks"]
 
 
 def run_collective(net, coll, size, root=0, iters=1, warmup=0, salt=0):
@@ -54,7 +55,7 @@ def run_collective(net, coll, size, root=0, iters=1, warmup=0, salt=0):
         if it >= warmup:
             times.append(t1 - t0)
     st = net.stats()
-    delivered, expected, missing = net._verify_blocks(base, recv, want, root, size)
+    delivered, expected, missing = verify_blocks(net, base, recv, want, root, size)
     bad_links = link_violations(net.topology, st["links"])
     local = np.array([delivered, expected, missing, st["messages"], st["bytes"],
                       st["checksum_failures"], bad_links or 0, bad_links is None], dtype=np.int64)
@@ -67,11 +68,11 @@ def run_collective(net, coll, size, root=0, iters=1, warmup=0, salt=0):
     # per timed call, the slowest rank: when that call of the collective was complete
     slowest = np.zeros(len(times))
     net._control_allreduce(np.asarray(times, dtype=float), slowest, MPI.MAX)
-    hop_rounds, steps = net._counts(coll, root, piece)
+    hop_rounds, steps = round_counts(net, coll, root, piece)
     n = max(iters, 1)
     return {
         "collective": coll,
-        "algorithm": net._algorithm(coll, root, piece),
+        "algorithm": algorithm_name(net, coll, root, piece),
         "spec": net.topology.spec,
         "root": root * net.q if base in ("bcast", "scatter") else None,
         "size": size,
@@ -94,8 +95,8 @@ def run_collective(net, coll, size, root=0, iters=1, warmup=0, salt=0):
         "t_max": float(top[0]),
         "t_calls": [float(t) for t in slowest],
         "t_med": float(np.median(slowest)) if len(times) else 0.0,
-        "switching": "cut-through" if net._packets_for(coll, piece) > 1 else "store-and-forward",
-        "packets": net._packets_for(coll, piece),
+        "switching": "cut-through" if packets_for(net, coll, piece) > 1 else "store-and-forward",
+        "packets": packets_for(net, coll, piece),
         "shape": None if net.options["shape"] is None else dict(zip(("ts", "tw", "th"),
                                                                     net.options["shape"])),
     }
@@ -127,3 +128,138 @@ def link_violations(topo, links):
     if ("all", "all") in links:
         return None
     return sum(m for (u, v), (m, _) in links.items() if m and not topo.is_link(u, v))
+
+
+# -- what the engine ran, and what the rank's nodes hold (from dualmpi.Comm's state) ----------
+def engine_key(net, coll):
+    """Return ``(collective, algorithm)`` of a CLI collective name."""
+    if coll == "ring-allgather":
+        return "allgather", "ring"
+    if coll == "ring-allreduce":
+        return "allreduce-ring", None
+    return coll, net.algorithms.get(coll)
+
+
+def streamed_runner(net, coll, root, nbytes):
+    """Return the streamed runner of ``coll`` at ``nbytes`` (no array schedule), or None."""
+    if nbytes is None or coll != "alltoall":
+        return None
+    run = net._runner(coll, root, nbytes)
+    return run if run.bound is None else None
+
+
+def round_counts(net, coll, root=0, nbytes=None):
+    """Return ``(hop rounds, steps)`` of collective ``coll`` (root a rank)."""
+    run = streamed_runner(net, coll, root, nbytes)
+    if run is not None:
+        return run.hop_rounds, run.steps_count
+    name, algorithm = engine_key(net, coll)
+    return net._engine.counts(name, root * net.q, net.variant, algorithm)
+
+
+def algorithm_name(net, coll, root=0, nbytes=None):
+    """Return the name of the algorithm that runs ``coll``."""
+    if streamed_runner(net, coll, root, nbytes) is not None:
+        from ..engine.arrays import alltoall_name
+
+        return alltoall_name(net.topology) + " (streamed)"
+    name, algorithm = engine_key(net, coll)
+    return net._engine.schedule(name, root * net.q, net.variant, algorithm).algorithm
+
+
+def packets_for(net, coll, nbytes, root=0):
+    """Return the pieces each block of ``coll`` is cut into at ``nbytes``."""
+    name, _ = engine_key(net, coll)
+    if name.startswith("allreduce"):
+        return 1  # a combined block moves whole
+    run = net._runner(name, root, nbytes)
+    return 1 if run.bound is None else run.bound.packets
+
+
+def verify_blocks(net, base, got, want, root=0, block=None):
+    """Count the node-level blocks this rank's nodes hold correctly after a collective.
+
+    ``got`` is the user-visible result (the buffer of ``bcast``), ``want`` what it must
+    be, ``block`` the node-level block size.  Returns ``(delivered, expected, missing)``
+    counting, as the papers do, each block a node must end with but did not start
+    with; on a network with faults only the blocks that can still arrive.  With
+    several nodes per rank the other nodes' copies (bcast, allgather) are checked in
+    the engine's store too.
+    """
+    from ..collectives.schedule import expected_blocks
+    from ..engine.layout import Layout
+
+    topo, q, me, R = net.topology, net.q, net.rank, net.size
+    p = topo.num_nodes
+    piece = {"bcast": want.size, "scatter": want.size, "allreduce": want.size // max(p, 1)}.get(
+        base, want.size // R)
+    lay = Layout(base, p, q, piece, root)
+    faulty = hasattr(topo, "alive")
+    if not faulty:
+        mine_root = int(me == root)
+        expected = {"bcast": q - mine_root, "scatter": q - mine_root,
+                    "allreduce": q * p}.get(base, q * (p - 1))
+        if np.array_equal(got, want):
+            bad = 0
+        elif block and got.size % block == 0 and base in ("alltoall", "allgather"):
+            rows = (got.reshape(-1, block) != want.reshape(-1, block)).any(axis=1)
+            bad = int(np.count_nonzero(rows))
+        else:
+            bad = _bad_rows(net, lay, got, want, None)
+        wanted = None
+    else:
+        wanted = [{k for k in expected_blocks(base, topo, root * q, u) if k[0] != u}
+                  for u in net.nodes]
+        expected = sum(map(len, wanted))
+        bad = _bad_rows(net, lay, got, want, wanted)
+    if q > 1 and base in ("bcast", "allgather"):
+        bad += _node_copies_differ(net, base, piece, root, lay, wanted)
+    return expected - bad, expected, bad
+
+
+def _bad_rows(net, lay, got, want, wanted):
+    """Return how many expected node-level blocks of the user's buffer differ."""
+    me = net.rank
+    node, origin, target, off = lay.outputs(me)
+    if lay.collective == "bcast" and me == lay.root:
+        node, origin, target, off = lay.inputs(me)
+    size = lay.size(origin, target)
+    bad = 0
+    for u, o, t, a, n in zip(node.tolist(), origin.tolist(), target.tolist(), off.tolist(),
+                             size.tolist()):
+        if o == u:
+            continue
+        if wanted is not None and (o, t) not in wanted[u - net.nodes[0]]:
+            continue
+        if not np.array_equal(got[a:a + n], want[a:a + n]):
+            bad += 1
+    return bad
+
+
+def _node_copies_differ(net, base, piece, root, lay, wanted):
+    """Return how many blocks the rank's other nodes hold differently from its first node."""
+    run = net._runner(base, root, piece)
+    plan, bound, store = run.plan, run.bound, run.store
+    _, origin, target, _ = lay.outputs(net.rank) if not (base == "bcast" and
+                                                           net.rank == root) \
+        else lay.inputs(net.rank)
+    first = net.nodes[0]
+    ref = plan.find(np.full(origin.size, first), origin, target)
+    bad = 0
+    for i, u in enumerate(net.nodes):
+        if u == first:
+            continue
+        slots = plan.find(np.full(origin.size, u), origin, target)
+        for k, (s, r) in enumerate(zip(slots.tolist(), ref.tolist())):
+            key = (int(origin[k]), int(target[k]))
+            if key[0] == u or (wanted is not None and key not in wanted[i]):
+                continue
+            if s < 0 or r < 0:
+                bad += 1
+                continue
+            a, b, n = int(bound.slot_offset[s]), int(bound.slot_offset[r]), \
+                int(bound.slot_size[s])
+            if not np.array_equal(store[a:a + n], store[b:b + n]):
+                bad += 1
+    return bad
+
