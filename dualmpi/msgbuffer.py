@@ -2,8 +2,9 @@
 
 # The rules mirror mpi4py 4.1.2 ``src/mpi4py/MPI.src/msgbuffer.pxi`` (message_simple,
 # message_vector, message_vector_w and the ``_p_msg_cco.for_*`` callers) and ``asbuffer.pxi``
-# (getbuffer: buffer protocol, then DLPack, then the CUDA array interface).  mpi4py is imported
-# lazily: ``import dualmpi.msgbuffer`` does not initialize MPI.
+# (getbuffer: buffer protocol, then DLPack as in ``asdlpack.pxi`` -- see dualmpi.dlpack --,
+# then the CUDA array interface, refused).  mpi4py is imported lazily: ``import
+# dualmpi.msgbuffer`` does not initialize MPI.
 
 import operator
 import sys
@@ -12,6 +13,7 @@ import zlib
 
 import numpy as np
 
+from dualmpi.dlpack import from_dlpack
 from dualmpi.errors import InputError
 
 __all__ = ["Message", "VMessage", "WMessage", "simple", "vector", "wvector", "in_place"]
@@ -359,16 +361,7 @@ def _getbuffer(obj, readonly, want_format, what):
             raise InputError(f"{what}: the buffer is not contiguous")
         return raw, mv.format
     if hasattr(obj, "__dlpack__"):
-        if not hasattr(obj, "__dlpack_device__"):
-            raise InputError(f"{what}: {type(obj).__name__} has __dlpack__ but no "
-                             "__dlpack_device__")
-        try:
-            arr = np.from_dlpack(obj, copy=False)
-        except Exception as exc:  # noqa: BLE001 - device memory, strides numpy refuses, ...
-            raise InputError(f"{what}: cannot read the DLPack buffer on the CPU "
-                             f"({type(exc).__name__}: {exc})") from None
-        raw = _array_bytes(arr, readonly, what)
-        return raw, (_np_format(arr.dtype, what) if want_format else None)
+        return from_dlpack(obj, readonly, what)
     if hasattr(obj, "__cuda_array_interface__"):
         raise InputError(f"{what}: device memory (__cuda_array_interface__) is not supported; "
                          "dualmpi moves host memory")

@@ -8,13 +8,17 @@ sentinel) shows which bytes MPI writes.  ``pack()`` must give the first byte for
 
 import array
 import ctypes
+import gc
 import mmap
 import subprocess
 import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from dlpack_producer import DELETED, Producer, live_exports
 from dualmpi.errors import InputError
 
 MPI = pytest.importorskip("mpi4py.MPI")
@@ -566,6 +570,230 @@ def test_wvector_forms():
         mb.wvector([s, ([1, 1], [0, 30]), [MPI.INT, MPI.INT]], 2, role="send")
 
 
+# ---------------------------------------------------------------------------------------------
+# DLPack producers, consumed as mpi4py 4.1.2 does (asdlpack.pxi): numpy (DLPack 1.x) and the
+# ctypes producer of tests/dlpack_producer.py (0.x, which refuses 1.x keywords, and 1.x).
+# The reference is mpi4py's own consumer reading a fresh export of the same producer.
+
+
+def _producers(arr):
+    """``{kind: producer}`` of one array: numpy 1.x, and the ctypes producer 0.x and 1.x."""
+    return {"numpy": DLPackOnly(arr), "v0": Producer(arr, 0), "v1": Producer(arr, 1)}
+
+
+DLPACK_ARRAYS = {
+    "int32": lambda: np.arange(6, dtype=np.int32),
+    "float64_2d_c": lambda: np.arange(12.0).reshape(3, 4),
+    "int16_2d_fortran": lambda: np.asfortranarray(np.arange(12, dtype=np.int16).reshape(3, 4)),
+    "float64_0d": lambda: np.array(2.5),
+    "int32_empty": lambda: np.zeros((0, 3), np.int32),
+    "complex128": lambda: np.arange(3, dtype=np.complex128) * (1 + 2j),
+    "float16": lambda: np.arange(4, dtype=np.float16),
+    "bool": lambda: np.array([True, False, True]),
+    "uint8": lambda: np.arange(5, dtype=np.uint8),
+    "int64_column": lambda: np.arange(5, dtype=np.int64).reshape(5, 1),
+}
+
+
+def _settled():
+    gc.collect()
+    return live_exports()
+
+
+@pytest.mark.parametrize("kind", ["numpy", "v0", "v1"])
+@pytest.mark.parametrize("name", sorted(DLPACK_ARRAYS))
+def test_dlpack_buffers(name, kind):
+    """Bytes, count and datatype as mpi4py reads them; a receive view writes the producer's
+    memory; every export's deleter runs once, after the last view is gone."""
+    arr = DLPACK_ARRAYS[name]()
+    live = _settled()
+    prod = _producers(arr)[kind]
+    m = mb.simple(prod, role="recv", what="Recv buf")
+    assert m.datatype == mb.simple(arr, role="send").datatype  # same format, same type
+    assert m.count == arr.size and m.nbytes == arr.nbytes and not m.packed
+    ref = _mpi_reads(prod, arr.nbytes)  # mpi4py's own DLPack consumer, another export
+    assert m.data.tobytes() == ref.tobytes() == arr.tobytes(order="A")
+    if arr.size:
+        m.data[:] ^= 0xFF  # the view is the producer's memory
+        assert arr.tobytes(order="A") == (ref ^ 0xFF).tobytes()
+    if kind != "numpy":  # ours alive (an empty one released at once), mpi4py's done
+        assert [DELETED[e] for e in prod.exports] == [0 if arr.size else 1, 1]
+    del m
+    assert _settled() == live
+    if kind != "numpy":
+        assert [DELETED[e] for e in prod.exports] == [1, 1]
+    m = mb.simple([prod, MPI.BYTE], role="send")  # an explicit datatype: counts bytes
+    assert m.count == arr.nbytes and m.datatype == MPI.BYTE
+
+
+def test_dlpack_formats_pick_mpi4py_datatypes():
+    from dualmpi.dlpack import dlpack_format
+
+    assert [dlpack_format(0, b, 1) for b in (8, 16, 32, 64)] == ["b", "h", "i", "l"]
+    assert [dlpack_format(1, b, 1) for b in (8, 16, 32, 64)] == ["B", "H", "I", "L"]
+    assert [dlpack_format(2, b, 1) for b in (16, 32, 64)] == ["e", "f", "d"]
+    assert [dlpack_format(5, b, 1) for b in (64, 128)] == ["Zf", "Zd"]
+    assert dlpack_format(6, 8, 1) == "?" and dlpack_format(2, 32, 2) == "Zf"
+    assert dlpack_format(4, 16, 1) == "B" and dlpack_format(0, 32, 4) == "B"  # bfloat16, SIMD
+    assert mb.simple(Producer(np.zeros(2, np.complex64))).datatype == MPI.C_FLOAT_COMPLEX
+    assert mb.simple(Producer(np.zeros(2, np.uint8))).datatype == MPI.BYTE
+
+
+def _refused():
+    """Layouts mpi4py refuses: ``(array, forged shape, forged strides)``."""
+    a = np.arange(12, dtype=np.int32)
+    return {
+        "every_other": (a[::2], None, None),
+        "2d_inner_gap": (a.reshape(3, 4)[:, ::2], None, None),
+        "2d_transposed_gap": (a.reshape(3, 4)[:, :2].T, None, None),
+        "negative_stride": (a[::-1], None, None),
+        "negative_shape": (a, [-2], None),
+        "forged_gap": (a, [2, 3], [6, 1]),
+    }
+
+
+REFUSED = [(case, kind) for case, (_, shape, _) in sorted(_refused().items())
+           for kind in ("numpy", "v0", "v1") if kind != "numpy" or shape is None]
+
+
+@pytest.mark.parametrize("case,kind", REFUSED)
+def test_dlpack_refused_where_mpi4py_refuses(case, kind):
+    """Not contiguous, negative strides or shapes: refused, the export left to the capsule's
+    destructor (not consumed), which frees it."""
+    arr, shape, strides = _refused()[case]
+    live = _settled()
+    prod = DLPackOnly(arr) if kind == "numpy" else \
+        Producer(arr, int(kind[1]), shape=shape, strides=strides)
+    with pytest.raises(InputError, match="Send buf: .*(not contiguous|negative)"):
+        mb.simple(prod, role="send", what="Send buf")
+    assert _settled() == live
+    if kind == "numpy":  # mpi4py refuses it too (on ours, its capsule dies mid-exception)
+        assert _mpi4py_raises(prod)
+    else:
+        assert [DELETED[e] for e in prod.exports] == [1]
+
+
+def test_dlpack_single_rows_and_columns_are_contiguous():
+    """A dimension of length 1 has any stride (mpi4py's dlpack_is_contig)."""
+    a = np.arange(6, dtype=np.int32)
+    for prod in (Producer(a, 1, shape=[1, 6], strides=[99, 1]),
+                 Producer(a, 0, shape=[6, 1], strides=[1, 42])):
+        m = mb.simple(prod, role="send")
+        assert m.data.tobytes() == a.tobytes() == _mpi_reads(prod, a.nbytes).tobytes()
+
+
+@pytest.mark.parametrize("kind", ["numpy", "v1"])
+def test_dlpack_read_only_export_cannot_receive(kind):
+    arr = np.arange(4.0)
+    arr.flags.writeable = False
+    prod = _producers(arr)[kind]
+    live = _settled()
+    with pytest.raises(InputError, match="Recv buf: the DLPack buffer is read-only"):
+        mb.simple(prod, role="recv", what="Recv buf")
+    if kind == "numpy":  # mpi4py refuses it too (on ours, its capsule dies mid-exception)
+        with pytest.raises(BufferError):
+            SELF.Sendrecv(bytearray(32), 0, 14, prod, 0, 14)
+    m = mb.simple(prod, role="send")
+    assert not m.data.flags.writeable and m.data.tobytes() == arr.tobytes()
+    del m
+    assert _settled() == live
+
+
+def test_dlpack_deleter_waits_for_the_last_view():
+    a = np.arange(8, dtype=np.int64)
+    prod = Producer(a, 0)
+    m = mb.simple([prod, (3, 1), MPI.LONG], role="recv")
+    part = m.data[2:5]
+    del m
+    gc.collect()
+    assert DELETED[prod.exports[0]] == 0  # a slice of the view keeps the export
+    part[:] = 7
+    assert a.view(np.uint8)[8:16].tolist() == [1, 0, 7, 7, 7, 0, 0, 0]
+    del part
+    gc.collect()
+    assert DELETED[prod.exports[0]] == 1
+
+
+def test_dlpack_numpy_export_releases_the_array():
+    """numpy's deleter drops its reference to the array: once, not twice, not never."""
+    a = np.arange(16, dtype=np.float32)
+    prod = DLPackOnly(a)
+    before = sys.getrefcount(a)
+    m = mb.simple(prod, role="recv")
+    assert sys.getrefcount(a) == before + 1
+    del m
+    gc.collect()
+    assert sys.getrefcount(a) == before
+
+
+def test_dlpack_device_memory_is_refused():
+    a = np.arange(4, dtype=np.int32)
+    live = _settled()
+    with pytest.raises(InputError, match="device memory .*type 2.* host memory"):
+        mb.simple(Producer(a, 1, device=2), role="send", what="Send buf")
+    pinned = Producer(a, 0, device=3)  # kDLCUDAHost: host memory, read with stream=-1
+    assert mb.simple(pinned, role="send").data.tobytes() == a.tobytes()
+    assert _settled() == live
+
+
+CYCLES = textwrap.dedent("""
+    import gc, sys
+    import numpy as np
+    sys.path.insert(0, {tests!r})
+    from dlpack_producer import DELETED, Producer, live_exports
+    from dualmpi import msgbuffer as mb
+
+    class DLPackOnly:
+        def __init__(self, a):
+            self.a = a
+        def __dlpack__(self, **kw):
+            return self.a.__dlpack__(**kw)
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    def rss():
+        with open("/proc/self/status") as f:
+            return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+
+    def cycle(i, kind):
+        a = np.full(8192, i, np.float64)  # 64 KiB a cycle
+        prod = DLPackOnly(a) if kind == "numpy" else Producer(a, int(kind[1]), ballast=65536)
+        refs = sys.getrefcount(a)
+        m = mb.simple(prod, role="recv")
+        m.data.view(np.float64)[:] += 1
+        assert a[0] == i + 1 and a[-1] == i + 1
+        del m
+        gc.collect()
+        assert sys.getrefcount(a) == refs  # numpy's deleter ran once: its reference is gone
+
+    for kind in ("numpy", "v0", "v1"):
+        for i in range(100):
+            cycle(i, kind)
+        gc.collect()
+        start = rss()
+        for i in range(1000):
+            cycle(i, kind)
+        gc.collect()
+        wrong = sum(n != 1 for n in DELETED.values())
+        print(kind, rss() - start, live_exports(), wrong, len(DELETED))
+""")
+
+
+def test_dlpack_thousand_cycles_neither_leak_nor_crash():
+    """1000 exports consumed and released per producer in a fresh process: no crash, RSS
+    grows less than 8 MiB (a deleter never called would keep 64 MiB), each deleter once."""
+    code = CYCLES.format(tests=str(Path(__file__).parent))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [line.split() for line in out.stdout.splitlines()]
+    assert [r[0] for r in rows] == ["numpy", "v0", "v1"], out.stdout
+    for kind, growth, alive, wrong, exports in rows:
+        assert int(growth) < 8192, (kind, growth)  # KiB
+        assert (alive, wrong) == ("0", "0"), (kind, alive, wrong)  # each deleter ran once
+    assert int(rows[-1][-1]) == 2 * 1100  # the ctypes producer's exports, all counted
+
+
 def test_in_place():
     assert mb.in_place(None) and mb.in_place(MPI.IN_PLACE)
     assert not mb.in_place(MPI.BOTTOM) and not mb.in_place(np.zeros(1))
@@ -581,4 +809,7 @@ def test_import_does_not_import_mpi4py():
 def test_doctests():
     import doctest
 
+    import dualmpi.dlpack
+
     assert doctest.testmod(mb).failed == 0
+    assert doctest.testmod(dualmpi.dlpack).failed == 0

@@ -7,11 +7,17 @@ start as the same sentinel, so gaps left untouched by MPI must stay untouched he
 send and receive sides must also compute equal type signatures for every block.  Every rank
 communicates in every test, then the ranks agree on the verdict.  Run at 2 and 8 ranks
 (``min_size=2``: Open MPI's one-rank Alltoallw, coll/self, scales byte displacements by the
-extent).
+extent).  DLPack buffers also go through ``dualmpi.Comm`` (the first network of
+:data:`collective_cases.NETWORKS` for the job size), against MPI.COMM_WORLD on numpy copies.
 """
+
+import gc
 
 import numpy as np
 import pytest
+from collective_cases import free_networks  # noqa: F401 - frees the module's communicators
+from collective_cases import network
+from dlpack_producer import Producer, live_exports
 
 MPI = pytest.importorskip("mpi4py.MPI")
 mb = pytest.importorskip("dualmpi.msgbuffer")
@@ -291,3 +297,88 @@ def test_alltoallw_per_rank_datatypes(shift):
     _check(all(sent[i] == wr.block_typesig(i) for i in range(SIZE)),
            "Alltoallw block signatures differ between sender and receiver")
     _check(same, "Alltoallw result differs from MPI's")
+
+
+# ---------------------------------------------------------------------------------------------
+# DLPack buffers (numpy's 1.x producer, the 0.x and 1.x ctypes producer of
+# tests/dlpack_producer.py) through dualmpi.Comm, against MPI.COMM_WORLD on numpy copies
+
+
+class DLPackOnly:
+    """numpy's DLPack 1.x export, without the buffer protocol."""
+
+    def __init__(self, arr):
+        self._arr = arr
+
+    def __dlpack__(self, **kwargs):
+        return self._arr.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._arr.__dlpack_device__()
+
+
+DLPACK_KINDS = ["numpy", "v0", "v1"]
+
+
+def _dlpack(arr, kind):
+    return DLPackOnly(arr) if kind == "numpy" else Producer(arr, int(kind[1]))
+
+
+def _layout(shape, n, seed):
+    """A rank-distinct int32 array: ``c`` (rows of n), ``fortran``, ``0d`` or ``empty``."""
+    values = (np.arange(max(n, 1) * SIZE, dtype=np.int32) * 3 + 1000 * seed)
+    if shape == "0d":
+        return np.array(values[0])
+    if shape == "empty":
+        return np.zeros((0, SIZE), np.int32)
+    grid = values[:n * SIZE].reshape(SIZE, n)
+    return np.asfortranarray(grid.T) if shape == "fortran" else grid.copy()
+
+
+def _run(call):
+    """Run a collective on every rank; a failure on any rank fails the test on every rank."""
+    _build(call)
+    gc.collect()
+    _check(live_exports() == 0, "a DLPack export was not released")
+
+
+@pytest.mark.parametrize("kind", DLPACK_KINDS)
+@pytest.mark.parametrize("shape", ["c", "fortran", "0d", "empty"])
+def test_dlpack_bcast(kind, shape):
+    mine = _layout(shape, 3, RANK)
+    ref = mine.copy(order="K")
+    WORLD.Bcast(ref, root=ROOT)
+    _run(lambda: network(0).Bcast(_dlpack(mine, kind), root=ROOT))
+    _check(mine.tobytes(order="A") == ref.tobytes(order="A") and mine.flags.f_contiguous
+           == ref.flags.f_contiguous, f"{kind} {shape}: Bcast differs from MPI's")
+
+
+@pytest.mark.parametrize("kind", DLPACK_KINDS)
+@pytest.mark.parametrize("shape", ["c", "fortran", "empty"])
+def test_dlpack_alltoall(kind, shape):
+    send = _layout(shape, 2, RANK)
+    mine = np.full_like(send, -1)
+    ref = mine.copy(order="K")
+    WORLD.Alltoall(send.copy(order="K"), ref)
+    _run(lambda: network(0).Alltoall(_dlpack(send, kind), _dlpack(mine, kind)))
+    _check(mine.tobytes(order="A") == ref.tobytes(order="A"),
+           f"{kind} {shape}: Alltoall differs from MPI's")
+
+
+@pytest.mark.parametrize("kind", DLPACK_KINDS)
+def test_dlpack_typed_specs(kind):
+    """``[producer, count, datatype]`` and ``[producer, (counts, displs), datatype]``."""
+    send = _layout("c", 4, RANK)
+    mine = np.full_like(send, -1)
+    ref = mine.copy()
+    WORLD.Alltoall([send, 3, MPI.INT], [ref, 3, MPI.INT])
+    _run(lambda: network(0).Alltoall([_dlpack(send, kind), 3, MPI.INT],
+                                     [_dlpack(mine, kind), 3, MPI.INT]))
+    counts, displs = [2] * SIZE, [4 * i + 1 for i in range(SIZE)]
+    vmine = np.full_like(send, -1)
+    vref = vmine.copy()
+    WORLD.Alltoallv([send, (counts, displs), MPI.INT], [vref, (counts, displs), MPI.INT])
+    _run(lambda: network(0).Alltoallv([_dlpack(send, kind), (counts, displs), MPI.INT],
+                                      [_dlpack(vmine, kind), (counts, displs), MPI.INT]))
+    _check(np.array_equal(mine, ref) and np.array_equal(vmine, vref),
+           f"{kind}: typed DLPack specs differ from MPI's")
