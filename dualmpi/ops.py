@@ -15,7 +15,13 @@ import numpy as np
 
 from .errors import InputError
 
-__all__ = ["PREDEFINED", "resolve"]
+__all__ = ["PREDEFINED", "COMMUTATIVE_UFUNCS", "resolve"]
+
+#: The numpy ufuncs that are commutative and associative (on integers; on floats to rounding),
+#: so the networks' trees may combine in their own order.
+COMMUTATIVE_UFUNCS = frozenset({"add", "multiply", "maximum", "minimum", "fmax", "fmin",
+                                "bitwise_and", "bitwise_or", "bitwise_xor", "logical_and",
+                                "logical_or", "logical_xor", "gcd", "lcm"})
 
 #: MPI's predefined operations and the numpy ufunc that computes each.
 PREDEFINED = {"SUM": np.add, "PROD": np.multiply, "MIN": np.minimum, "MAX": np.maximum,
@@ -39,14 +45,24 @@ def resolve(op, dtype, what, MPI=None):
     Traceback (most recent call last):
     ...
     dualmpi.errors.InputError: Allreduce: the operation bitwise_and does not apply to float64
+    >>> resolve(np.subtract, np.dtype(float), "Allreduce")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dualmpi.errors.InputError: Allreduce: numpy.subtract is not both commutative and associative; ...
     """
     name = None
     if isinstance(op, np.ufunc):
         if op.nin != 2 or op.nout != 1:
             raise InputError(f"{what}: the ufunc {op.__name__} does not take two arguments")
+        if op.__name__ not in COMMUTATIVE_UFUNCS:
+            raise InputError(f"{what}: numpy.{op.__name__} is not both commutative and "
+                             "associative; the networks' trees combine in their own order (use "
+                             f"one of {', '.join(sorted(COMMUTATIVE_UFUNCS))})")
         ufunc, name = op, op.__name__
         key, code = ("ufunc", name, id(op)), zlib.crc32(b"ufunc:" + name.encode())
     elif MPI is not None and isinstance(op, MPI.Op):
+        if op == MPI.OP_NULL:
+            raise InputError(f"{what}: MPI.OP_NULL is not a reduction operation")
         for mpi_name, fn in PREDEFINED.items():
             if op == getattr(MPI, mpi_name):
                 ufunc, name = fn, mpi_name

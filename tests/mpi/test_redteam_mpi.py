@@ -1,0 +1,107 @@
+"""MPI tests of the red team's findings (issue 23) that are about a call's arguments.
+
+Each case gave wrong data, a traceback of another library or silence before; now the result is
+MPI's or one clear ``dualmpi`` error on every rank.  Run with ``mpiexec -n N python -m mpi4py -m
+pytest --with-mpi tests/mpi/test_redteam_mpi.py``.
+"""
+
+import array
+
+import numpy as np
+import pytest
+
+import dualmpi
+from dualmpi.errors import DualmpiError, InputError
+
+MPI = pytest.importorskip("mpi4py.MPI")
+
+WORLD = MPI.COMM_WORLD
+SIZE = WORLD.Get_size()
+RANK = WORLD.Get_rank()
+SPECS = {1: "dualcube:r=1", 2: "dualcube:r=1", 4: "dualcube:r=2", 8: "dualcube:r=2",
+         16: "hypercube:n=4", 32: "dualcube:r=3", 64: "metacube:k=2,m=1"}
+
+
+def _agree(ok):
+    return bool(WORLD.allreduce(int(bool(ok)), op=MPI.MIN))
+
+
+@pytest.fixture(scope="module", params=[1, 2], ids=["one-node", "two-nodes"])
+def net(request):
+    spec = SPECS[SIZE] if request.param == 1 else {1: "dualcube:r=1", 2: "dualcube:r=2",
+                                                   4: "dualcube:r=2", 8: "dualcube:r=3"}.get(SIZE)
+    if spec is None:
+        pytest.skip("no two-node network at this size")
+    q = None if request.param == 1 else None
+    made = dualmpi.Comm(WORLD, spec, nodes_per_rank=q)
+    yield made
+    made.Free()
+
+
+@pytest.mark.mpi
+def test_typed_buffer_protocol_objects_reduce_as_their_type(net):
+    """Item 2: array('d') and array('i') combine as doubles and ints (they combined as bytes)."""
+    a, b, ref = array.array("d", [20.0, 9.0]), array.array("d", [0, 0]), array.array("d", [0, 0])
+    net.Allreduce(a, b)
+    WORLD.Allreduce(a, ref)
+    ai = array.array("i", [700 if RANK == 0 else 5, 0])
+    bi, refi = array.array("i", [0, 0]), array.array("i", [0, 0])
+    net.Allreduce(ai, bi, op=MPI.MAX)
+    WORLD.Allreduce(ai, refi, op=MPI.MAX)
+    assert _agree(list(b) == list(ref) and list(bi) == list(refi)), (b, bi)
+
+
+def _errors(call):
+    try:
+        call()
+        err = None
+    except DualmpiError as exc:
+        err = (type(exc).__name__, str(exc))
+    return WORLD.allgather(err)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("case, words", [
+    ("partial-element", "not a multiple of the datatype extent 8"),
+    ("bcast-in-place", "MPI.IN_PLACE is not a buffer here"),
+    ("alltoall-in-place-twice", "MPI.IN_PLACE is not a buffer here"),
+    ("subtract", "numpy.subtract is not both commutative and associative"),
+    ("op-null", "MPI.OP_NULL is not a reduction operation"),
+    ("structured", "cannot map buffer format"),
+])
+def test_bad_arguments_are_one_dualmpi_error_everywhere(net, case, words):
+    """Items 12 and 14: before, accepted silently, a numpy ValueError mid-collective or a raw MPI
+    error; now an InputError with the cause on every rank, and the communicator still works."""
+    calls = {
+        "partial-element": lambda: net.Bcast([bytearray(12), MPI.DOUBLE], root=0),
+        "bcast-in-place": lambda: net.Bcast(MPI.IN_PLACE, root=0),
+        "alltoall-in-place-twice": lambda: net.Alltoall(MPI.IN_PLACE, MPI.IN_PLACE),
+        "subtract": lambda: net.Allreduce(np.ones(2), np.zeros(2), op=np.subtract),
+        "op-null": lambda: net.Allreduce(np.ones(2), np.zeros(2), op=MPI.OP_NULL),
+        "structured": lambda: net.Allgather(np.zeros(1, [("a", "i8"), ("b", "f8")]),
+                                            np.zeros(SIZE, [("a", "i8"), ("b", "f8")])),
+    }
+    errs = _errors(calls[case])
+    ok = all(e is not None and e[0] in ("InputError", "ResourceError") for e in errs)
+    ok = ok and any(words in e[1] for e in errs if e)
+    x, y = np.arange(3.0), np.zeros(3)
+    net.Allreduce(x, y)
+    assert _agree(ok and np.allclose(y, np.arange(3.0) * SIZE)), errs
+
+
+@pytest.mark.mpi(min_size=2)
+def test_nine_doubles_do_not_split_mid_element(net):
+    """Item 12: 9 doubles cannot be split over the ranks' pieces: refused, not cut mid-element."""
+    if 9 % SIZE == 0:
+        pytest.skip("9 doubles split evenly")
+    errs = _errors(lambda: net.Allgather(np.zeros(1), np.zeros(9)))
+    assert _agree(all(e is not None and "cannot infer the count" in e[1] for e in errs)), errs
+
+
+@pytest.mark.mpi
+def test_a_freed_communicator_says_so():
+    """Item 14: a call after Free is a DualmpiError, not an AttributeError."""
+    net = dualmpi.Comm(WORLD, SPECS[SIZE])
+    net.Free()
+    errs = _errors(lambda: net.Allreduce(np.ones(2), np.zeros(2)))
+    assert _agree(all(e is not None and "freed" in e[1] for e in errs)), errs
