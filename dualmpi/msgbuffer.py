@@ -387,7 +387,16 @@ def _index_array(seq, n, what, name):
 
 
 # --------------------------------------------------------------------------------------------
-# Packing: MPI_Pack / MPI_Unpack on MPI.COMM_SELF (local), one call per block
+# Packing: MPI_Pack / MPI_Unpack on MPI.COMM_SELF (local), one call per block.  At MPI.BOTTOM
+# the datatypes hold absolute addresses: each block is packed through a helper type (the
+# block at its address minus that of a one-byte anchor, extent 1), as MPI_Pack(MPI_BOTTOM,
+# count, datatype) would (mpi4py's Datatype.Pack takes its count from the buffer's length,
+# and MPI.BOTTOM has none).
+
+#: Where packing at MPI.BOTTOM starts from: any valid address serves (nothing is read there).
+_ANCHOR = np.zeros(1, np.uint8)
+#: No absolute address lies in the first page (Linux maps nothing there).
+_LOWEST_ADDRESS = 4096
 
 
 def _free_type(dt):
@@ -402,8 +411,9 @@ class _Buffer:
     __slots__ = ("obj", "data", "datatype", "dtype", "packed", "_base", "_segs", "_helpers",
                  "__weakref__")
 
-    def _setup(self, raw, segs, view, byte_displs):
-        """``segs``: ``(origin byte offset, elements, datatype, info)`` per block."""
+    def _setup(self, raw, segs, view, byte_displs, bottom=False):
+        """``segs``: ``(origin byte offset, elements, datatype, info)`` per block; at
+        ``bottom`` (MPI.BOTTOM) the origins are absolute addresses."""
         self._base = raw
         self._helpers = None
         if view:
@@ -420,7 +430,13 @@ class _Buffer:
         for (origin, n, dt, info), pos in zip(segs, byte_displs):
             if n <= 0 or info.size == 0:
                 continue
-            if info.extent > 0:
+            if bottom:
+                anchor = _ANCHOR.ctypes.data
+                block = dt.Create_hindexed([n], [origin - anchor])
+                helper = self._helper(block, MPI)
+                block.Free()
+                plan.append((helper, anchor, 1, 1, 0, int(pos)))
+            elif info.extent > 0:
                 plan.append((dt, address + origin, n * info.extent, 1, 0, int(pos)))
             else:  # zero or negative extent: one call per element with a helper type
                 helper = self._helper(dt, MPI)
@@ -428,6 +444,7 @@ class _Buffer:
         self._segs = tuple(plan)
 
     def _helper(self, dt, MPI):
+        """``dt`` resized to extent 1 (one element per byte of the span given to Pack)."""
         helper = dt.Create_resized(0, 1).Commit()
         if self._helpers is None:
             self._helpers = []
@@ -475,6 +492,17 @@ def _check_span(origin, n, info, buflen, what, name="count"):
     if lo < 0 or hi > buflen:
         raise InputError(f"{what}: {name} needs bytes [{lo}, {hi}) of the buffer, which has "
                          f"{buflen} bytes")
+
+
+def _check_bottom(origin, n, info, what, name):
+    """Raise InputError when a block at MPI.BOTTOM cannot be at absolute addresses."""
+    if n <= 0 or info.size == 0:
+        return
+    lo = origin + info.true_lb + min(0, (n - 1) * info.extent)
+    if lo < _LOWEST_ADDRESS:
+        raise InputError(f"{what}: {name} at MPI.BOTTOM starts at address {lo:#x}, not an "
+                         "absolute address (datatypes and displacements at MPI.BOTTOM hold "
+                         "addresses from MPI.Get_address)")
 
 
 def _check_spans(origins, counts, info, buflen, what, displs):
@@ -568,17 +596,22 @@ class Message(_Buffer):
                 f"datatype={self.datatype.Get_name() or 'derived'}, packed={self.packed})")
 
 
-def _new_message(obj, raw, origin, count, blocks, dt, info, what, buflen):
+def _new_message(obj, raw, origin, count, blocks, dt, info, what, buflen, bottom=False):
     m = Message.__new__(Message)
     m.obj, m.datatype, m._info, m._typesig = obj, dt, info, False
     m.count, m.blocks = count, blocks
     m.nbytes = count * info.size
     m.dtype = info.np_dtype if info.unit is not None else None
     n = count * blocks
-    _check_span(origin, n, info, buflen, what,
-                f"count {count} x {blocks} blocks" if blocks > 1 else f"count {count}")
+    name = f"count {count} x {blocks} blocks" if blocks > 1 else f"count {count}"
+    if bottom:
+        _check_bottom(origin, n, info, what, name)
+    else:
+        _check_span(origin, n, info, buflen, what, name)
     if n == 0 or info.size == 0:
         m.data, m.packed, m._base, m._segs, m._helpers = _EMPTY_U8, False, raw, (), None
+    elif bottom:
+        m._setup(raw, [(origin, n, dt, info)], False, [0], bottom=True)
     elif info.view_ok(n):
         start = origin + info.true_lb
         m._setup(raw[start:start + n * info.size], (), True, ())
@@ -680,7 +713,9 @@ def simple(spec, *, blocks=1, role="send", what="buf"):
         ``[buf, (count, displ), datatype]``, ``[buf, count, displ, datatype]``.  A
         datatype may be an ``MPI.Datatype`` or a type code string (``'i'``); without one,
         the buffer's format picks it (``array('h')`` is ``MPI.SHORT``, bytes are
-        ``MPI.BYTE``).  ``displ`` counts elements of the datatype's extent.
+        ``MPI.BYTE``).  ``displ`` counts elements of the datatype's extent.  ``buf`` may be
+        ``MPI.BOTTOM`` with a datatype holding absolute addresses (``MPI.Get_address``):
+        :attr:`Message.data` is then always a packed temporary.
     blocks : int
         Blocks the buffer covers (mpi4py's ``blocks``): the communicator size for the
         all-rank buffer of Scatter (root's sendbuf), Gather (root's recvbuf), Allgather
@@ -700,8 +735,8 @@ def simple(spec, *, blocks=1, role="send", what="buf"):
     ------
     dualmpi.errors.InputError
         Where mpi4py raises, and also for a count or displacement outside the buffer, a
-        negative count, ``MPI.DATATYPE_NULL``, a datatype that is not committed, and
-        ``MPI.BOTTOM`` with a nonzero count (absolute addresses are not supported).
+        negative count, ``MPI.DATATYPE_NULL``, a datatype that is not committed, and a
+        block at ``MPI.BOTTOM`` in the first page of memory (not an absolute address).
         Like mpi4py 4.1.2 (which raises TypeError), objects with only
         ``__array_interface__`` are not buffers.
     """
@@ -741,10 +776,8 @@ def simple(spec, *, blocks=1, role="send", what="buf"):
         count = _index(o_count, what, "count")
         if count < 0:
             raise InputError(f"{what}: negative count {count}")
-        if count > 0 and _is_bottom(buf, MPI):
-            if buf is None:
-                raise InputError(f"{what}: the buffer is None but the count is {count}")
-            raise InputError(f"{what}: MPI.BOTTOM (absolute addresses) is not supported")
+        if count > 0 and buf is None:
+            raise InputError(f"{what}: the buffer is None but the count is {count}")
     else:
         rest = length - origin
         count = 0
@@ -760,7 +793,8 @@ def simple(spec, *, blocks=1, role="send", what="buf"):
                 raise InputError(f"{what}: cannot infer the count, {entries} entries are not "
                                  f"a multiple of {blocks} blocks (one per rank)")
             count = entries // blocks
-    return _new_message(buf, raw, origin, count, blocks, dt, info, what, length)
+    return _new_message(buf, raw, origin, count, blocks, dt, info, what, length,
+                        buf is MPI.BOTTOM)
 
 
 # --------------------------------------------------------------------------------------------
@@ -823,6 +857,9 @@ def vector(spec, size, *, role, what="buf"):
         integer ``d`` (rank ``i`` at ``d * i``) or ``None`` (blocks back to back).  Only a
         TUPLE is ``(counts, displs)``; a list in second place is the counts, as in mpi4py
         (and ``[buf, counts, displs]`` without a datatype is an error there too).
+        ``buf`` may be ``MPI.BOTTOM``: the datatype and the displacements then hold
+        absolute addresses, and ``data`` is a packed temporary.  ``None`` with nonzero
+        counts is refused (mpi4py would pass MPI_BOTTOM: write ``MPI.BOTTOM``).
     size : int
         Number of ranks (blocks).
     role : {'send', 'recv'}
@@ -894,24 +931,31 @@ def vector(spec, size, *, role, what="buf"):
         displs = _index(displs, what, "displacement") * np.arange(size, dtype=np.int64)
     else:
         displs = _index_array(displs, size, what, "displs")
-    if _is_bottom(buf, MPI) and counts.any():
-        raise InputError(f"{what}: the buffer is None (or MPI.BOTTOM) but the counts are "
-                         f"{counts.tolist()}")
+    if buf is None and counts.any():
+        raise InputError(f"{what}: the buffer is None but the counts are {counts.tolist()} "
+                         "(absolute addresses: MPI.BOTTOM)")
     origins = displs * info.extent
-    _check_spans(origins, counts, info, length, what, displs)
+    bottom = buf is MPI.BOTTOM
+    if bottom:
+        for i in range(size):
+            _check_bottom(int(origins[i]), int(counts[i]), info, what,
+                          f"rank {i}'s block (count {counts[i]}, displ {displs[i]})")
+    else:
+        _check_spans(origins, counts, info, length, what, displs)
     v = VMessage.__new__(VMessage)
     v.obj, v.datatype, v._info, v._typesig = buf, dt, info, False
     v.dtype = info.np_dtype if info.unit is not None else None
     v.counts, v.displs = counts, displs
     v.byte_counts = counts * info.size
-    if info.size == 0 or info.view_ok(int(counts.max(initial=0))):
+    most = int(counts.max(initial=0))
+    if info.size == 0 or most == 0 or (not bottom and info.view_ok(most)):
         v.byte_displs = origins + info.true_lb if info.size else np.zeros(size, np.int64)
         v._setup(raw, (), True, ())
     else:
         v.byte_displs = np.zeros(size, dtype=np.int64)
         np.cumsum(v.byte_counts[:-1], out=v.byte_displs[1:])
         v._setup(raw, [(int(origins[i]), int(counts[i]), dt, info) for i in range(size)],
-                 False, v.byte_displs)
+                 False, v.byte_displs, bottom)
     return v
 
 
@@ -951,7 +995,9 @@ def wvector(spec, size, *, role, what="buf"):
         ``[buf, datatypes]`` (count 1, displacement 0 for every rank),
         ``[buf, (counts, displs), datatypes]`` or ``[buf, counts, displs, datatypes]``;
         counts and displs are sequences of ``size`` integers, displs in BYTES; datatypes a
-        sequence of ``size`` ``MPI.Datatype``.
+        sequence of ``size`` ``MPI.Datatype``.  At ``MPI.BOTTOM`` (counts and displs
+        required, as in mpi4py) the datatypes and displs hold absolute addresses and
+        ``data`` is a packed temporary; ``None`` with nonzero counts is refused.
     size : int
         Number of ranks.
     role : {'send', 'recv'}
@@ -979,7 +1025,13 @@ def wvector(spec, size, *, role, what="buf"):
         buf, counts, displs, types = spec
     else:
         raise InputError(f"{what}: a message list has 2 to 4 items, got {n}")
-    if _is_bottom(buf, MPI):
+    bottom = buf is MPI.BOTTOM
+    if bottom:
+        if counts is None or displs is None:
+            raise InputError(f"{what}: MPI.BOTTOM requires counts and displs "
+                             "([MPI.BOTTOM, (counts, displs), datatypes])")
+        raw = _EMPTY_U8
+    elif buf is None:
         raw = _EMPTY_U8
     else:
         raw, _ = _getbuffer(buf, readonly, False, what)
@@ -998,12 +1050,15 @@ def wvector(spec, size, *, role, what="buf"):
         if not isinstance(t, MPI.Datatype):
             raise InputError(f"{what}: {t!r} is not an MPI datatype")
     infos = [_typeinfo(t, what, MPI) for t in types]
-    if _is_bottom(buf, MPI) and any(c and info.size for c, info in zip(counts, infos)):
-        raise InputError(f"{what}: MPI.BOTTOM or None buffers (absolute addresses) are not "
-                         "supported with nonzero counts")
+    if buf is None and any(c and info.size for c, info in zip(counts, infos)):
+        raise InputError(f"{what}: the buffer is None but the counts are {counts.tolist()} "
+                         "(absolute addresses: MPI.BOTTOM)")
     for i in range(size):
-        _check_span(int(displs[i]), int(counts[i]), infos[i], raw.size, what,
-                    f"rank {i}'s block (count {counts[i]}, displ {displs[i]} bytes)")
+        name = f"rank {i}'s block (count {counts[i]}, displ {displs[i]} bytes)"
+        if bottom:
+            _check_bottom(int(displs[i]), int(counts[i]), infos[i], what, name)
+        else:
+            _check_span(int(displs[i]), int(counts[i]), infos[i], raw.size, what, name)
     w = WMessage.__new__(WMessage)
     w.obj, w.datatype, w.datatypes, w._infos = buf, None, types, infos
     units = {info.unit for c, info in zip(counts, infos) if c and info.length}
@@ -1011,14 +1066,15 @@ def wvector(spec, size, *, role, what="buf"):
     w.dtype = next((i.np_dtype for i in infos if i.unit == unit), None) if unit else None
     w.counts, w.displs = counts, displs
     w.byte_counts = np.array([c * info.size for c, info in zip(counts, infos)], np.int64)
-    if all(info.size == 0 or info.view_ok(int(c)) for c, info in zip(counts, infos)):
+    if all(info.size == 0 or c == 0 or (not bottom and info.view_ok(int(c)))
+           for c, info in zip(counts, infos)):
         w.byte_displs = displs + np.array([info.true_lb for info in infos], np.int64)
         w._setup(raw, (), True, ())
     else:
         w.byte_displs = np.zeros(size, dtype=np.int64)
         np.cumsum(w.byte_counts[:-1], out=w.byte_displs[1:])
         w._setup(raw, [(int(displs[i]), int(counts[i]), types[i], infos[i])
-                       for i in range(size)], False, w.byte_displs)
+                       for i in range(size)], False, w.byte_displs, bottom)
     return w
 
 

@@ -571,6 +571,151 @@ def test_wvector_forms():
 
 
 # ---------------------------------------------------------------------------------------------
+# MPI.BOTTOM: datatypes (and Alltoallw's byte displacements) holding absolute addresses, as in
+# mpi4py's testAlltoallwBottom; packed by MPI's own Pack, compared with MPI's reading of the
+# same specs on COMM_SELF
+
+
+def _at(buf, origin, dt, n=1):
+    """``n`` elements of ``dt`` from byte ``origin`` of ``buf``, at absolute addresses."""
+    return MPI.Datatype.Create_struct([n], [MPI.Get_address(buf) + origin], [dt]).Commit()
+
+
+BOTTOM_TYPES = sorted(name for name in TYPES if TYPES[name].size)
+
+
+@pytest.mark.parametrize("name", BOTTOM_TYPES)
+@pytest.mark.parametrize("form", ["count_1", "count_n", "blocks"])
+def test_bottom_simple_against_mpi(name, form):
+    dt, n = TYPES[name], 3
+    size, _, origin = _layout(dt, n)
+    if dt.extent <= 0:
+        origin = -min(_span(dt, n)[0], 0)
+    buf = _src(size)
+    one, whole = _at(buf, origin, dt), _at(buf, origin, dt, n)
+    spec, blocks = {"count_1": ([MPI.BOTTOM, 1, whole], 1), "count_n": ([MPI.BOTTOM, n, one], 1),
+                    "blocks": ([MPI.BOTTOM, 1, one], n)}[form]
+    try:
+        m = mb.simple(spec, blocks=blocks, role="send", what="Send buf")
+        assert m.packed and m.nbytes * blocks == n * dt.size and m.obj is MPI.BOTTOM
+        ref = _mpi_reads([MPI.BOTTOM, 1, whole], n * dt.size)
+        assert m.pack().tobytes() == ref.tobytes()
+        relative = mb.wvector([buf, ([1 if form == "blocks" else n], [origin]), [dt]], 1,
+                              role="send")
+        assert m.typesig == relative.block_typesig(0)
+    finally:
+        one.Free()
+        whole.Free()
+
+
+@pytest.mark.parametrize("name", BOTTOM_TYPES)
+def test_bottom_unpack_writes_what_mpi_writes(name):
+    dt = TYPES[name]
+    n = 3 if dt.extent > 0 else 1  # overlapping elements cannot receive
+    size, _, origin = _layout(dt, n)
+    if dt.extent <= 0:
+        origin = -min(_span(dt, n)[0], 0)
+    payload = _src(n * dt.size)[::-1].copy()
+    ref = np.full(size, SENTINEL, np.uint8)
+    mine = ref.copy()
+    at_ref, at_mine = _at(ref, origin, dt, n), _at(mine, origin, dt, n)
+    try:
+        _mpi_writes(payload, [MPI.BOTTOM, 1, at_ref])
+        m = mb.simple([MPI.BOTTOM, 1, at_mine], role="recv", what="Recv buf")
+        m.data[:] = payload
+        m.unpack()
+        assert mine.tobytes() == ref.tobytes()
+    finally:
+        at_ref.Free()
+        at_mine.Free()
+
+
+def test_bottom_vector_against_alltoallv():
+    dt = TYPES["vector"]
+    buf = _src(512)
+    one = _at(buf, 8, dt)  # displacements count extents from address 0 (MPI_BOTTOM)
+    try:
+        for counts, displs in (([2], [0]), ([1], [2]), ([0], [0])):
+            spec = [MPI.BOTTOM, (counts, displs), one]
+            v = mb.vector(spec, 1, role="send", what="Alltoallv sendbuf")
+            nbytes = counts[0] * dt.size
+            ref = np.zeros(nbytes, np.uint8)
+            SELF.Alltoallv(spec, [ref, ([nbytes], [0]), MPI.BYTE])
+            assert v.pack().tobytes() == ref.tobytes() and v.packed == bool(counts[0])
+            back = np.full(512, SENTINEL, np.uint8)
+            want = back.copy()
+            at_back, at_want = _at(back, 8, dt), _at(want, 8, dt)
+            SELF.Alltoallv([ref, ([nbytes], [0]), MPI.BYTE],
+                           [MPI.BOTTOM, (counts, displs), at_want])
+            r = mb.vector([MPI.BOTTOM, (counts, displs), at_back], 1, role="recv")
+            r.data[:] = ref
+            r.unpack()
+            at_back.Free()
+            at_want.Free()
+            assert back.tobytes() == want.tobytes()
+    finally:
+        one.Free()
+
+
+@pytest.mark.parametrize("shift", range(4))
+def test_bottom_wvector_against_alltoallw(shift):
+    """mpi4py's testAlltoallwBottom on one rank, one datatype kind per run."""
+    name = ["struct", "vector", "subarray_f", "resized_gap"][shift]
+    dt, n = TYPES[name], 2
+    size, _, origin = _layout(dt, n)
+    sbuf, rref = _src(size), np.full(size, SENTINEL, np.uint8)
+    rmine = rref.copy()
+    types = [_at(b, origin, dt, n) for b in (sbuf, rref, rmine)]
+    try:
+        sspec = [MPI.BOTTOM, ([1], [0]), [types[0]]]
+        SELF.Alltoallw(sspec, [MPI.BOTTOM, ([1], [0]), [types[1]]])
+        ws = mb.wvector(sspec, 1, role="send", what="Alltoallw sendbuf")
+        wr = mb.wvector([MPI.BOTTOM, [1], [0], [types[2]]], 1, role="recv")
+        assert ws.packed and wr.packed and ws.byte_counts.tolist() == [n * dt.size]
+        wr.data[:] = ws.pack()
+        wr.unpack()
+        assert rmine.tobytes() == rref.tobytes()
+        assert ws.block_typesig(0) == wr.block_typesig(0)
+    finally:
+        for t in types:
+            t.Free()
+
+
+def test_bottom_wvector_displacements_as_addresses():
+    """At MPI.BOTTOM the byte displacements may carry the address (relative datatypes)."""
+    dt = TYPES["hindexed"]
+    buf = _src(128)
+    w = mb.wvector([MPI.BOTTOM, [2], [MPI.Get_address(buf) + 16], [dt]], 1, role="send")
+    assert w.pack().tobytes() == _mpi_reads([buf[16:], 2, dt], 2 * dt.size).tobytes()
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: mb.simple([MPI.BOTTOM, 2, MPI.INT]), "count 2 at MPI.BOTTOM starts at address 0x0"),
+    (lambda: mb.vector([MPI.BOTTOM, ([0, 1], [0, 4]), MPI.INT], 2, role="send"),
+     "rank 1's block .* at MPI.BOTTOM starts at address 0x10"),
+    (lambda: mb.vector([None, [1], MPI.INT], 1, role="send"), "None but the counts"),
+    (lambda: mb.wvector([MPI.BOTTOM, [MPI.INT]], 1, role="send"), "requires counts and displs"),
+    (lambda: mb.wvector([None, ([1], [0]), [MPI.INT]], 1, role="send"), "None but the counts"),
+    (lambda: mb.wvector([MPI.BOTTOM, ([1], [64]), [MPI.INT]], 1, role="send"),
+     "address 0x40, not an absolute address"),
+])
+def test_bottom_errors(call, message):
+    with pytest.raises(InputError, match=message):
+        call()
+
+
+def test_bottom_with_nothing_to_move():
+    for m in (mb.simple([MPI.BOTTOM, 0, MPI.INT]), mb.simple([MPI.BOTTOM, MPI.INT]),
+              mb.vector([MPI.BOTTOM, ([0, 0], [0, 0]), MPI.INT], 2, role="recv"),
+              mb.wvector([MPI.BOTTOM, ([0], [0]), [MPI.INT]], 1, role="recv")):
+        assert m.data.size == 0 and not m.packed
+        m.pack()
+        m.unpack()
+    with pytest.raises(ValueError, match="BOTTOM requires counts"):  # mpi4py refuses it too
+        SELF.Alltoallw([MPI.BOTTOM, [MPI.INT]], [MPI.BOTTOM, [MPI.INT]])
+
+
+# ---------------------------------------------------------------------------------------------
 # DLPack producers, consumed as mpi4py 4.1.2 does (asdlpack.pxi): numpy (DLPack 1.x) and the
 # ctypes producer of tests/dlpack_producer.py (0.x, which refuses 1.x keywords, and 1.x).
 # The reference is mpi4py's own consumer reading a fresh export of the same producer.

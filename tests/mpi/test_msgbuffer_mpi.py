@@ -7,8 +7,9 @@ start as the same sentinel, so gaps left untouched by MPI must stay untouched he
 send and receive sides must also compute equal type signatures for every block.  Every rank
 communicates in every test, then the ranks agree on the verdict.  Run at 2 and 8 ranks
 (``min_size=2``: Open MPI's one-rank Alltoallw, coll/self, scales byte displacements by the
-extent).  DLPack buffers also go through ``dualmpi.Comm`` (the first network of
-:data:`collective_cases.NETWORKS` for the job size), against MPI.COMM_WORLD on numpy copies.
+extent).  DLPack buffers and ``MPI.BOTTOM`` specs (datatypes at absolute addresses) also go
+through ``dualmpi.Comm`` (the first network of :data:`collective_cases.NETWORKS` for the job
+size), against MPI.COMM_WORLD on copies.
 """
 
 import gc
@@ -382,3 +383,108 @@ def test_dlpack_typed_specs(kind):
                                       [_dlpack(vmine, kind), (counts, displs), MPI.INT]))
     _check(np.array_equal(mine, ref) and np.array_equal(vmine, vref),
            f"{kind}: typed DLPack specs differ from MPI's")
+
+
+# ---------------------------------------------------------------------------------------------
+# MPI.BOTTOM: datatypes holding absolute addresses (mpi4py's testAlltoallwBottom), read by
+# msgbuffer and moved as bytes, and through dualmpi.Comm, against MPI.COMM_WORLD on the same
+# BOTTOM specs over copies
+
+
+def _absolute(buf, disp, dt, n=1):
+    """``n`` elements of ``dt`` at byte ``disp`` of ``buf``, at absolute addresses."""
+    return MPI.Datatype.Create_struct([n], [MPI.Get_address(buf) + disp], [dt]).Commit()
+
+
+def _free(types):
+    for t in types:
+        t.Free()
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_bottom_alltoallw_as_mpi4py_tests_it(n):
+    """testAlltoallwBottom: one struct per rank at the block's absolute address."""
+    sbuf = np.arange(SIZE * n, dtype=np.int32) + 100 * RANK
+    bufs = {k: np.full(SIZE * n, -1, np.int32) for k in ("ref", "msg", "net")}
+    step = 4 * n
+    stypes = [_absolute(sbuf, j * step, MPI.INT, n) for j in range(SIZE)]
+    rtypes = {k: [_absolute(b, i * step, MPI.INT, n) for i in range(SIZE)]
+              for k, b in bufs.items()}
+    ones, zeros = [1] * SIZE, [0] * SIZE
+    sspec = (MPI.BOTTOM, (ones, zeros), stypes)
+    WORLD.Alltoallw(sspec, (MPI.BOTTOM, (ones, zeros), rtypes["ref"]))
+    ws, wr = _build(lambda: (mb.wvector(sspec, SIZE, role="send"),
+                             mb.wvector([MPI.BOTTOM, ones, zeros, rtypes["msg"]], SIZE,
+                                        role="recv")))
+    _move(ws.pack(), ws.byte_counts, ws.byte_displs, wr.data, wr.byte_counts, wr.byte_displs)
+    wr.unpack()
+    _build(lambda: network(0).Alltoallw(sspec, (MPI.BOTTOM, (ones, zeros), rtypes["net"])))
+    _free(stypes + rtypes["ref"] + rtypes["msg"] + rtypes["net"])
+    want = np.repeat(np.arange(SIZE) * 100, n) + np.tile(np.arange(n) + RANK * n, SIZE)
+    _check(np.array_equal(bufs["ref"], want), "MPI's own Alltoallw at MPI.BOTTOM (the test)")
+    _check(np.array_equal(bufs["msg"], bufs["ref"]), "msgbuffer at MPI.BOTTOM differs")
+    _check(np.array_equal(bufs["net"], bufs["ref"]), "dualmpi.Comm at MPI.BOTTOM differs")
+
+
+@pytest.mark.parametrize("shift", range(len(PAIRS)))
+def test_bottom_alltoallw_derived_datatypes(shift):
+    """Every pair of derived datatypes, gaps included, at absolute addresses."""
+    kinds = [pair[1:] for pair in PAIRS]
+    slot = 512
+
+    def pick(i, j):
+        return kinds[(i + j + shift) % len(kinds)]
+
+    sbuf = _src(SIZE * slot, salt=23)
+    bufs = {k: np.full(SIZE * slot, SENTINEL, np.uint8) for k in ("ref", "msg", "net")}
+    stypes = [_absolute(sbuf, j * slot + 8 * ((RANK + j) % 3), pick(RANK, j)[0],
+                        pick(RANK, j)[1]) for j in range(SIZE)]
+    rtypes = {k: [_absolute(b, (SIZE - 1 - i) * slot + 4, pick(i, RANK)[2], pick(i, RANK)[3])
+                  for i in range(SIZE)] for k, b in bufs.items()}
+    ones, zeros = [1] * SIZE, [0] * SIZE
+    sspec = [MPI.BOTTOM, (ones, zeros), stypes]
+    WORLD.Alltoallw(sspec, [MPI.BOTTOM, (ones, zeros), rtypes["ref"]])
+    ws, wr = _build(lambda: (mb.wvector(sspec, SIZE, role="send"),
+                             mb.wvector([MPI.BOTTOM, (ones, zeros), rtypes["msg"]], SIZE,
+                                        role="recv")))
+    _move(ws.pack(), ws.byte_counts, ws.byte_displs, wr.data, wr.byte_counts, wr.byte_displs)
+    wr.unpack()
+    _build(lambda: network(0).Alltoallw(sspec, [MPI.BOTTOM, (ones, zeros), rtypes["net"]]))
+    _free(stypes + rtypes["ref"] + rtypes["msg"] + rtypes["net"])
+    _check(np.count_nonzero(bufs["ref"] != SENTINEL) > 0, "MPI moved nothing")
+    _check(bufs["msg"].tobytes() == bufs["ref"].tobytes(), "msgbuffer at MPI.BOTTOM differs")
+    _check(bufs["net"].tobytes() == bufs["ref"].tobytes(), "dualmpi.Comm at MPI.BOTTOM differs")
+
+
+@pytest.mark.parametrize("name", ["bcast", "alltoall", "alltoallv"])
+def test_bottom_simple_and_vector_through_dualmpi(name):
+    """``[MPI.BOTTOM, count(s), datatype at an absolute address]`` in Bcast (every other int
+    of the buffer), Alltoall and Alltoallv (element k of the spec is element k of the
+    buffer)."""
+    sbuf = np.arange(4 * SIZE, dtype=np.int32) + 1000 * RANK
+    ref, mine = np.full_like(sbuf, -1), np.full_like(sbuf, -1)
+    every_other = MPI.INT.Create_vector(2, 1, 2).Commit()
+    if name == "bcast":
+        ref[:], mine[:] = sbuf, sbuf
+        rt, mt = _absolute(ref, 4, every_other), _absolute(mine, 4, every_other)
+        types = [rt, mt]
+        WORLD.Bcast([MPI.BOTTOM, 1, rt], root=ROOT)
+        _build(lambda: network(0).Bcast([MPI.BOTTOM, 1, mt], root=ROOT))
+    else:
+        st, rt, mt = (_absolute(b, 0, MPI.INT) for b in (sbuf, ref, mine))
+        types = [st, rt, mt]
+        if name == "alltoall":
+            WORLD.Alltoall([MPI.BOTTOM, 3, st], [MPI.BOTTOM, 3, rt])
+            _build(lambda: network(0).Alltoall([MPI.BOTTOM, 3, st], [MPI.BOTTOM, 3, mt]))
+        else:
+            scounts = [1 + (RANK + j) % 3 for j in range(SIZE)]
+            rcounts = [1 + (i + RANK) % 3 for i in range(SIZE)]
+            displs = [4 * j for j in range(SIZE)]
+            WORLD.Alltoallv([MPI.BOTTOM, (scounts, displs), st],
+                            [MPI.BOTTOM, (rcounts, displs), rt])
+            _build(lambda: network(0).Alltoallv([MPI.BOTTOM, (scounts, displs), st],
+                                                [MPI.BOTTOM, (rcounts, displs), mt]))
+    _free(types + [every_other])
+    _check((ref != -1).any() and not np.array_equal(ref, sbuf) or name == "bcast",
+           f"{name}: MPI moved nothing")
+    _check(np.array_equal(mine, ref), f"{name} at MPI.BOTTOM through dualmpi.Comm differs")
