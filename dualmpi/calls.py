@@ -70,6 +70,11 @@ def _raise(problem):
     raise problem if isinstance(problem, BaseException) else InputError(problem)
 
 
+def _salt(method, sig=()):
+    """Return the int a call adds to its messages' signature: its method and agreed signature."""
+    return zlib.crc32(repr((method, tuple(sig))).encode())
+
+
 def _engine_name(comm, desc, call):
     """Return the engine's name of the call (``allreduce-<algorithm>`` for the allreduce)."""
     if desc.name == "allreduce":
@@ -93,7 +98,7 @@ def collective(comm, method, read, args=None, arrays=()):
         call.pack()
         run = comm._engine.runner(comm.rank, desc.name, nbytes, root, comm.variant,
                                   sdispls=sdispls, rdispls=rdispls, packets=1,
-                                  itemsize=call.itemsize, op=call.op)
+                                  itemsize=call.itemsize, op=call.op, salt=_salt(method))
         comm._last_runner = run
         run.run(call.send, call.recv)
         call.unpack()
@@ -104,14 +109,15 @@ def collective(comm, method, read, args=None, arrays=()):
           call.fields if call else ())
     call.pack()
     packed = any(m.packed for m in call.sends + call.recvs)
+    salt = _salt(method, call.sig)
     if desc.combines:
         run = comm._engine.runner(comm.rank, name, call.nbytes, call.root, comm.variant,
-                                  itemsize=call.itemsize, op=call.op)
+                                  itemsize=call.itemsize, op=call.op, salt=salt)
         comm._last_runner = run
         comm._settled = True
     else:
         objs = None if packed or args is None else (args[0], args[1] if len(args) > 2 else None)
-        run = comm._runner(name, call.root, call.nbytes, call.send, call.recv, objs)
+        run = comm._runner(name, call.root, call.nbytes, call.send, call.recv, objs, salt)
     if args is not None and not packed:
         comm._remember(method, args, arrays, run, call.send, call.recv)
     run.run(call.send, call.recv)
@@ -261,8 +267,8 @@ def _vector_sizes(comm, method, desc, call, problem):
     row, problem = _row(comm, method, desc, call, problem)
     table = np.zeros((comm.size, row.size), dtype=np.int64)
     agree(comm, method + " counts", (row.size,), None)
-    comm._runner("allgather", 0, row.nbytes).run(row.view(np.uint8),
-                                                  table.view(np.uint8).reshape(-1))
+    comm._runner("allgather", 0, row.nbytes, salt=_salt(method + " counts")).run(
+        row.view(np.uint8), table.view(np.uint8).reshape(-1))
     return table_verdict(comm, method, desc, call, table, problem)
 
 
@@ -394,7 +400,8 @@ def icollective(comm, imethod, method, read):
     else:
         call.pack()
         bound, sig = comm._engine.bind(comm.rank, name, call.nbytes, call.root, comm.variant,
-                                       itemsize=call.itemsize, combines=desc.combines)
+                                       itemsize=call.itemsize, combines=desc.combines,
+                                       salt=_salt(imethod, call.sig))
         start = dict(send=call.send, recv=call.recv, finish=call.unpack,
                      combine=None if call.op is None else call.op[2])
     preq = progress.start(bound, agree=flat, check=check,
@@ -418,7 +425,8 @@ class _Chain:
         self.table = np.zeros((comm.size, row.size), dtype=np.int64)
         self.row = row
         flat = _check_vector(comm, method + " counts", (row.size,), None, None)
-        bound, sig = comm._engine.bind(comm.rank, "allgather", row.nbytes, 0, comm.variant)
+        bound, sig = comm._engine.bind(comm.rank, "allgather", row.nbytes, 0, comm.variant,
+                                       salt=_salt(method + " counts"))
         #: the data's tag, taken now (before the counts' request, which may finish at once):
         #: the ranks' counts arrive in other orders
         self.data_seq = progress.reserve()
@@ -442,7 +450,8 @@ class _Chain:
             call.pack()
             bound, sig = comm._engine.bind(comm.rank, desc.name, nbytes, root, comm.variant,
                                            sdispls=sdispls, rdispls=rdispls,
-                                           itemsize=call.itemsize, combines=desc.combines)
+                                           itemsize=call.itemsize, combines=desc.combines,
+                                           salt=_salt(self.what))
             self.data = self.progress.start(bound, send=call.send, recv=call.recv,
                                             combine=None if call.op is None else call.op[2],
                                             finish=call.unpack, signature=sig, what=self.what,

@@ -754,21 +754,22 @@ class Comm:
         call = bind(send, recv) if bind is not None else (lambda: run.run(send, recv))
         setattr(self, attr, _matcher(args, checks, call, self._engine))
 
-    def _runner(self, collective, root, nbytes, send=None, recv=None, objs=None):
+    def _runner(self, collective, root, nbytes, send=None, recv=None, objs=None, salt=0):
         """Return the runner of a call: zero-copy when the same buffers come back.
 
         With one node per rank, no option that needs the store and pieces of at least
         :data:`ZERO_COPY_ABOVE` bytes, a call with the same buffer objects ``objs`` as the
         previous call of the same kind gets a runner bound to their memory (no copy in or
         out; the runner keeps a reference to them, so their memory stays where it is while
-        it is cached); other calls copy through the store.
+        it is cached); other calls copy through the store.  ``salt``: see
+        :meth:`Engine.runner <dualmpi.engine.core.Engine.runner>`.
         """
         engine = self._engine
         if engine is None:
             raise DualmpiError(f"{collective}: the communicator was freed")
         if self._gen != engine.evictions:
             self._fast, self._gen = {}, engine.evictions
-        key = (collective, root, nbytes)
+        key = (collective, root, nbytes, salt)
         # settled: the same objects next time get the same runner (for _remember)
         self._settled = True
         if objs is not None and self._zero_copy and nbytes >= ZERO_COPY_ABOVE:
@@ -784,7 +785,7 @@ class Comm:
                     self.rank, collective, nbytes, root, self.variant,
                     self.algorithms.get(collective),
                     packets=None if self.packets == "auto" else self.packets,
-                    buffers=(send, recv))
+                    buffers=(send, recv), salt=salt)
                 run.pinned = objs
                 self._last_runner = run
                 self._settled = True
@@ -794,7 +795,7 @@ class Comm:
         if run is None:
             run = self._fast[key] = engine.runner(
                 self.rank, collective, nbytes, root, self.variant, self.algorithms.get(collective),
-                packets=None if self.packets == "auto" else self.packets)
+                packets=None if self.packets == "auto" else self.packets, salt=salt)
         self._last_runner = run
         return run
 

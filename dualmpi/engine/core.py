@@ -177,8 +177,13 @@ class Engine:
         return int(sizes.sum()) + others * biggest + 64 * rows * packets
 
     def runner(self, rank, collective, nbytes, root_rank=0, variant="corrected", algorithm=None,
-               sdispls=None, rdispls=None, packets=None, buffers=None, itemsize=1, op=None):
+               sdispls=None, rdispls=None, packets=None, buffers=None, itemsize=1, op=None,
+               salt=0):
         """Return the transport's runner of one collective and size (cached).
+
+        ``salt`` (an int) joins the call signature every message carries: what the caller
+        agreed on beyond the plan (the MPI method, the type signature), so a rank whose call
+        differs in it is caught by the ranks that receive from it.
 
         ``buffers=(send, recv)``: a zero-copy runner bound to those arrays (cached by their
         addresses; one node per rank, no reductions).  Reductions take ``op=(key, code,
@@ -195,10 +200,11 @@ class Engine:
         opkey = None if op is None else (op[0], itemsize)
         opcode = None if op is None else (op[1], itemsize)
         if sdispls is None and rdispls is None and isinstance(nbytes, int):
-            sig = (rank, collective, root_rank, variant, algorithm, nbytes, packets, where, opkey)
+            sig = (rank, collective, root_rank, variant, algorithm, nbytes, packets, where, opkey,
+                   salt)
         else:
             sig = (rank, collective, root_rank, variant, algorithm, _hashable(nbytes),
-                   _hashable(sdispls), _hashable(rdispls), packets, where, opkey)
+                   _hashable(sdispls), _hashable(rdispls), packets, where, opkey, salt)
         hit = self._bound.get(sig)
         if hit is not None:
             self._bound.move_to_end(sig)
@@ -217,7 +223,7 @@ class Engine:
         bound = plan.bind(layout, packets)
         # what every rank of a correct program has in common (not the rank, not displacements)
         key = repr((collective, root_rank, variant, algorithm, _hashable(nbytes), packets,
-                    opcode)).encode()
+                    opcode, salt)).encode()
         signature = zlib.crc32(key) << 32 | zlib.crc32(key[::-1])
         extra = {} if buffers is None else {"layout": layout, "buffers": buffers}
         if op is not None:
@@ -233,7 +239,7 @@ class Engine:
         return run
 
     def bind(self, rank, collective, nbytes, root_rank=0, variant="corrected", algorithm=None,
-             sdispls=None, rdispls=None, itemsize=1, combines=False):
+             sdispls=None, rdispls=None, itemsize=1, combines=False, salt=0):
         """Return ``(bound plan, signature)`` of one call, without a transport's runner (cached).
 
         For the nonblocking collectives (:mod:`dualmpi.engine.nonblocking`), which run a
@@ -241,7 +247,7 @@ class Engine:
         rank of a correct program has in common (the 64-bit call signature).
         """
         key = ("bind", rank, collective, root_rank, variant, algorithm, _hashable(nbytes),
-               _hashable(sdispls), _hashable(rdispls), itemsize, combines)
+               _hashable(sdispls), _hashable(rdispls), itemsize, combines, salt)
         hit = self._bound_only.get(key)
         if hit is not None:
             self._bound_only.move_to_end(key)
@@ -253,7 +259,7 @@ class Engine:
             self.packets_for(layout, collective)
         bound = plan.bind(layout, packets)
         sig = repr(("nonblocking", collective, root_rank, variant, algorithm, _hashable(nbytes),
-                    packets)).encode()
+                    packets, salt)).encode()
         out = self._bound_only[key] = (bound, zlib.crc32(sig) << 32 | zlib.crc32(sig[::-1]))
         while len(self._bound_only) > CACHE_SIZE:
             self._bound_only.popitem(last=False)
