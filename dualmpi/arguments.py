@@ -324,7 +324,13 @@ def _reduction_dtype(m, name):
     if m.dtype is None:
         raise InputError(f"{name}: a reduction needs a datatype made of one predefined type "
                          f"(got {_type_name(m.datatype)})")
-    return m.dtype
+    dtype = m.dtype
+    if dtype.names is not None and m.packed:  # a pair type with padding (MPI.DOUBLE_INT):
+        fields = [dtype.fields[n][0] for n in dtype.names]  # packed, its members back to back
+        offsets = np.cumsum([0] + [f.itemsize for f in fields[:-1]]).tolist()
+        dtype = np.dtype({"names": list(dtype.names), "formats": fields, "offsets": offsets,
+                          "itemsize": sum(f.itemsize for f in fields)})
+    return dtype
 
 
 def _cro(sendbuf, recvbuf, name):

@@ -63,8 +63,14 @@ def resolve(op, dtype, what, MPI=None):
     elif MPI is not None and isinstance(op, MPI.Op):
         if op == MPI.OP_NULL:
             raise InputError(f"{what}: MPI.OP_NULL is not a reduction operation")
+        for loc in ("MAXLOC", "MINLOC"):
+            if op == getattr(MPI, loc):
+                return _loc(loc, dtype, what)
         for mpi_name, fn in PREDEFINED.items():
             if op == getattr(MPI, mpi_name):
+                if mpi_name in ("LAND", "LOR", "LXOR") and dtype.kind not in "biu":
+                    raise InputError(f"{what}: the operation {mpi_name} does not apply to "
+                                     f"{dtype} (MPI defines it on integers and logicals)")
                 ufunc, name = fn, mpi_name
                 key, code = ("mpi", mpi_name), zlib.crc32(mpi_name.encode())
                 break
@@ -80,6 +86,25 @@ def resolve(op, dtype, what, MPI=None):
 
     _try(combine, dtype, what, name)
     return key + (dtype.str,), code, combine
+
+
+def _loc(name, dtype, what):
+    """MPI_MAXLOC / MPI_MINLOC on a pair type (value, index): the larger (smaller) value, the
+    lower index on a tie, as MPI defines them (commutative and associative)."""
+    if dtype.names is None or len(dtype.names) != 2:
+        raise InputError(f"{what}: MPI.{name} applies to MPI's pair types (MPI.DOUBLE_INT, "
+                         f"MPI.TWOINT, ...), not {dtype}")
+    value, index = dtype.names
+    better = np.greater if name == "MAXLOC" else np.less
+
+    def combine(src, dst):
+        a, b = src.view(dtype), dst.view(dtype)
+        va, vb, ia, ib = a[value], b[value], a[index], b[index]
+        take = better(va, vb) | ((va == vb) & (ia < ib))
+        b[take] = a[take]
+
+    _try(combine, dtype, what, name)
+    return ("mpi", name, dtype.str), zlib.crc32(name.encode()), combine
 
 
 def _mpi_op(op, dtype, what, MPI):

@@ -21,7 +21,7 @@ __all__ = ["MPI", "WORLD", "SIZE", "RANK", "BIG", "NETWORKS", "DTYPES", "COUNTS"
            "same", "close", "v_counts", "v_displs", "error_of", "errors_everywhere",
            "same_error_everywhere", "one_bad_rank", "still_works", "expect_error", "ERROR_NETS",
            "mpi_type", "sample", "rotation", "EVERY", "OPS", "COMBOS", "valid",
-           "LOGICAL_ON_FLOATS", "freed", "gcd_op", "check_bad_call"]
+           "freed", "gcd_op", "check_bad_call"]
 
 WORLD = MPI.COMM_WORLD
 SIZE = WORLD.Get_size()
@@ -65,15 +65,6 @@ def valid(opname, dtype):
     if opname in ("MIN", "MAX"):
         return kind != "c"
     return True
-
-
-#: MPI refuses MPI.LAND/LOR/LXOR on floating-point data (Open MPI: MPI_ERR_OP); dualmpi
-#: applies numpy's logical ufunc to it.
-LOGICAL_ON_FLOATS = pytest.mark.xfail(strict=True, reason=(
-    "MPI.LAND/LOR/LXOR on float64 are accepted (numpy's logical ufuncs take floats), where MPI "
-    "refuses them (Open MPI: MPI_ERR_OP); reproduction at 1 rank: dualmpi.Comm(WORLD, "
-    "'hypercube:n=0').Allreduce(np.array([1.5, 0.0]), b, MPI.LAND) returns with b = [1.5, 0.0]; "
-    "dualmpi/ops.py resolve() checks only that the ufunc runs on the dtype"))
 
 
 #: Every valid ``(op, dtype id, dtype)``.

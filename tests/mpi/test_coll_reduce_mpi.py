@@ -11,7 +11,7 @@ ranks agree on the verdict before asserting.
 import numpy as np
 import pytest
 
-from collective_cases import (COMBOS, COUNTS, DTYPES, ERROR_NETS, LOGICAL_ON_FLOATS, MPI, NETS, OPS,
+from collective_cases import (COMBOS, COUNTS, DTYPES, ERROR_NETS, MPI, NETS, OPS,
                               RANK, ROOTS, SIZE, WORLD, agree, check_bad_call, close, error_of,
                               freed, gcd_op, network, operands, same, sample, sentinel, valid)
 from collective_cases import free_networks  # noqa: F401 - frees the module's communicators
@@ -132,11 +132,6 @@ PAIRS = {"DOUBLE_INT": (MPI.DOUBLE_INT, np.float64), "TWOINT": (MPI.TWOINT, np.i
 
 
 @pytest.mark.mpi
-@pytest.mark.xfail(strict=True, reason=(
-    "MAXLOC/MINLOC on pair types are refused: net.Allreduce([a, MPI.DOUBLE_INT], "
-    "[b, MPI.DOUBLE_INT], MPI.MAXLOC) raises 'Allreduce: the operation given does not apply "
-    "to {names: [f0, f1], ...}' (dualmpi/ops.py _mpi_op applies the op with Reduce_local on "
-    "from_numpy_dtype(structured dtype), a derived struct type, not the pair type)"))
 @pytest.mark.parametrize("pair", list(PAIRS))
 @pytest.mark.parametrize("opname", ["MAXLOC", "MINLOC"])
 @pytest.mark.parametrize("index", NETS[:1])
@@ -236,8 +231,7 @@ def _cases():
 
 
 def _case_params():
-    return [pytest.param(c, marks=LOGICAL_ON_FLOATS) if c == "all-logical-op-on-floats" else c
-            for c in _cases()]
+    return list(_cases())
 
 
 @pytest.mark.mpi

@@ -10,7 +10,7 @@ compared.  Every rank finishes its communication, then the ranks agree on the ve
 import numpy as np
 import pytest
 
-from collective_cases import (COMBOS, COUNTS, ERROR_NETS, LOGICAL_ON_FLOATS, MPI, NETS, OPS, RANK,
+from collective_cases import (COMBOS, COUNTS, ERROR_NETS, MPI, NETS, OPS, RANK,
                               SIZE, WORLD, agree, check_bad_call, close, network, operands, same,
                               sentinel, v_counts)
 from collective_cases import free_networks  # noqa: F401 - frees the module's communicators
@@ -151,8 +151,7 @@ def _cases():
 
 
 def _case_params():
-    return [pytest.param(c, marks=LOGICAL_ON_FLOATS) if c == "v-logical-op-on-floats" else c
-            for c in _cases()]
+    return list(_cases())
 
 
 @pytest.mark.mpi

@@ -10,7 +10,7 @@ checked instead.  Every rank finishes its communication, then the ranks agree on
 import numpy as np
 import pytest
 
-from collective_cases import (COUNTS, DTYPES, ERROR_NETS, LOGICAL_ON_FLOATS, MPI, NETS, OPS, RANK,
+from collective_cases import (COUNTS, DTYPES, ERROR_NETS, MPI, NETS, OPS, RANK,
                               SIZE, WORLD, agree, check_bad_call, close, freed, gcd_op, network,
                               operands, same, sample, sentinel, valid)
 from collective_cases import free_networks  # noqa: F401 - frees the module's communicators
@@ -140,8 +140,7 @@ def _cases():
 
 
 def _case_params():
-    return [pytest.param(c, marks=LOGICAL_ON_FLOATS) if c == "ex-logical-op-on-floats" else c
-            for c in _cases()]
+    return list(_cases())
 
 
 @pytest.mark.mpi
