@@ -3,6 +3,7 @@ without it, and the Python loop still correct when it is off (``DUALMPI_CLOOP=0`
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -133,7 +134,7 @@ def cache(tmp_path):
     """A cache folder and an ``mpicc`` wrapper that fails once ``<wrapper>.broken`` exists."""
     wrapper = tmp_path / "mpicc"
     wrapper.write_text(f'#!/bin/sh\n[ -e "$0.broken" ] && {{ echo "mpicc: broken" >&2; exit 1; }}\n'
-                       f'exec {cloop._mpicc()} "$@"\n')
+                       f'exec {shlex.quote(cloop._mpicc())} "$@"\n')
     wrapper.chmod(0o755)
     return tmp_path / "cache", wrapper
 
