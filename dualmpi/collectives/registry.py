@@ -16,6 +16,8 @@ Examples
 ('Gatherv', True, 'gather', 'rank', 'gather')
 >>> [d.name for d in REGISTRY.values() if d.combines][:3]
 ['reduce', 'allreduce', 'scan']
+>>> get("ring-allreduce").runs_as
+('allreduce', 'ring')
 """
 
 from dataclasses import dataclass
@@ -76,6 +78,10 @@ class Collective:
         Where it runs: None, the networks of the papers' patterns
         (:data:`dualmpi.collectives.SUPPORTED`); a tuple, those and these topology
         classes; ``"any"``, wherever ``build`` can build it (it checks).
+    runs_as : tuple or None
+        ``(collective, algorithm)``: for a schedule that is no MPI call of its own
+        (``mpi`` None), the registered collective whose call runs it and the algorithm
+        that selects it (``ring-allgather``: ``("allgather", "ring")``).
     """
 
     name: str
@@ -96,6 +102,7 @@ class Collective:
     layouts: dict = None
     runs: dict = None
     networks: tuple = None
+    runs_as: tuple = None
 
     def __post_init__(self):
         if self.schedule is None:

@@ -140,9 +140,11 @@ COLLECTIVES = (
     Collective("ring-allgather", None, "allgather",
                lambda topo, root, variant, q, algorithm: ring_allgather(topo, default_cycle(topo)),
                emulated=False, networks="any", paper_steps=lambda topo: topo.num_nodes - 1,
-               initial=allgather.initial, expected=allgather.expected),
+               initial=allgather.initial, expected=allgather.expected,
+               runs_as=("allgather", "ring")),
     Collective("ring-allreduce", None, "allreduce",
                lambda topo, root, variant, q, algorithm: ring_allreduce(topo, default_cycle(topo)),
                emulated=False, networks="any", paper_steps=lambda topo: 2 * (topo.num_nodes - 1),
-               initial=allreduce.segments, expected=allreduce.segments),
+               initial=allreduce.segments, expected=allreduce.segments,
+               runs_as=("allreduce", "ring")),
 )
