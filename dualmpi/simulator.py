@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from .collectives import build_schedule, count_conflicts, paper_steps
+from .collectives import build_schedule, count_conflicts, paper_steps, registry
 from .collectives.alltoall import class_groups, destination_order, route_function, step_offsets
 from .collectives.schedule import COLLECTIVES, expected_blocks, initial_blocks
 from .errors import DualmpiError
@@ -32,6 +32,7 @@ from .model.clock import ClockParams, schedule_time
 from .topology import HDN, DualCube, Hypercube, MetaCube
 
 __all__ = [
+    "simulated",
     "simulate",
     "simulate_schedule",
     "simulate_alltoall_stream",
@@ -64,6 +65,23 @@ LIMITS = {
 }
 
 
+def simulated():
+    """Return the registered collectives :func:`simulate` replays, in registration order.
+
+    Those whose description says which blocks each node starts and ends with (so the
+    replay can count what was delivered) and how many steps a paper states.
+
+    >>> simulated()
+    ('bcast', 'scatter', 'gather', 'allgather', 'alltoall', 'ring-allgather', 'ring-allreduce')
+    """
+    return tuple(name for name in registry.names() if _described(registry.get(name)))
+
+
+def _described(desc):
+    """True when a replay of ``desc``'s schedule can be checked and compared with a paper."""
+    return None not in (desc.initial, desc.expected, desc.paper_steps)
+
+
 def _check_size(topo, collective, method):
     """Raise :class:`DualmpiError` when ``topo`` is too large for ``method``."""
     limit = LIMITS.get((method, collective), LIMITS.get((method, None)))
@@ -88,9 +106,13 @@ def simulate(topo, collective, root=0, variant="corrected", method="auto", clock
         if clock is not None:
             out["virtual"] = virtual_times(out, clock, size, build_schedule(collective, topo, root))
         return out
+    if not _described(registry.get(collective)):
+        raise DualmpiError(f"{collective} cannot be simulated: its description does not say which "
+                           "blocks its nodes start and end with, or no paper states its steps")
     if collective not in COLLECTIVES and topo.num_nodes > VECTOR_ABOVE:
-        raise DualmpiError(f"{collective} on {topo.num_nodes} nodes is {topo.num_nodes - 1} rounds of "
-                           f"{topo.num_nodes} messages; simulate rings up to {VECTOR_ABOVE} nodes")
+        raise DualmpiError(f"{collective} on {topo.num_nodes} nodes: only the papers' four patterns "
+                           f"have numpy simulations; the schedule replay of {collective} runs up to "
+                           f"{VECTOR_ABOVE} nodes")
     symmetric = type(topo) in (Hypercube, DualCube, MetaCube)
     if method == "auto":
         if collective not in COLLECTIVES or not symmetric:

@@ -12,9 +12,9 @@ from dualmpi.engine.layout import split_offsets, split_sizes
 from dualmpi.engine.local import LocalRunner, run_local
 from dualmpi.engine.stream import StepPlan, class_link
 from dualmpi.errors import DualmpiError, LinkError
-from dualmpi.measure.payload import rank_buffers
 from dualmpi.collectives.schedule import Round, Schedule, Transfer
 from dualmpi.topology import from_spec
+from semantics import rank_buffers
 
 MODULES = ["arrays", "layout", "plan", "core", "local", "virtual", "stream", "watchdog", "patterns"]
 

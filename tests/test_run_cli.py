@@ -145,6 +145,27 @@ def test_run_baseline_adds_native_time_and_ratio(mpi_env, tmp_path):
         assert row["ratio"] == pytest.approx(row["t_avg"] / row["native_t_avg"]), row
 
 
+@pytest.mark.parametrize("ranks", [8, 4])
+def test_run_gather_with_baseline(mpi_env, tmp_path, ranks):
+    """The gather has no table entry of its own: its buffers, the blocks its root ends with and
+    MPI_Gather's arguments come from its description and layout. 8 ranks (4: two nodes each),
+    root node 6: every byte verified, by MPI_Gather too, in the paper's 4 steps."""
+    out = tmp_path / "gather.json"
+    proc = dualmpi_run(mpi_env, ranks, SPEC, "--collective", "gather", "--root", "6", "--sizes",
+                       "0,61", "--iters", "2", "--warmup", "1", "--baseline", "--json", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_no_traceback(proc)
+    assert "emulated/native" in proc.stdout
+    assert re.search(r"^gather +61 +yes +7/7 +4/4 ", proc.stdout, re.M), proc.stdout
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["collective"], r["size"]) for r in rows] == [("gather", 0), ("gather", 61)]
+    for row in rows:
+        assert row["verified"] is True and row["native_verified"] is True, row
+        assert (row["root"], row["delivered"], row["expected"], row["missing"]) == (6, 7, 7, 0)
+        assert row["rounds"] == row["paper_rounds"] == 4 and row["link_violations"] == 0, row
+        assert row["messages"] == 7 and row["nodes_per_rank"] == 8 // ranks, row
+
+
 def test_run_reports_link_sharing_and_shared_clock(mpi_env, tmp_path):
     """8 ranks, D_2 alltoall, cut-through --model: JSON link sharing > 1 where simulate says so,
     t_model the shared-bandwidth clock (above the paper's T), per-call times and their median."""

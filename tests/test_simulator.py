@@ -141,6 +141,28 @@ def test_cli_simulate_json(capsys):
     assert out["model"] == {"ts": 63, "tw": 63, "th": 296}
 
 
+@pytest.mark.parametrize("spec, root, steps", [("dualcube:r=3", 5, 6), ("metacube:k=2,m=1", 9, 9),
+                                               ("hypercube:n=4", 3, 4)])
+def test_cli_simulate_gather(capsys, spec, root, steps):
+    """The gather (offered because its description says which blocks its nodes start and end
+    with): the scatter's step count, every block at the root, the root's p - 1 blocks, and the
+    same figures as the in-process executor's run through compiled plans."""
+    assert main(["simulate", spec, "--collective", "gather", "--root", str(root), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    p = from_spec(spec).num_nodes
+    assert (out["collective"], out["delivered"], out["expected"]) == ("gather", p - 1, p - 1)
+    assert out["rounds"] == out["paper_rounds"] == steps and out["conflicts"] == 0
+    res = run_inprocess(build_schedule("gather", from_spec(spec), root), 4)
+    assert res.verified and res.delivered == p - 1 and res.messages == out["messages"]
+
+
+def test_cli_simulate_offers_the_described_collectives(capsys):
+    """--collective choices come from the registry: a v-variant (no blocks of its own) is refused."""
+    with pytest.raises(SystemExit):
+        main(["simulate", "dualcube:r=2", "--collective", "gatherv"])
+    assert "invalid choice: 'gatherv'" in capsys.readouterr().err
+
+
 def test_cli_simulate_as_printed_fails(capsys):
     assert main(["simulate", "dualcube:r=3", "--collective", "bcast", "--variant", "as-printed"]) == 1
     assert "sends_without_data" in capsys.readouterr().out

@@ -3,9 +3,11 @@
 from dataclasses import dataclass
 
 from ..collectives import COLLECTIVES
+from ..collectives.registry import get
 from ..errors import InputError
-from .options import make_options
+from ..measure.collective import runnable
 from .common import check_output_path, load_topology, topology_arg, write_json_atomic, write_output
+from .options import make_options
 from .run import check_runnable, metadata, parse_sizes
 
 __all__ = ["add_parser", "main"]
@@ -47,9 +49,11 @@ def add_parser(sub):
     p.add_argument("--coll-sizes", default="0,16,256,4096,65536",
                    help="collective block sizes in bytes (default 0,16,256,4096,65536)")
     p.add_argument("--hops", default=None, help="chain lengths to measure (default 1..diameter)")
-    p.add_argument("--collective", default="all", choices=(*COLLECTIVES, "all", "none"),
-                   help="collectives to time (default all)")
-    p.add_argument("--root", default=0, type=int, help="root of bcast and scatter")
+    p.add_argument("--collective", default="all",
+                   choices=(*(c for c in runnable() if get(c).mpi), "all", "none"),
+                   help=f"collectives to time (default all: {', '.join(COLLECTIVES)})")
+    p.add_argument("--root", default=0, type=int,
+                   help="root of the rooted collectives (bcast, scatter, gather)")
     p.add_argument("--no-baseline", action="store_true",
                    help="skip the raw Send/Recv and native-collective baselines")
     p.add_argument("--shape", metavar="ts=S,tw=S,th=S", help="shape the links (see dualmpi run)")

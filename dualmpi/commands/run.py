@@ -5,10 +5,10 @@ import sys
 from datetime import datetime, timezone
 
 from .. import __version__
-from ..collectives import COLLECTIVES, EXTRA_COLLECTIVES, build_schedule, paper_steps
-from ..collectives.schedule import base_collective
+from ..collectives import COLLECTIVES, build_schedule, paper_steps
+from ..collectives.registry import get
 from ..errors import InputError
-from ..measure.collective import run_collective
+from ..measure.collective import run_collective, runnable
 from ..resources import TIME_LIMIT_S, require_time
 from ..simulator import simulate, virtual_times
 from .common import (add_fault_args, apply_faults, check_output_path, format_table,
@@ -61,9 +61,11 @@ def add_parser(sub):
     )
     p.add_argument("spec", type=topology_arg,
                    help="topology spec; one rank per node, or a divisor of the node count")
-    p.add_argument("--collective", default="all", choices=(*COLLECTIVES, *EXTRA_COLLECTIVES, "all"),
-                   help="which collective to run (default: all)")
-    p.add_argument("--root", default="0", help="root node of bcast and scatter (default 0)")
+    p.add_argument("--collective", default="all", choices=(*runnable(), "all"),
+                   help="which collective to run (default: all, the papers' four: "
+                   f"{', '.join(COLLECTIVES)})")
+    p.add_argument("--root", default="0",
+                   help="root node of the rooted collectives (bcast, scatter, gather; default 0)")
     p.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)),
                    help="comma-separated block sizes in bytes (default 8,1024,65536)")
     p.add_argument("--iters", type=int, default=None,
@@ -215,9 +217,9 @@ def main(args):
     rows = []
     nets = {}
     for coll in colls:
-        net = nets.get(coll == "ring-allgather")
+        net = nets.get(get(coll).runs_as)
         if net is None:
-            net = nets[coll == "ring-allgather"] = open_comm(world, topo, q, args, options)
+            net = nets[get(coll).runs_as] = open_comm(world, topo, q, args, options, coll)
         for size in sizes:
             if rank0:
                 print(f"[{coll} size={size}] running", flush=True)
@@ -234,7 +236,7 @@ def main(args):
             if hasattr(topo, "describe_faults"):
                 from ..collectives.faulttolerant import undeliverable
 
-                cut = undeliverable(base_collective(coll), topo, root)
+                cut = undeliverable(get(coll).layout, topo, root)
                 row["undeliverable"] = [list(pair) for pair in cut]
             if args.baseline:
                 _add_baseline(row, net, coll, size, root // q, _iters_for(size, args.iters),
@@ -316,34 +318,48 @@ def check_duration(net, coll, size, root, calls, limit, say=None):
 def estimate_memory(colls, sizes, ranks, q, timed=0):
     """Refuse (on every rank alike) sizes whose buffers would not fit in this machine's memory.
 
-    ``sizes`` are node-level blocks.  Per rank: the user's send and receive buffers and the
-    pattern to check against (a rank's piece holds ``q`` or ``q * q`` blocks), and the
-    engine's store (about the blocks its nodes hold), all ranks sharing the machine; and
-    :data:`RECORD_BYTES` for each of the ``timed`` calls of the whole run.
+    ``sizes`` are node-level blocks.  Per rank, from each collective's layout: the user's
+    send buffer, its receive buffer and the bytes to check it against, and the engine's
+    store (twice the larger buffer, for every node of the rank when the blocks are meant
+    for all: each node holds its copy), all ranks sharing the machine; and
+    :data:`RECORD_BYTES` for each of the ``timed`` calls of the whole run.  A rank's
+    buffers are the same whatever ``q`` (its nodes split its pieces), so the layout is
+    laid out for one node per rank.
 
     >>> estimate_memory(["alltoall"], [1 << 26], 32, 1)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     dualmpi.resources.ResourceError: 32 ranks x buffers and store of the largest size needs 320 GiB...
     """
+    from ..collectives.schedule import ALL
+    from ..engine.layout import Layout, pieces_per_rank
     from ..resources import require_memory
 
     worst = 0
     for coll in colls:
-        base = base_collective(coll)
+        kind = get(coll).layout
         for size in sizes:
-            piece = size * {"scatter": q, "allgather": q, "alltoall": q * q}.get(base, 1)
-            user = {"bcast": 2 * piece, "scatter": piece * (ranks + 2)}.get(base, 3 * ranks * piece)
-            store = {"bcast": q * size, "scatter": 2 * q * ranks * size}.get(
-                base, (2 if base == "alltoall" else q + 1) * ranks * piece)
-            worst = max(worst, user + store)
+            lay = Layout(kind, ranks, 1, size * pieces_per_rank(kind, q), 0)
+            for rank in {0, ranks - 1}:  # the root and another rank
+                ends, copies = [], 1
+                for _, origin, target, offset in (lay.inputs(rank), lay.outputs(rank)):
+                    ends.append(int((offset + lay.size(origin, target)).max()) if offset.size
+                                else 0)
+                    copies = q if (target == ALL).any() else copies
+                send, recv = ends
+                store = copies * 2 * max(send, recv)
+                worst = max(worst, send + 2 * recv + store)
     require_memory((worst + timed * RECORD_BYTES) * ranks,
                    f"{ranks} ranks x buffers and store of the largest size"
                    + (f" and the times of {timed:,} calls" if timed * RECORD_BYTES > worst else ""))
 
 
-def open_comm(world, topo, q, args, options):
-    """Return the :class:`dualmpi.Comm` the CLI's options describe."""
+def open_comm(world, topo, q, args, options, collective=None):
+    """Return the :class:`dualmpi.Comm` the CLI's options describe.
+
+    ``collective`` another one's algorithm (``runs_as``, e.g. ``ring-allgather``): the
+    communicator runs that one with it.
+    """
     from ..comm import Comm
 
     shape = options.shape
@@ -353,9 +369,8 @@ def open_comm(world, topo, q, args, options):
     elif args.switching == "store-and-forward":
         packets = 1
     # ring-allreduce is Allreduce (uint8, MPI.SUM: bytes added modulo 256) on the ring
-    algorithms = {"allgather": "ring"} if args.collective == "ring-allgather" else None
-    if args.collective == "ring-allreduce":
-        algorithms = {"allreduce": "ring"}
+    runs_as = get(collective).runs_as if collective else None
+    algorithms = None if runs_as is None else {runs_as[0]: runs_as[1]}
     return Comm(world, topo, q, watchdog=options.watchdog, verify=getattr(args, "verify", False),
                 shape=shape, packets=packets, algorithms=algorithms, drop=options.drop)
 
@@ -369,7 +384,7 @@ def _virtual(topo, coll, root, size, options, sim=None):
     with link sharing and this clock's time, whose cut-through links share their
     bandwidth (``ClockParams.contention``, "shared" unless set otherwise).
     """
-    if topo.num_nodes > (256 if base_collective(coll) == "alltoall" else 4096):
+    if topo.num_nodes > (256 if get(coll).layout == "alltoall" else 4096):
         return {}
     from ..engine.virtual import replay_clocks
 
@@ -401,7 +416,7 @@ def _add_baseline(row, net, coll, size, root, iters, warmup):
     """Time the native collective and add its figures and the emulated/native ratio to ``row``."""
     from ..measure.native_baseline import run_native
 
-    native = run_native(net, base_collective(coll), size, root, iters, warmup)
+    native = run_native(net, coll, size, root, iters, warmup)
     row.update({k: v for k, v in native.items()
                 if k.startswith("native_")})
     row["ratio"] = row["t_avg"] / row["native_t_avg"] if row["native_t_avg"] > 0 else None

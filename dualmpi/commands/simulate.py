@@ -3,10 +3,9 @@
 import resource
 import time
 
-from ..collectives import COLLECTIVES, EXTRA_COLLECTIVES
 from ..errors import DualmpiError
 from ..model.clock import CONTENTION, SWITCHING, ClockParams, parse_shape
-from ..simulator import check_faulty_size, simulate
+from ..simulator import check_faulty_size, simulate, simulated
 from ..simulate_cost import check_simulation
 from ..topology.faults import FaultyTopology
 from .common import (add_fault_args, apply_faults, format_table, has_faults, load_topology,
@@ -38,9 +37,11 @@ def add_parser(sub):
         "--model ts=2e-6,tw=1e-9,th=5e-8 --json",
     )
     p.add_argument("spec", type=topology_arg, help="topology spec, e.g. metacube:k=2,m=2")
-    p.add_argument("--collective", required=True, choices=COLLECTIVES + EXTRA_COLLECTIVES,
-                   help="which collective")
-    p.add_argument("--root", default="0", help="root of bcast and scatter (default 0)")
+    p.add_argument("--collective", required=True, choices=simulated(),
+                   help="which collective (every registered one whose description says which "
+                   "blocks its nodes start and end with)")
+    p.add_argument("--root", default="0",
+                   help="root of the rooted collectives (bcast, scatter, gather; default 0)")
     p.add_argument("--variant", default="corrected", choices=("corrected", "as-printed", "sat"),
                    help="as-printed follows a paper's printed text where dualmpi corrects it "
                    "(dual-cube bcast, metacube MC(2,m) alltoall); see docs/errata.md. sat: bcast "

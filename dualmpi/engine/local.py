@@ -14,7 +14,7 @@ from ..collectives.schedule import REDUCED, base_collective, expected_blocks
 from .patterns import block_pattern, expected_value
 from .arrays import from_schedule
 from .core import copy_segments
-from .layout import Layout
+from .layout import Layout, describe
 from .plan import compile_rank
 from .virtual import replay_clocks
 
@@ -151,10 +151,11 @@ def run_inprocess(schedule, size, clock=None, packets=1):
     problems = []
     arrays = from_schedule(schedule, strict=False, problems=problems)
     base = base_collective(coll)
-    lay = Layout(base, p, 1, size, root if base in ("bcast", "scatter") else 0)
+    root = root if describe(coll)[0].rooted else 0
+    lay = Layout(base, p, 1, size, root)
     runners, written = [], []
     for r in range(p):
-        plan = compile_rank(arrays, 1, r, root if base in ("bcast", "scatter") else 0)
+        plan = compile_rank(arrays, 1, r, root)
         plan.collective = base
         runners.append(LocalRunner(plan.bind(lay, packets), plan))
         written.append(_written(plan))
@@ -184,13 +185,11 @@ def run_inprocess(schedule, size, clock=None, packets=1):
         where = {(o, t): off for o, t, off in zip(origin.tolist(), target.tolist(),
                                                   offset.tolist())}
         got = recvs[u]
-        if base == "bcast" and u == root:
-            got, where = sends[u], {(root, -1): 0}
         for key in expected_blocks(coll, topo, root, u):
-            if key[0] == u:
+            if key[0] == u:  # its own block: the root's broadcast block, for one
                 continue
             res.expected += 1
-            if key not in written[u] and not (base == "bcast" and u == root):
+            if key not in written[u]:
                 res.missing.append((u, key))
             elif key not in where or not np.array_equal(
                     got[where[key]:where[key] + size], expected_value(key, p, size)):

@@ -12,10 +12,13 @@ import numpy as np
 
 from ..collectives.schedule import REDUCED
 
-__all__ = ["block_pattern", "expected_value"]
+__all__ = ["block_pattern", "fill_blocks", "expected_value"]
 
 #: Bytes generated per chunk, so a pattern needs little more memory than its payload.
 _CHUNK = 1 << 16
+
+_LOW = 0xFFFFFFFF
+_SALT = 0xD1B54A32D192ED03
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
@@ -42,6 +45,34 @@ def block_pattern(origin, target, size, salt=0, out=None):
         x ^= x >> np.uint64(32)
         out[start:start + x.size] = x & np.uint64(0xFF)
     return out
+
+
+def fill_blocks(out, origin, target, offset, size, salt=0):
+    """Write :func:`block_pattern` of every block ``(origin[i], target[i])`` into
+    ``out[offset[i]:offset[i] + size[i]]`` (numpy over blocks of one size at a time).
+
+    >>> out = np.zeros(7, np.uint8)
+    >>> fill_blocks(out, [1, 2], [-1, 5], [0, 3], [3, 4], salt=2)
+    >>> out.tolist() == block_pattern(1, -1, 3, 2).tolist() + block_pattern(2, 5, 4, 2).tolist()
+    True
+    """
+    origin, target, offset, size = (np.asarray(c, dtype=np.int64).ravel()
+                                    for c in (origin, target, offset, size))
+    with np.errstate(over="ignore"):
+        seed = ((origin & _LOW) << 32 ^ (target + 1) & _LOW).astype(np.uint64) * _MIX
+        seed += np.uint64(salt * _SALT % (1 << 64))
+    for n in np.unique(size).tolist():
+        if n == 0:
+            continue
+        rows = np.flatnonzero(size == n)
+        step = max(1, _CHUNK // n)
+        for i in range(0, rows.size, step):
+            part = rows[i:i + step]
+            x = seed[part, None] + np.arange(n, dtype=np.uint64)
+            x ^= x >> np.uint64(29)
+            x *= _MIX
+            x ^= x >> np.uint64(32)
+            out[offset[part, None] + np.arange(n)] = x & np.uint64(0xFF)
 
 
 def expected_value(key, num_nodes, size, salt=0):
