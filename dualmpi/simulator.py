@@ -107,12 +107,13 @@ def simulate(topo, collective, root=0, variant="corrected", method="auto", clock
             out["virtual"] = virtual_times(out, clock, size, build_schedule(collective, topo, root))
         return out
     if not _described(registry.get(collective)):
-        raise DualmpiError(f"{collective} cannot be simulated: its description does not say which "
-                           "blocks its nodes start and end with, or no paper states its steps")
+        raise DualmpiError(f"{collective} cannot be simulated: its description does not say "
+                           "which blocks its nodes start and end with, or no paper states its "
+                           "steps")
     if collective not in COLLECTIVES and topo.num_nodes > VECTOR_ABOVE:
-        raise DualmpiError(f"{collective} on {topo.num_nodes} nodes: only the papers' four patterns "
-                           f"have numpy simulations; the schedule replay of {collective} runs up to "
-                           f"{VECTOR_ABOVE} nodes")
+        raise DualmpiError(f"{collective} on {topo.num_nodes} nodes: only the papers' four "
+                           f"patterns have numpy simulations; the schedule replay of {collective} "
+                           f"runs up to {VECTOR_ABOVE} nodes")
     symmetric = type(topo) in (Hypercube, DualCube, MetaCube)
     if method == "auto":
         if collective not in COLLECTIVES or not symmetric:

@@ -69,7 +69,8 @@ def imports(module, path):
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            found += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "dualmpi"]
+            found += [(node.lineno, a.name) for a in node.names
+                      if a.name.split(".")[0] == "dualmpi"]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[:len(package.split(".")) - node.level + 1]

@@ -148,7 +148,7 @@ def link_violations(topo, links):
 
 # -- what the engine ran, and what the rank's nodes hold (from dualmpi.Comm's state) ----------
 def engine_key(net, coll):
-    """Return ``(engine collective, algorithm)`` that runs registered collective ``coll`` on ``net``.
+    """Return ``(engine collective, algorithm)`` running registered collective ``coll`` on ``net``.
 
     A collective that is another one's algorithm (``runs_as``) runs as that one; an
     algorithm that maps the buffers its own way (the description's ``layouts``) is named
