@@ -23,9 +23,9 @@ __all__ = [
 #: The networks the papers' patterns run on (a description's ``networks=None``).
 SUPPORTED = (Hypercube, DualCube, MetaCube, ReducedHypercube, CubeConnectedCycles)
 
-#: Collectives beyond the papers' four that ``dualmpi run`` and ``simulate`` run: rings along a
-#: Hamiltonian cycle (dual-cube, hypercube, RH).
-EXTRA_COLLECTIVES = ("ring-allgather", "ring-allreduce")
+#: Collectives beyond the papers' four that ``dualmpi run`` and ``simulate`` run, each an
+#: algorithm of an MPI call (``runs_as``): rings along a Hamiltonian cycle (dual-cube, hypercube, RH).
+EXTRA_COLLECTIVES = tuple(name for name in registry.names() if registry.get(name).runs_as)
 
 
 def build_schedule(collective, topo, root=0, variant="corrected", q=1, algorithm=None):
@@ -42,8 +42,9 @@ def build_schedule(collective, topo, root=0, variant="corrected", q=1, algorithm
     desc = registry.get(collective)
     if desc.schedule != desc.name:
         return build_schedule(desc.schedule, topo, root, variant, q, algorithm)
-    if algorithm in (desc.runs or {}):
-        return build_schedule(desc.runs[algorithm], topo, root, variant, q)
+    other = registry.running(collective, algorithm) if algorithm is not None else None
+    if other is not None:  # an algorithm that is another registered schedule (the ring allgather)
+        return build_schedule(other.name, topo, root, variant, q)
     if variant not in desc.variants:
         raise DualmpiError(f"no {variant!r} variant of {collective}")
     if isinstance(topo, FaultyTopology):  # the same algorithm on the surviving links

@@ -114,8 +114,7 @@ def expected(topo, root, u):
 #: ``MPI_Allgather`` (the papers' all-to-all broadcast) and ``MPI_Allgatherv``.
 COLLECTIVES = (
     Collective("allgather", "Allgather", "allgather", _build, faults=True,
-               paper_steps=paper_steps, initial=initial, expected=expected,
-               runs={"ring": "ring-allgather"}),
+               paper_steps=paper_steps, initial=initial, expected=expected),
     Collective("allgatherv", "Allgatherv", "allgather", schedule="allgather", counts="rank",
                paper_steps=paper_steps),
 )

@@ -25,7 +25,7 @@ from typing import Callable, Optional
 
 from ..errors import DualmpiError
 
-__all__ = ["Collective", "REGISTRY", "get", "by_mpi", "names"]
+__all__ = ["Collective", "REGISTRY", "get", "by_mpi", "names", "running"]
 
 
 @dataclass(frozen=True)
@@ -71,9 +71,6 @@ class Collective:
     layouts : dict
         ``{algorithm: layout}`` where an algorithm maps the buffers differently
         (the allreduce's segments); see :meth:`layout_for`.
-    runs : dict
-        ``{algorithm: collective}``: an algorithm that is another registered
-        collective's schedule (the allgather's ``"ring"`` runs ``ring-allgather``).
     networks : tuple of type, None or "any"
         Where it runs: None, the networks of the papers' patterns
         (:data:`dualmpi.collectives.SUPPORTED`); a tuple, those and these topology
@@ -100,7 +97,6 @@ class Collective:
     expected: Optional[Callable] = None
     variants: tuple = ("corrected",)
     layouts: dict = None
-    runs: dict = None
     networks: tuple = None
     runs_as: tuple = None
 
@@ -167,6 +163,18 @@ def by_mpi(method):
         if desc.mpi == method:
             return desc
     raise DualmpiError(f"no collective is MPI's {method!r}")
+
+
+def running(collective, algorithm):
+    """Return the description whose schedule runs ``collective``'s ``algorithm``, or None.
+
+    >>> running("allgather", "ring").name, running("allgather", None)
+    ('ring-allgather', None)
+    """
+    for desc in _registry().values():
+        if desc.runs_as == (collective, algorithm):
+            return desc
+    return None
 
 
 def names():
