@@ -1,0 +1,27 @@
+"""MPI tier: the sweeps written for issue 22 run at 1 to 32 ranks; at 64 ranks only with --slow.
+
+At 64 ranks (32 a core on the 2-core machines) every collective call of the per-collective
+sweeps costs seconds; the modules below check the same code at 1–32 ranks, and the 64-rank
+default pass keeps the older modules' samples (test_api_mpi and the rest).
+"""
+
+import pytest
+
+#: Modules whose tests are marked slow from :data:`HEAVY_FROM` ranks on.
+SWEEPS = ("test_coll_", "test_icollectives_mpi", "test_neighbor_mpi", "test_objects_mpi",
+          "test_msgbuffer_mpi", "test_nonblocking_mpi", "test_redteam_mpi", "test_comm_setup_mpi")
+
+#: Rank count from which :data:`SWEEPS` run only with ``-m slow`` (``launch/test --slow``).
+HEAVY_FROM = 64
+
+
+def pytest_collection_modifyitems(config, items):
+    try:
+        from mpi4py import MPI
+    except ImportError:  # pragma: no cover - the MPI tier needs mpi4py
+        return
+    if MPI.COMM_WORLD.Get_size() < HEAVY_FROM:
+        return
+    for item in items:
+        if item.module.__name__.startswith(SWEEPS):
+            item.add_marker(pytest.mark.slow)
