@@ -43,9 +43,9 @@ def _mpi():
     return MPI
 
 
-def _root(comm, root, name):
+def _root(net, root, name):
     """Return ``root`` as an int in ``range(size)`` or raise InputError (every rank alike)."""
-    size = comm.Get_size()
+    size = net.Get_size()
     try:
         r = operator.index(root)
     except TypeError:
@@ -119,7 +119,7 @@ def _displs(counts):
     return displs
 
 
-def _check(comm, name, codes, failure):
+def _check(net, name, codes, failure):
     """Raise InputError on this rank if any rank sent a code (``codes``: rank -> size or code).
 
     Every rank that holds the same codes raises the same message; the rank where a failure
@@ -134,7 +134,7 @@ def _check(comm, name, codes, failure):
     message = f"{name}: " + "; ".join(parts)
     cause = None
     if failure is not None:
-        message += f" (here, rank {comm.Get_rank()}: {failure.detail})"
+        message += f" (here, rank {net.Get_rank()}: {failure.detail})"
         cause = failure.cause
     raise InputError(message) from cause
 
@@ -144,56 +144,56 @@ def _sizes(data, failure):
     return failure.code if failure is not None else len(data)
 
 
-def _gather_bytes(comm, MPI, name, data, failure, root):
+def _gather_bytes(net, MPI, name, data, failure, root):
     """Gather the pickles at ``root``: the buffer and counts there, ``(None, None)`` elsewhere.
 
     The sizes are all-gathered (not gathered), so a rank's failure reaches every rank.
     """
-    size = comm.Get_size()
+    size = net.Get_size()
     mine = np.array([_sizes(data, failure)], dtype=np.int64)
     sizes = np.empty(size, dtype=np.int64)
-    comm.Allgather(mine, sizes)
-    _check(comm, name, enumerate(sizes), failure)
+    net.Allgather(mine, sizes)
+    _check(net, name, enumerate(sizes), failure)
     send = [np.frombuffer(data, dtype=np.uint8), MPI.BYTE]
-    if comm.Get_rank() != root:
-        comm.Gatherv(send, None, root)
+    if net.Get_rank() != root:
+        net.Gatherv(send, None, root)
         return None, None
     buf = np.empty(int(sizes.sum()), dtype=np.uint8)
-    comm.Gatherv(send, [buf, (sizes, _displs(sizes)), MPI.BYTE], root)
+    net.Gatherv(send, [buf, (sizes, _displs(sizes)), MPI.BYTE], root)
     return buf, sizes
 
 
-def _bcast_bytes(comm, MPI, name, data, failure, root):
+def _bcast_bytes(net, MPI, name, data, failure, root):
     """Broadcast ``root``'s pickle (or its failure code); return the pickle's bytes."""
-    rank = comm.Get_rank()
+    rank = net.Get_rank()
     head = np.array([_sizes(data, failure) if rank == root else 0], dtype=np.int64)
-    comm.Bcast(head, root)
-    _check(comm, name, [(root, head[0])], failure)
+    net.Bcast(head, root)
+    _check(net, name, [(root, head[0])], failure)
     if rank == root:
         buf = np.frombuffer(bytearray(data), dtype=np.uint8)
     else:
         buf = np.empty(int(head[0]), dtype=np.uint8)
-    comm.Bcast([buf, MPI.BYTE], root)
+    net.Bcast([buf, MPI.BYTE], root)
     return buf
 
 
-def _scatter_bytes(comm, MPI, name, pickles, failure, root):
+def _scatter_bytes(net, MPI, name, pickles, failure, root):
     """Scatter ``root``'s pickles (or its failure code); return this rank's pickle's bytes."""
-    size = comm.Get_size()
+    size = net.Get_size()
     counts = sendbuf = None
-    if comm.Get_rank() == root:
+    if net.Get_rank() == root:
         if failure is not None:
             counts = np.full(size, failure.code, dtype=np.int64)
         else:
             counts = np.array([len(p) for p in pickles], dtype=np.int64)
     head = np.empty(1, dtype=np.int64)
-    comm.Scatter(counts, head, root)
-    _check(comm, name, [(root, head[0])], failure)
+    net.Scatter(counts, head, root)
+    _check(net, name, [(root, head[0])], failure)
     if counts is not None:
         data = np.frombuffer(b"".join(pickles), dtype=np.uint8)
         sendbuf = [data, (counts, _displs(counts)), MPI.BYTE]
     buf = np.empty(int(head[0]), dtype=np.uint8)
-    comm.Scatterv(sendbuf, [buf, MPI.BYTE], root)
+    net.Scatterv(sendbuf, [buf, MPI.BYTE], root)
     return buf
 
 
@@ -217,12 +217,12 @@ def _default_op(MPI, op):
     return MPI.SUM if op is None else op
 
 
-def barrier(comm):
-    """Block until every rank of ``comm`` has called it (mirrors ``Comm.barrier``).
+def barrier(net):
+    """Block until every rank of ``net`` has called it (mirrors ``Comm.barrier``).
 
     Parameters
     ----------
-    comm : communicator
+    net : communicator
         Any communicator with mpi4py's ``Barrier``.
 
     Examples
@@ -231,10 +231,10 @@ def barrier(comm):
     >>> barrier(MPI.COMM_WORLD) is None
     True
     """
-    comm.Barrier()
+    net.Barrier()
 
 
-def bcast(comm, obj, root=0):
+def bcast(net, obj, root=0):
     """Broadcast ``root``'s Python object to every rank (mirrors ``Comm.bcast``).
 
     The root pickles ``obj`` (the other ranks' ``obj`` is ignored), broadcasts its size as
@@ -242,7 +242,7 @@ def bcast(comm, obj, root=0):
 
     Parameters
     ----------
-    comm : communicator
+    net : communicator
         Any communicator with mpi4py's ``Bcast``, ``Get_rank`` and ``Get_size``.
     obj : object
         The object to send, significant at ``root`` only.
@@ -262,19 +262,19 @@ def bcast(comm, obj, root=0):
     Examples
     --------
     >>> from mpi4py import MPI
-    >>> comm = MPI.COMM_WORLD
-    >>> bcast(comm, {"a": [1, 2]} if comm.Get_rank() == 0 else None)
+    >>> net = MPI.COMM_WORLD
+    >>> bcast(net, {"a": [1, 2]} if net.Get_rank() == 0 else None)
     {'a': [1, 2]}
     """
     MPI = _mpi()
-    root = _root(comm, root, "bcast")
+    root = _root(net, root, "bcast")
     data = failure = None
-    if comm.Get_rank() == root:
+    if net.Get_rank() == root:
         data, failure = _dumps(MPI, obj)
-    return _loads(MPI, _bcast_bytes(comm, MPI, "bcast", data, failure, root))
+    return _loads(MPI, _bcast_bytes(net, MPI, "bcast", data, failure, root))
 
 
-def scatter(comm, sendobj, root=0):
+def scatter(net, sendobj, root=0):
     """Send item ``i`` of ``root``'s sequence to rank ``i`` (mirrors ``Comm.scatter``).
 
     The root pickles each item (the other ranks' ``sendobj`` is ignored), scatters the sizes
@@ -282,7 +282,7 @@ def scatter(comm, sendobj, root=0):
 
     Parameters
     ----------
-    comm : communicator
+    net : communicator
         Any communicator with mpi4py's ``Scatter``, ``Scatterv``, ``Get_rank`` and ``Get_size``.
     sendobj : iterable or None
         At ``root``, ``size`` objects (any iterable), or ``None`` for ``size`` Nones.
@@ -303,20 +303,20 @@ def scatter(comm, sendobj, root=0):
     Examples
     --------
     >>> from mpi4py import MPI
-    >>> comm = MPI.COMM_WORLD
-    >>> items = [f"item {i}" for i in range(comm.Get_size())]
-    >>> scatter(comm, items if comm.Get_rank() == 0 else None) == items[comm.Get_rank()]
+    >>> net = MPI.COMM_WORLD
+    >>> items = [f"item {i}" for i in range(net.Get_size())]
+    >>> scatter(net, items if net.Get_rank() == 0 else None) == items[net.Get_rank()]
     True
     """
     MPI = _mpi()
-    root = _root(comm, root, "scatter")
+    root = _root(net, root, "scatter")
     pickles = failure = None
-    if comm.Get_rank() == root:
-        pickles, failure = _dumpv(MPI, sendobj, comm.Get_size())
-    return _loads(MPI, _scatter_bytes(comm, MPI, "scatter", pickles, failure, root))
+    if net.Get_rank() == root:
+        pickles, failure = _dumpv(MPI, sendobj, net.Get_size())
+    return _loads(MPI, _scatter_bytes(net, MPI, "scatter", pickles, failure, root))
 
 
-def gather(comm, sendobj, root=0):
+def gather(net, sendobj, root=0):
     """Collect every rank's Python object at ``root`` (mirrors ``Comm.gather``).
 
     Every rank pickles ``sendobj``; the sizes are all-gathered as int64 (so that a rank's
@@ -324,7 +324,7 @@ def gather(comm, sendobj, root=0):
 
     Parameters
     ----------
-    comm : communicator
+    net : communicator
         Any communicator with mpi4py's ``Allgather``, ``Gatherv``, ``Get_rank`` and ``Get_size``.
     sendobj : object
         This rank's object.
@@ -344,19 +344,19 @@ def gather(comm, sendobj, root=0):
     Examples
     --------
     >>> from mpi4py import MPI
-    >>> comm = MPI.COMM_WORLD
-    >>> got = gather(comm, comm.Get_rank() ** 2)
-    >>> got == [r ** 2 for r in range(comm.Get_size())] if comm.Get_rank() == 0 else got is None
+    >>> net = MPI.COMM_WORLD
+    >>> got = gather(net, net.Get_rank() ** 2)
+    >>> got == [r ** 2 for r in range(net.Get_size())] if net.Get_rank() == 0 else got is None
     True
     """
     MPI = _mpi()
-    root = _root(comm, root, "gather")
+    root = _root(net, root, "gather")
     data, failure = _dumps(MPI, sendobj)
-    buf, sizes = _gather_bytes(comm, MPI, "gather", data, failure, root)
+    buf, sizes = _gather_bytes(net, MPI, "gather", data, failure, root)
     return None if buf is None else _loadv(MPI, buf, sizes)
 
 
-def allgather(comm, sendobj):
+def allgather(net, sendobj):
     """Collect every rank's Python object on every rank (mirrors ``Comm.allgather``).
 
     Every rank pickles ``sendobj``; the sizes are all-gathered as int64, then the bytes
@@ -364,7 +364,7 @@ def allgather(comm, sendobj):
 
     Parameters
     ----------
-    comm : communicator
+    net : communicator
         Any communicator with mpi4py's ``Allgather``, ``Allgatherv`` and ``Get_size``.
     sendobj : object
         This rank's object.
@@ -382,24 +382,24 @@ def allgather(comm, sendobj):
     Examples
     --------
     >>> from mpi4py import MPI
-    >>> comm = MPI.COMM_WORLD
-    >>> allgather(comm, comm.Get_rank()) == list(range(comm.Get_size()))
+    >>> net = MPI.COMM_WORLD
+    >>> allgather(net, net.Get_rank()) == list(range(net.Get_size()))
     True
     """
     MPI = _mpi()
-    size = comm.Get_size()
+    size = net.Get_size()
     data, failure = _dumps(MPI, sendobj)
     mine = np.array([_sizes(data, failure)], dtype=np.int64)
     sizes = np.empty(size, dtype=np.int64)
-    comm.Allgather(mine, sizes)
-    _check(comm, "allgather", enumerate(sizes), failure)
+    net.Allgather(mine, sizes)
+    _check(net, "allgather", enumerate(sizes), failure)
     buf = np.empty(int(sizes.sum()), dtype=np.uint8)
-    comm.Allgatherv([np.frombuffer(data, dtype=np.uint8), MPI.BYTE],
+    net.Allgatherv([np.frombuffer(data, dtype=np.uint8), MPI.BYTE],
                     [buf, (sizes, _displs(sizes)), MPI.BYTE])
     return _loadv(MPI, buf, sizes)
 
 
-def alltoall(comm, sendobj):
+def alltoall(net, sendobj):
     """Send item ``j`` of every rank's sequence to rank ``j`` (mirrors ``Comm.alltoall``).
 
     Every rank pickles its items; the sizes are exchanged with ``Alltoall`` as int64 (a
@@ -407,7 +407,7 @@ def alltoall(comm, sendobj):
 
     Parameters
     ----------
-    comm : communicator
+    net : communicator
         Any communicator with mpi4py's ``Alltoall``, ``Alltoallv`` and ``Get_size``.
     sendobj : iterable or None
         ``size`` objects (any iterable), item ``j`` for rank ``j``, or ``None`` for ``size``
@@ -427,36 +427,36 @@ def alltoall(comm, sendobj):
     Examples
     --------
     >>> from mpi4py import MPI
-    >>> comm = MPI.COMM_WORLD
-    >>> rank, size = comm.Get_rank(), comm.Get_size()
-    >>> alltoall(comm, [(rank, j) for j in range(size)]) == [(i, rank) for i in range(size)]
+    >>> net = MPI.COMM_WORLD
+    >>> rank, size = net.Get_rank(), net.Get_size()
+    >>> alltoall(net, [(rank, j) for j in range(size)]) == [(i, rank) for i in range(size)]
     True
     """
     MPI = _mpi()
-    size = comm.Get_size()
+    size = net.Get_size()
     pickles, failure = _dumpv(MPI, sendobj, size)
     if failure is not None:
         scounts = np.full(size, failure.code, dtype=np.int64)
     else:
         scounts = np.array([len(p) for p in pickles], dtype=np.int64)
     rcounts = np.empty(size, dtype=np.int64)
-    comm.Alltoall(scounts, rcounts)
-    _check(comm, "alltoall", enumerate(rcounts), failure)
+    net.Alltoall(scounts, rcounts)
+    _check(net, "alltoall", enumerate(rcounts), failure)
     buf = np.empty(int(rcounts.sum()), dtype=np.uint8)
-    comm.Alltoallv([np.frombuffer(b"".join(pickles), dtype=np.uint8),
+    net.Alltoallv([np.frombuffer(b"".join(pickles), dtype=np.uint8),
                     (scounts, _displs(scounts)), MPI.BYTE],
                    [buf, (rcounts, _displs(rcounts)), MPI.BYTE])
     return _loadv(MPI, buf, rcounts)
 
 
-def _reduce_at(comm, MPI, name, sendobj, op, root, combine):
+def _reduce_at(net, MPI, name, sendobj, op, root, combine):
     """Gather the pickles at ``root`` and return ``combine(objects, op)`` there.
 
     Return ``(result, failure)`` at ``root`` and ``(None, None)`` elsewhere; a failure to
     unpickle or combine at ``root`` is returned, not raised, so the caller can pass it on.
     """
     data, failure = _contribute(MPI, sendobj, op)
-    buf, sizes = _gather_bytes(comm, MPI, name, data, failure, root)
+    buf, sizes = _gather_bytes(net, MPI, name, data, failure, root)
     if buf is None:
         return None, None
     try:
@@ -465,14 +465,14 @@ def _reduce_at(comm, MPI, name, sendobj, op, root, combine):
         return None, _Failure(_COMBINE, f"{type(exc).__name__}: {exc}", exc)
 
 
-def reduce(comm, sendobj, op=None, root=0):
+def reduce(net, sendobj, op=None, root=0):
     """Combine every rank's Python object with ``op`` at ``root`` (mirrors ``Comm.reduce``).
 
     The objects are gathered at ``root`` (as by :func:`gather`) and folded there.
 
     Parameters
     ----------
-    comm : communicator
+    net : communicator
         Any communicator with mpi4py's ``Allgather``, ``Gatherv``, ``Get_rank`` and ``Get_size``.
     sendobj : object
         This rank's object.
@@ -500,21 +500,21 @@ def reduce(comm, sendobj, op=None, root=0):
     Examples
     --------
     >>> from mpi4py import MPI
-    >>> comm = MPI.COMM_WORLD
-    >>> got = reduce(comm, str(comm.Get_rank()), op=lambda a, b: a + b)
-    >>> got == "".join(map(str, range(comm.Get_size()))) if comm.Get_rank() == 0 else got is None
+    >>> net = MPI.COMM_WORLD
+    >>> got = reduce(net, str(net.Get_rank()), op=lambda a, b: a + b)
+    >>> got == "".join(map(str, range(net.Get_size()))) if net.Get_rank() == 0 else got is None
     True
     """
     MPI = _mpi()
-    root = _root(comm, root, "reduce")
-    result, failure = _reduce_at(comm, MPI, "reduce", sendobj, _default_op(MPI, op), root,
+    root = _root(net, root, "reduce")
+    result, failure = _reduce_at(net, MPI, "reduce", sendobj, _default_op(MPI, op), root,
                                  _fold)
     if failure is not None:
-        _check(comm, "reduce", [(root, failure.code)], failure)
+        _check(net, "reduce", [(root, failure.code)], failure)
     return result
 
 
-def allreduce(comm, sendobj, op=None):
+def allreduce(net, sendobj, op=None):
     """Combine every rank's Python object with ``op`` on every rank (mirrors ``Comm.allreduce``).
 
     The objects are gathered at rank 0 and folded there; the result is broadcast (its size
@@ -524,7 +524,7 @@ def allreduce(comm, sendobj, op=None):
 
     Parameters
     ----------
-    comm : communicator
+    net : communicator
         Any communicator with mpi4py's ``Allgather``, ``Gatherv``, ``Bcast``, ``Get_rank``
         and ``Get_size``.
     sendobj : object
@@ -547,14 +547,14 @@ def allreduce(comm, sendobj, op=None):
     Examples
     --------
     >>> from mpi4py import MPI
-    >>> comm = MPI.COMM_WORLD
-    >>> allreduce(comm, [comm.Get_rank()], op=lambda a, b: a + b) == list(range(comm.Get_size()))
+    >>> net = MPI.COMM_WORLD
+    >>> allreduce(net, [net.Get_rank()], op=lambda a, b: a + b) == list(range(net.Get_size()))
     True
     """
     MPI = _mpi()
-    result, failure = _reduce_at(comm, MPI, "allreduce", sendobj, _default_op(MPI, op), 0,
+    result, failure = _reduce_at(net, MPI, "allreduce", sendobj, _default_op(MPI, op), 0,
                                  lambda items, op: MPI.pickle.dumps(_fold(items, op)))
-    return _loads(MPI, _bcast_bytes(comm, MPI, "allreduce", result, failure, 0))
+    return _loads(MPI, _bcast_bytes(net, MPI, "allreduce", result, failure, 0))
 
 
 def _prefixes(MPI, items, op, exclusive):
@@ -572,15 +572,15 @@ def _prefixes(MPI, items, op, exclusive):
     return [MPI.pickle.dumps(x) for x in out[:n]]
 
 
-def _scan(comm, name, sendobj, op, exclusive):
+def _scan(net, name, sendobj, op, exclusive):
     """Gather at rank 0, form the prefixes there, scatter them back; return this rank's."""
     MPI = _mpi()
-    pickles, failure = _reduce_at(comm, MPI, name, sendobj, _default_op(MPI, op), 0,
+    pickles, failure = _reduce_at(net, MPI, name, sendobj, _default_op(MPI, op), 0,
                                   lambda items, op: _prefixes(MPI, items, op, exclusive))
-    return _loads(MPI, _scatter_bytes(comm, MPI, name, pickles, failure, 0))
+    return _loads(MPI, _scatter_bytes(net, MPI, name, pickles, failure, 0))
 
 
-def scan(comm, sendobj, op=None):
+def scan(net, sendobj, op=None):
     """Inclusive prefix reduction of the ranks' Python objects (mirrors ``Comm.scan``).
 
     The objects are gathered at rank 0, which forms every prefix in rank order and
@@ -589,7 +589,7 @@ def scan(comm, sendobj, op=None):
 
     Parameters
     ----------
-    comm : communicator
+    net : communicator
         Any communicator with mpi4py's ``Allgather``, ``Gatherv``, ``Scatter``,
         ``Scatterv``, ``Get_rank`` and ``Get_size``.
     sendobj : object
@@ -612,21 +612,21 @@ def scan(comm, sendobj, op=None):
     Examples
     --------
     >>> from mpi4py import MPI
-    >>> comm = MPI.COMM_WORLD
-    >>> scan(comm, 1) == comm.Get_rank() + 1
+    >>> net = MPI.COMM_WORLD
+    >>> scan(net, 1) == net.Get_rank() + 1
     True
     """
-    return _scan(comm, "scan", sendobj, op, False)
+    return _scan(net, "scan", sendobj, op, False)
 
 
-def exscan(comm, sendobj, op=None):
+def exscan(net, sendobj, op=None):
     """Exclusive prefix reduction of the ranks' Python objects (mirrors ``Comm.exscan``).
 
     As :func:`scan`, each rank receiving the prefix of the ranks before it.
 
     Parameters
     ----------
-    comm : communicator
+    net : communicator
         Any communicator with mpi4py's ``Allgather``, ``Gatherv``, ``Scatter``,
         ``Scatterv``, ``Get_rank`` and ``Get_size``.
     sendobj : object
@@ -649,8 +649,8 @@ def exscan(comm, sendobj, op=None):
     Examples
     --------
     >>> from mpi4py import MPI
-    >>> comm = MPI.COMM_WORLD
-    >>> exscan(comm, 1) == (comm.Get_rank() or None)
+    >>> net = MPI.COMM_WORLD
+    >>> exscan(net, 1) == (net.Get_rank() or None)
     True
     """
-    return _scan(comm, "exscan", sendobj, op, True)
+    return _scan(net, "exscan", sendobj, op, True)
