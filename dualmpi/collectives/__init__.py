@@ -42,8 +42,10 @@ def build_schedule(collective, topo, root=0, variant="corrected", q=1, algorithm
     desc = registry.get(collective)
     if desc.schedule != desc.name:
         return build_schedule(desc.schedule, topo, root, variant, q, algorithm)
-    other = registry.running(collective, algorithm) if algorithm is not None else None
-    if other is not None:  # an algorithm that is another registered schedule (the ring allgather)
+    # an algorithm that is another registered schedule (the ring allgather); a reduction builds
+    # its algorithms itself (they depend on which nodes contribute: q)
+    other = None if algorithm is None or desc.combines else registry.running(collective, algorithm)
+    if other is not None:
         return build_schedule(other.name, topo, root, variant, q)
     if variant not in desc.variants:
         raise DualmpiError(f"no {variant!r} variant of {collective}")
