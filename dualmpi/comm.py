@@ -34,7 +34,8 @@ __all__ = ["Comm", "PACKETS_ABOVE"]
 #: links are busy every round, are not: docs/performance.md has the measurements.
 PACKETS_ABOVE = 1 << 18
 PACKET_BYTES = 1 << 18
-PIPELINED = ("bcast", "scatter")
+#: The collectives pipelined by default: those whose description says so (one-to-all patterns).
+PIPELINED = tuple(name for name in registry.names() if registry.get(name).pipelined)
 
 #: Pieces of at least this many bytes run zero-copy when a caller reuses its buffers (below it
 #: the copies cost less than looking the buffers up); docs/performance.md.
