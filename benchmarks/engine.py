@@ -76,18 +76,26 @@ def api_call(target, coll, send, recv):
     return lambda: target.Alltoall(send, recv)
 
 
-def load_before(world):
-    """Import the engine of commit ``BEFORE`` as ``dualmpi_before`` (rank 0 extracts it)."""
+def extract(world, commit, name):
+    """Extract package ``dualmpi`` of ``commit`` as package ``name`` and put it on the path.
+
+    Rank 0 runs ``git archive`` into a temporary folder and tells the others where it is.
+    """
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     where = None
     if world.Get_rank() == 0:
-        where = tempfile.mkdtemp(prefix="dualmpi-before-")
-        tar = subprocess.run(["git", "-C", root, "archive", BEFORE, "dualmpi"],
+        where = tempfile.mkdtemp(prefix=f"{name}-")
+        tar = subprocess.run(["git", "-C", root, "archive", commit, "dualmpi"],
                              check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", where], input=tar, check=True)
-        os.rename(os.path.join(where, "dualmpi"), os.path.join(where, "dualmpi_before"))
+        os.rename(os.path.join(where, "dualmpi"), os.path.join(where, name))
     where = world.bcast(where, root=0)
     sys.path.insert(0, where)
+
+
+def load_before(world):
+    """Import the engine of commit ``BEFORE`` as ``dualmpi_before``."""
+    extract(world, BEFORE, "dualmpi_before")
     import dualmpi_before.executors.mpi as old
     from dualmpi_before.collectives import build_schedule as old_build
     from dualmpi_before.executors.inprocess import initial_store
@@ -96,17 +104,8 @@ def load_before(world):
 
 
 def load_against(world, commit):
-    """Import ``dualmpi`` of ``commit`` as ``dualmpi_against`` (rank 0 extracts it)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    where = None
-    if world.Get_rank() == 0:
-        where = tempfile.mkdtemp(prefix="dualmpi-against-")
-        tar = subprocess.run(["git", "-C", root, "archive", commit, "dualmpi"],
-                             check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", where], input=tar, check=True)
-        os.rename(os.path.join(where, "dualmpi"), os.path.join(where, "dualmpi_against"))
-    where = world.bcast(where, root=0)
-    sys.path.insert(0, where)
+    """Import ``dualmpi`` of ``commit`` as ``dualmpi_against``."""
+    extract(world, commit, "dualmpi_against")
     import dualmpi_against
 
     return dualmpi_against
