@@ -382,8 +382,23 @@ def _index_array(seq, n, what, name):
     if len(seq) != n:
         raise InputError(f"{what}: {name} has {len(seq)} items, expecting {n} (one per rank)")
     if isinstance(seq, np.ndarray) and seq.dtype.kind in "iu":
+        if seq.dtype.kind == "u" and seq.size and int(seq.max()) > _INT64_MAX:
+            _out_of_range(int(seq.max()), what, name)
         return seq.astype(np.int64).reshape(-1)
-    return np.array([_index(v, what, name) for v in seq], dtype=np.int64).reshape(-1)
+    return np.array([_int64(v, what, name) for v in seq], dtype=np.int64).reshape(-1)
+
+
+def _int64(value, what, name):
+    """An integer argument that fits in 64 bits (MPI_Aint, MPI_Count), as a Python int."""
+    value = _index(value, what, name)
+    if not -_INT64_MAX - 1 <= value <= _INT64_MAX:
+        _out_of_range(value, what, name)
+    return value
+
+
+def _out_of_range(value, what, name):
+    """Raise the InputError of an integer argument that does not fit in 64 bits."""
+    raise InputError(f"{what}: {name} {value} does not fit in a 64-bit integer")
 
 
 # --------------------------------------------------------------------------------------------
@@ -397,6 +412,8 @@ def _index_array(seq, n, what, name):
 _ANCHOR = np.zeros(1, np.uint8)
 #: No absolute address lies in the first page (Linux maps nothing there).
 _LOWEST_ADDRESS = 4096
+#: The largest byte position or address (MPI_Aint, MPI_Count: 64 bits).
+_INT64_MAX = (1 << 63) - 1
 
 
 def _free_type(dt):
@@ -499,25 +516,53 @@ def _check_bottom(origin, n, info, what, name):
     if n <= 0 or info.size == 0:
         return
     lo = origin + info.true_lb + min(0, (n - 1) * info.extent)
+    hi = origin + info.true_lb + info.true_extent + max(0, (n - 1) * info.extent)
     if lo < _LOWEST_ADDRESS:
         raise InputError(f"{what}: {name} at MPI.BOTTOM starts at address {lo:#x}, not an "
                          "absolute address (datatypes and displacements at MPI.BOTTOM hold "
                          "addresses from MPI.Get_address)")
+    if hi > _INT64_MAX:
+        raise InputError(f"{what}: {name} at MPI.BOTTOM ends at address {hi:#x}, beyond 64 bits")
 
 
-def _check_spans(origins, counts, info, buflen, what, displs):
-    """``_check_span`` for every rank's block at once (one datatype)."""
-    if info.size == 0:
-        return
-    steps = (counts - 1) * info.extent
-    lo = origins + info.true_lb + np.minimum(0, steps)
-    hi = origins + info.true_lb + info.true_extent + np.maximum(0, steps)
-    bad = (counts > 0) & ((lo < 0) | (hi > buflen))
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise InputError(f"{what}: rank {i}'s block (count {counts[i]}, displ {displs[i]}) "
-                         f"needs bytes [{lo[i]}, {hi[i]}) of the buffer, which has {buflen} "
-                         "bytes")
+def _check_spans(displs, counts, info, buflen, what):
+    """Return each rank's byte origin ``displs * extent``, checking its block's bytes.
+
+    ``_check_span`` for every rank's block at once (one datatype); ``buflen`` None (at
+    MPI.BOTTOM) checks nothing.  Exact: displacements and counts so large that the bytes
+    would wrap around in int64 are refused (or, for an empty block, its origin is 0),
+    never wrapped into the buffer.
+    """
+    ext, lb, span = info.extent, info.true_lb, info.true_extent
+    limit = (_INT64_MAX // 4 - abs(lb) - abs(span)) // max(1, abs(ext))
+    if not displs.size or (limit > 0 and -limit <= int(displs.min()) and
+                           int(displs.max()) <= limit and int(counts.max()) <= limit):
+        origins = displs * ext  # every term below 2**61: nothing wraps around
+        if buflen is None or info.size == 0:
+            return origins
+        steps = (counts - 1) * ext
+        lo = origins + lb + np.minimum(0, steps)
+        hi = origins + lb + span + np.maximum(0, steps)
+        bad = (counts > 0) & ((lo < 0) | (hi > buflen))
+        if bad.any():
+            i = int(np.argmax(bad))
+            _span_error(what, i, counts[i], displs[i], lo[i], hi[i], buflen)
+        return origins
+    origins = np.zeros(displs.size, dtype=np.int64)
+    for i, (d, n) in enumerate(zip(displs.tolist(), counts.tolist())):
+        origin = d * ext
+        if n > 0 and info.size and buflen is not None:
+            lo = origin + lb + min(0, (n - 1) * ext)
+            hi = origin + lb + span + max(0, (n - 1) * ext)
+            if lo < 0 or hi > buflen:
+                _span_error(what, i, n, d, lo, hi, buflen)
+        origins[i] = origin if -_INT64_MAX - 1 <= origin <= _INT64_MAX else 0
+    return origins
+
+
+def _span_error(what, i, count, displ, lo, hi, buflen):
+    raise InputError(f"{what}: rank {i}'s block (count {count}, displ {displ}) needs bytes "
+                     f"[{lo}, {hi}) of the buffer, which has {buflen} bytes")
 
 
 # --------------------------------------------------------------------------------------------
@@ -919,7 +964,7 @@ def vector(spec, size, *, role, what="buf"):
         counts = np.full(size, csize // size, dtype=np.int64)
         counts[:csize % size] += 1
     elif isinstance(counts, (int, np.integer)):
-        counts = np.full(size, _index(counts, what, "count"), dtype=np.int64)
+        counts = np.full(size, _int64(counts, what, "count"), dtype=np.int64)
     else:
         counts = _index_array(counts, size, what, "counts")
     if (counts < 0).any():
@@ -928,20 +973,20 @@ def vector(spec, size, *, role, what="buf"):
         displs = np.zeros(size, dtype=np.int64)
         np.cumsum(counts[:-1], out=displs[1:])
     elif isinstance(displs, (int, np.integer)):
-        displs = _index(displs, what, "displacement") * np.arange(size, dtype=np.int64)
+        step = _int64(displs, what, "displacement")
+        _int64(step * (size - 1), what, f"displacement {step} x rank {size - 1}:")
+        displs = step * np.arange(size, dtype=np.int64)
     else:
         displs = _index_array(displs, size, what, "displs")
     if buf is None and counts.any():
         raise InputError(f"{what}: the buffer is None but the counts are {counts.tolist()} "
                          "(absolute addresses: MPI.BOTTOM)")
-    origins = displs * info.extent
     bottom = buf is MPI.BOTTOM
     if bottom:
         for i in range(size):
-            _check_bottom(int(origins[i]), int(counts[i]), info, what,
+            _check_bottom(int(displs[i]) * info.extent, int(counts[i]), info, what,
                           f"rank {i}'s block (count {counts[i]}, displ {displs[i]})")
-    else:
-        _check_spans(origins, counts, info, length, what, displs)
+    origins = _check_spans(displs, counts, info, None if bottom else length, what)
     v = VMessage.__new__(VMessage)
     v.obj, v.datatype, v._info, v._typesig = buf, dt, info, False
     v.dtype = info.np_dtype if info.unit is not None else None

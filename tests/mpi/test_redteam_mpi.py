@@ -133,3 +133,60 @@ def test_the_memory_check_counts_the_receive_buffer(net, monkeypatch, method):
     net.Allgather(send, recv)
     WORLD.Allgather(send, ref)
     assert _agree(ok and np.array_equal(recv, ref)), errs
+
+
+#: Alltoallv arguments whose byte positions do not fit in int64 (item 14): case -> (send count,
+#: send displacement, receive displacement (None: a correct one), words of dualmpi's error), the
+#: same for every rank.  Before: the first three wrapped around to byte 0 and were accepted (the
+#: wrong bytes sent or overwritten), the fourth was a builtins OverflowError on the rank.
+OVERFLOWS = {
+    "sdispls-times-extent": (1, 1 << 62, None, "needs bytes [36893488147419103232"),
+    "rdispls-times-extent": (1, 0, 1 << 61, "needs bytes [18446744073709551616"),
+    "uint64-sdispls": (1, np.uint64(1 << 63), None,
+                       "displs 9223372036854775808 does not fit in a 64-bit integer"),
+    "sdispls-beyond-int64": (1, 1 << 64, None,
+                             "displs 18446744073709551616 does not fit in a 64-bit integer"),
+    "counts-times-extent": (1 << 61, 0, None, "needs bytes [0, 18446744073709551616)"),
+}
+
+
+def _overflow_specs(case, bad):
+    """Return the case's ``(sendbuf, recvbuf)`` specs; ``bad`` False: a correct call instead."""
+    count, sdispl, rdispl, _ = OVERFLOWS[case]
+    s, r = np.arange(4.0 * SIZE) + 10 * RANK, np.zeros(4 * SIZE)
+    counts, sdispls, rdispls = [1] * SIZE, list(range(SIZE)), list(range(SIZE))
+    if bad:
+        counts = [count] * SIZE
+        sdispls = np.full(SIZE, sdispl, type(sdispl)) if type(sdispl) is np.uint64 else \
+            [sdispl] * SIZE
+        rdispls = rdispls if rdispl is None else [rdispl] * SIZE
+    return [s, (counts, sdispls), MPI.DOUBLE], [r, ([1] * SIZE, rdispls), MPI.DOUBLE]
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("who", ["every rank", "the last rank"])
+@pytest.mark.parametrize("case", list(OVERFLOWS))
+def test_alltoallv_displacements_that_overflow_int64_are_refused(net, case, who):
+    """Item 14: displacements (or counts) whose bytes do not fit in int64 are one InputError
+    with the exact figures on every rank, not a wrap-around into the buffer nor an
+    OverflowError; MPI.COMM_WORLD refuses them too (MPI_ERR_ARG, or OverflowError where the
+    number does not fit in a C long); no hang, and the communicator still works."""
+    bad = who == "every rank" or RANK == SIZE - 1
+    send, recv = _overflow_specs(case, bad)
+    errs = _errors(lambda: net.Alltoallv(send, recv))
+    words = OVERFLOWS[case][3]
+    mine = errs[SIZE - 1]
+    ok = all(e is not None and e[0] == "InputError" and "\n" not in e[1] for e in errs)
+    ok = ok and mine is not None and words in mine[1]
+    if who == "every rank":  # MPI's own verdict on the same arguments (a local check)
+        try:
+            WORLD.Alltoallv(send, recv)
+            mpi = None
+        except (MPI.Exception, OverflowError) as exc:
+            mpi = type(exc).__name__
+        ok = ok and all(m is not None for m in WORLD.allgather(mpi))
+    send, recv = _overflow_specs(case, False)
+    net.Alltoallv(send, recv)
+    ref = np.zeros_like(recv[0])
+    WORLD.Alltoallv(send, [ref, recv[1], MPI.DOUBLE])
+    assert _agree(ok and np.array_equal(recv[0], ref)), errs
