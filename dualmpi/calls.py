@@ -90,6 +90,7 @@ def collective(comm, method, read, args=None, arrays=()):
     """
     if comm._engine is None:
         raise DualmpiError(f"{method}: the communicator was freed")
+    comm._transport.alarm.check()
     desc = registry.by_mpi(method)
     call, problem = _read(read)
     if desc.counts != "fixed":
@@ -170,7 +171,10 @@ def agree(comm, name, sig, problem, need=None, fields=()):
     ``sig`` (at most 6 ints, named by ``fields``) is what every rank of a correct
     program has in common.  Done the first time a signature is seen (all ranks of a
     correct program see signatures in the same order); later calls with a known
-    signature skip it.  ``need()`` estimates the bytes the call's plan will allocate on
+    signature skip it.  A rank that must check — its signature is new to it, or its
+    arguments are bad — while the others skip is heard by them on the alarm line
+    (:mod:`dualmpi.engine.alarm`): every rank raises, none waits for the watchdog.
+    ``need()`` estimates the bytes the call's plan will allocate on
     this rank; when that many per rank of this host would not fit in its memory the
     call is refused on every rank (:class:`~dualmpi.resources.ResourceError`) before
     allocating.  ``name`` may be a method followed by a word (``"Gatherv counts"``: the
@@ -188,10 +192,13 @@ def agree(comm, name, sig, problem, need=None, fields=()):
         except DualmpiError as exc:  # the plan cannot be built: every rank hears of it
             problem = str(exc)
     flat = _check_vector(comm, name, sig, problem, short)
-    both = np.concatenate([flat, -flat])
-    out = np.zeros_like(both)
-    comm._transport.allreduce(both, out, _mpi().MAX, f"the {name} argument check")
-    verdict(name, out[:WIDTH], -out[WIDTH:], fields, problem, short)
+    try:
+        hi, lo = comm._transport.alarm.agree(flat, f"the {name} argument check")
+    except DualmpiError:
+        if problem:  # this rank's own mistake is its message, whatever the others ran
+            _raise(problem)
+        raise
+    verdict(name, hi, lo, fields, problem, short)
     comm._agreed.add(key)
 
 
@@ -375,6 +382,7 @@ def icollective(comm, imethod, method, read):
 
     if comm._engine is None:
         raise DualmpiError(f"{imethod}: the communicator was freed")
+    comm._transport.alarm.check()
     desc = registry.by_mpi(method)
     progress = comm._progress()
     call, problem = _read(read)

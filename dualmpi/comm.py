@@ -144,6 +144,9 @@ class Comm:
         self._allreduce_costs = None
         #: the last call of each method, repeated without its checks (:meth:`_remember`)
         self._forget()
+        # an alarm (dualmpi/engine/alarm.py) leaves the communicator unusable: no call may then
+        # be repeated without the check that says so
+        self._transport.alarm.listeners.append(lambda text: self._forget())
         self._settled = False
         self._faulty = hasattr(topo, "alive")
         self._IN_PLACE = MPI.IN_PLACE

@@ -18,7 +18,9 @@ import numpy as np
 from mpi4py import MPI
 
 from ..errors import DualmpiError
+from .alarm import MISMATCH, MPI_FAILED, Alarm
 from .core import copy_segments
+from .layout import describe
 from .watchdog import Watchdog
 
 __all__ = ["MPITransport", "MPIRunner", "StreamRunner", "rank_graph"]
@@ -26,11 +28,26 @@ __all__ = ["MPITransport", "MPIRunner", "StreamRunner", "rank_graph"]
 _TAG_MOD = 1 << 15
 
 # The compiled loop's argument array (dualmpi/engine/rounds.c: the enum of its fields).
-(_A_NROUNDS, _A_NREQ, _A_REQS, _A_NMOVE, _A_MOVES, _A_STORE, _A_PROGRESS, _A_BASE, _A_NTRAIL,
+(_A_NROUNDS, _A_NREQ, _A_REQS, _A_NMOVE, _A_MOVES, _A_STORE, _A_PROGRESS, _A_BASE, _A_NRECV,
  _A_TRAIL, _A_SIGNATURE, _A_FLAGS, _A_NPRE, _A_PRE, _A_NPOST, _A_POST, _A_CALLS, _A_NMID, _A_MID,
- _A_FIELDS) = range(20)
-#: Flags of a compiled call: clear the trailers first, check them after, count the call.
-_F_RESET, _F_CHECK, _F_COUNT = 1, 2, 4
+ _A_SEQ, _A_SIGWORD, _A_WBUF, _A_RING, _A_INDEX, _A_TBASE, _A_FIELDS) = range(26)
+#: Flags of a compiled call: its first segment (advance the call number, write the signature),
+#: check the trailers after each round, count the call, wait on the alarm line too.
+_F_START, _F_CHECK, _F_COUNT, _F_WATCH = 1, 2, 4, 8
+#: What the compiled loop returns when the alarm line brought a message (rounds.c).
+_ALARM = -2147483647
+#: Mixes the call number into a call's signature (rounds.c: call_signature).
+_MIX = 0x9E3779B97F4A7C15
+_MASK = (1 << 64) - 1
+
+
+def call_signature(base, seq):
+    """Return the trailer of call number ``seq`` of a plan whose signature is ``base``.
+
+    >>> call_signature(0, 1) == _MIX
+    True
+    """
+    return (base ^ (seq * _MIX)) & _MASK
 
 #: Graces past the deadline (s): a rank waiting in a round fires first (0.1 s per round, at most
 #: 5 s: it knows whom it waits for), then rank 0 waiting in the control plane (it lists the ranks
@@ -87,6 +104,9 @@ class MPITransport:
         self.watchdog.disarm()
         self._roll_call(self.ctl)
         self.watchdog.arm("building the graph communicator", ())
+        #: the alarm line (:mod:`dualmpi.engine.alarm`): argument checks and errors that wake
+        #: the ranks waiting in a round
+        self.alarm = Alarm(self.ctl, self.watchdog)
         self.graph = self.ctl.Create_dist_graph_adjacent(self.peers, self.peers, reorder=False)
         if self.graph.Get_rank() != self.rank:  # pragma: no cover - reorder=False guarantees it
             raise DualmpiError("the graph communicator renumbered the ranks")
@@ -205,6 +225,7 @@ class MPITransport:
         """Stop the watchdog and free the graph communicator."""
         self.watchdog.close()
         if self.graph != MPI.COMM_NULL:
+            self.alarm.free()
             self.ctl.Free()
             self.p2p.Free()
             self.graph.Free()
@@ -249,9 +270,14 @@ class MPIRunner:
         extra = 8 * nmsg if verify else 0
         sig_at = bound.nbytes + extra
         self.store = np.zeros(sig_at + 8 + 8 * nrecv, dtype=np.uint8)
-        self.signature = np.uint64(signature & ((1 << 64) - 1))
-        self.store[sig_at:sig_at + 8].view(np.uint64)[0] = self.signature
+        #: the plan's signature; a call's messages carry it mixed with the call number
+        self.signature = signature & _MASK
+        self._sig_word = self.store[sig_at:sig_at + 8].view(np.uint64)
+        self._sig_addr = self.store.ctypes.data + sig_at
         self._trailers = self.store[sig_at + 8:].view(np.uint64)
+        #: trailers received per round (they follow one another in the trailer array)
+        self._nrecv = [len(rnd.recvs) for rnd in bound.rounds]
+        self.alarm = transport.alarm
         self._senders = []
         trail_at = sig_at + 8
         self.absolute = buffers is not None
@@ -303,10 +329,6 @@ class MPIRunner:
         # (destination, source, length) as Python ints: no numpy scalar in the call path
         self.copy_in = list(zip(at.tolist(), user.tolist(), length.tolist()))
         self.copy_out = list(zip(*(c.tolist() for c in bound.copy_out)))
-        self._trail_mv = memoryview(self._trailers.view(np.uint8))
-        self._zeros = bytes(self._trailers.nbytes)
-        self._expect = memoryview(np.full(self._trailers.size, self.signature,
-                                          dtype=np.uint64).view(np.uint8))
         self._c = None
         if self._fast and transport.cloop is not None:
             self._c = self._compiled(transport, bound)
@@ -329,12 +351,16 @@ class MPIRunner:
         if width not in kinds or lib.dualmpi_fields() != _A_FIELDS:  # pragma: no cover
             return None
         loop = self._loop
+        line = self.alarm.handle  # after each round's requests: the alarm line (rounds.c)
         self._c_arrays = (
             np.array([len(reqs) for _, reqs, _, _, _, _, _ in loop], dtype=np.intc),
-            np.array([req.handle for _, reqs, _, _, _, _, _ in loop for req in reqs],
-                     dtype=kinds[width]),
+            np.array([h for _, reqs, _, _, _, _, _ in loop
+                      for h in [req.handle for req in reqs] + [line]], dtype=kinds[width]),
             np.array([rnd.copies[0].size for rnd in bound.rounds], dtype=np.intc),
-            _move_table(bound))
+            _move_table(bound),
+            np.array(self._nrecv + [0], dtype=np.intc),
+            np.zeros(max([len(reqs) for _, reqs, _, _, _, _, _ in loop] + [0]) + 1,
+                     dtype=np.intc))
         #: the watchdog's view of the loop: (round, peers) per position
         self._tracked = Watchdog.tracker(transport.progress,
                                          [(k, peers) for k, _, _, _, peers, _, _ in loop])
@@ -350,7 +376,7 @@ class MPIRunner:
             self._segments.append((len(loop), 0, None))
         self._combining = len(self._segments) > 1
         self._c_fn = lib.dualmpi_run
-        fn, arg, self._c_keep = self.c_call(_F_RESET | _F_CHECK | _F_COUNT)
+        fn, arg, self._c_keep = self.c_call(_F_START | _F_CHECK | _F_COUNT)
         #: the plan run once in C on the store (copies in and out are the caller's)
         self._c_run = self._closure(fn, arg)
         return fn, arg
@@ -358,8 +384,10 @@ class MPIRunner:
     def c_call(self, flags, pre=(), post=(), mid=()):
         """Return ``(fn, args, keep)``: ``fn(args)`` runs the whole plan once in C, or None.
 
-        ``flags``: :data:`_F_RESET` (clear the trailers first), :data:`_F_CHECK` (check
-        them after), :data:`_F_COUNT` (count the call); ``pre``/``post``: copies
+        ``flags``: :data:`_F_START` (advance the call number and write the call's
+        signature), :data:`_F_CHECK` (check the trailers after each round),
+        :data:`_F_COUNT` (count the call) — with :data:`_F_START`, the rounds also wait on
+        the alarm line (:mod:`dualmpi.engine.alarm`); ``pre``/``post``: copies
         ``(destination, source, length)`` at absolute addresses before and after the
         rounds; ``mid``: copies that touch no message's bytes (a rank's own block), done
         while the first round's messages are in flight.  ``args`` is one pointer per
@@ -370,8 +398,11 @@ class MPIRunner:
         """
         if self._c_fn is None:
             return None
-        nreq, reqs, nmove, moves = self._c_arrays
+        nreq, reqs, nmove, moves, nrecv, index = self._c_arrays
         width = reqs.itemsize
+        alarm = self.alarm
+        if flags & _F_START and alarm.watching:
+            flags |= _F_WATCH
         keep, args = [], []
         pre = np.asarray(pre, dtype=np.int64).reshape(-1, 3)
         post = np.asarray(post, dtype=np.int64).reshape(-1, 3)
@@ -381,17 +412,25 @@ class MPIRunner:
             a = np.zeros(_A_FIELDS, dtype=np.int64)
             a[_A_NROUNDS] = count
             a[_A_NREQ] = nreq.ctypes.data + first * nreq.itemsize
-            a[_A_REQS] = reqs.ctypes.data + int(nreq[:first].sum()) * width
+            a[_A_REQS] = reqs.ctypes.data + (int(nreq[:first].sum()) + first) * width
             a[_A_NMOVE] = nmove.ctypes.data + first * nmove.itemsize
             a[_A_MOVES] = moves.ctypes.data + 3 * 8 * int(nmove[:first].sum())
             a[_A_STORE] = self.store.ctypes.data
             a[_A_PROGRESS] = self.transport.progress.ctypes.data
             a[_A_BASE] = first
-            a[_A_NTRAIL] = self._trailers.size
-            a[_A_TRAIL] = self._trailers.ctypes.data
-            a[_A_SIGNATURE] = self.signature.view(np.int64)
-            a[_A_FLAGS] = (flags & _F_RESET if i == 0 else 0) | \
-                (flags & (_F_CHECK | _F_COUNT) if i == last else 0)
+            tbase = sum(self._nrecv[:first])
+            a[_A_NRECV] = nrecv.ctypes.data + first * nrecv.itemsize
+            a[_A_TRAIL] = self._trailers.ctypes.data + 8 * tbase
+            a[_A_TBASE] = tbase
+            a[_A_SIGNATURE] = self.signature - (1 << 64) if self.signature >> 63 else \
+                self.signature
+            a[_A_SEQ] = alarm.seq.ctypes.data
+            a[_A_SIGWORD] = self._sig_addr
+            a[_A_WBUF] = alarm.buf.ctypes.data
+            a[_A_RING] = alarm.ring.ctypes.data
+            a[_A_INDEX] = index.ctypes.data
+            a[_A_FLAGS] = (flags & (_F_CHECK | _F_WATCH)) | (flags & _F_START if i == 0 else 0) \
+                | (flags & _F_COUNT if i == last else 0)
             if i == 0 and pre.size:
                 a[_A_NPRE], a[_A_PRE] = len(pre), pre.ctypes.data
             if i == last and post.size:
@@ -423,7 +462,7 @@ class MPIRunner:
                                           for a, b, n in self.copy_in]
             post = [] if recv is None else [(recv.ctypes.data + a, base + b, n)
                                             for a, b, n in self.copy_out]
-        fn, arg, keep = self.c_call(_F_RESET | _F_CHECK | _F_COUNT, pre, post, mid)
+        fn, arg, keep = self.c_call(_F_START | _F_CHECK | _F_COUNT, pre, post, mid)
         call = self._closure(fn, arg)
         call.keep = (send, recv, keep)
         return call
@@ -479,16 +518,20 @@ class MPIRunner:
                 combine()
 
     def _failed(self, err):
-        """Raise the error of a failed C call: an MPI error code or -(trailer + 1)."""
+        """Raise the error of a failed call: an MPI error code, -(trailer + 1) or the alarm.
+
+        A message of another call or an MPI error is told to every rank on the alarm line
+        (:meth:`Alarm.raise_alarm <dualmpi.engine.alarm.Alarm.raise_alarm>`): the ranks
+        waiting in a round raise at once, the others at their next call.
+        """
         self.transport.watchdog.disarm()
+        what = self._what()
+        if err == _ALARM:
+            self.alarm.heard(what)
         if err < 0:
             k, peer = self._senders[-err - 1]
-            raise DualmpiError(f"rank {self.transport.rank}: in round {k} rank {peer} sent a message "
-                               "of another call (the ranks called different collectives or passed "
-                               "buffers of different sizes); the received data is not used")
-        raise DualmpiError(f"rank {self.transport.rank}: {MPI.Get_error_string(err)} in a round "
-                           "of the plan (the ranks called different collectives or passed "
-                           "buffers of different sizes)")
+            self.alarm.raise_alarm(MISMATCH, peer, what, where=k)
+        self.alarm.raise_alarm(MPI_FAILED, err, what)
 
     def _relocate(self, bound, plan, layout, buffers):
         """Rebind ``bound`` with slots at absolute addresses in the user's buffers and the store."""
@@ -537,14 +580,17 @@ class MPIRunner:
         if self._c is not None:
             self._c_run()
         else:
-            trail = self._trail_mv
-            trail[:] = self._zeros
+            alarm = self.alarm
+            alarm.check()
+            alarm.seq[0] += 1
+            if alarm.ring[0] and alarm.kept_before():  # as rounds.c does at a call's start
+                self._failed(_ALARM)
+            sig = call_signature(self.signature, int(alarm.seq[0]))
+            self._sig_word[0] = sig
             try:
-                self._rounds()
+                self._rounds(sig)
             except MPI.Exception as exc:
                 self._failed(exc.Get_error_code())
-            if trail != self._expect:
-                self._failed(-1 - int(np.flatnonzero(self._trailers != self.signature)[0]))
             self._ncalls[0] += 1
         if recv is not None:
             if self.absolute:
@@ -554,38 +600,15 @@ class MPIRunner:
                 for a, b, n in self.copy_out:
                     recv[a:a + n] = store[b:b + n]
 
-    def _rounds(self):
-        """The round loop in Python: the fast path, the watched path or the one with options."""
+    def _rounds(self, sig):
+        """The round loop in Python (no compiled loop, or checksums and link shaping on)."""
         wd = self.transport.watchdog
-        startall, waitall = MPI.Prequest.Startall, MPI.Request.Waitall
-        if not self._fast:
-            self._run_options(wd)
-        elif wd.deadline > 0:
-            clock = time.monotonic
-            for k, reqs, move, combine, peers, _, _ in self._loop:
-                startall(reqs)
-                if move is not None:
-                    move()
-                wd.state = (clock(), k, peers)
-                waitall(reqs)
-                wd.state = None
-                if combine is not None:
-                    combine()
-        else:
-            for _, reqs, move, combine, _, _, _ in self._loop:
-                startall(reqs)
-                if move is not None:
-                    move()
-                waitall(reqs)
-                if combine is not None:
-                    combine()
-
-    def _run_options(self, wd):
-        """The round loop with checksums and link shaping."""
-        store = self.store
         watched = wd.deadline > 0
-        startall, waitall = MPI.Prequest.Startall, MPI.Request.Waitall
-        for (k, reqs, move, combine, peers, crcs, hold), checks in zip(self._loop, self._checks):
+        store, trailers = self.store, self._trailers
+        startall = MPI.Prequest.Startall
+        t = 0
+        for (k, reqs, move, combine, peers, crcs, hold), checks, n in zip(
+                self._loop, self._checks, self._nrecv):
             if hold:
                 time.sleep(hold)
             for offs, lens, at in crcs:
@@ -595,14 +618,43 @@ class MPIRunner:
                 move()
             if watched:
                 wd.arm(k, peers)
-            waitall(reqs)
+            self._wait(reqs)
             if watched:
                 wd.disarm()
             for offs, lens, at in checks:
                 if store[at:at + 4].view(np.uint32)[0] != _crc(store, offs, lens):
                     self.checksum_failures += 1
+            if n:
+                wrong = np.flatnonzero(trailers[t:t + n] != sig)
+                if wrong.size:
+                    self._failed(-1 - (t + int(wrong[0])))
+                t += n
             if combine is not None:
                 combine()
+
+    def _what(self):
+        """Name the plan's collective as the user called it (its MPI method)."""
+        name = getattr(self.plan, "collective", None)
+        try:
+            return describe(name, None)[0].mpi or name
+        except DualmpiError:
+            return name or "a collective"
+
+    def _wait(self, reqs):
+        """Wait for a round's requests and, meanwhile, on the alarm line (as rounds.c does)."""
+        line = self.alarm.line
+        if not reqs:
+            return
+        if line is None:
+            MPI.Request.Waitall(reqs)
+            return
+        watch, left = reqs + [line], len(reqs)
+        while left:
+            for i in MPI.Request.Waitsome(watch) or ():
+                if i == len(reqs):
+                    self.alarm.poll(self._what())
+                else:
+                    left -= 1
 
     def free(self):
         """Free the persistent requests and datatypes."""
@@ -732,8 +784,16 @@ class StreamRunner:
         self.bytes_per_call = sent * z * b
 
     def run(self, send, recv):
-        """One total exchange of the user's uint8 buffers."""
+        """One total exchange of the user's uint8 buffers (``MPI.IN_PLACE``: the same array).
+
+        Blocks leave the send buffer step by step while others arrive in the receive
+        buffer, so a send buffer that shares memory with the receive buffer is copied
+        first (as MPI's own in-place total exchange does).
+        """
         plan, me, b = self.plan, self.rank, self.block
+        self.transport.alarm.check()
+        if send is recv or np.shares_memory(send, recv):
+            send = send.copy()
         q, z = plan.q, plan.chunk
         graph = self.transport.graph
         wd = self.transport.watchdog

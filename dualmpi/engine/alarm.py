@@ -1,0 +1,301 @@
+"""The alarm line: every rank agrees on a call's arguments, and hears at once of another's error.
+
+A blocking collective of :class:`dualmpi.Comm` checks its arguments with the other ranks
+the first time its signature is seen; a repeated call skips that check (it costs a
+control-plane round trip) and relies on its messages' trailers, which carry the call's
+signature mixed with the communicator's *call number* (advanced by every rank at the
+start of every call: ``seq``).  Skipping is only safe when every rank skips, so the
+check is made such that a rank which skips notices a rank which does not, wherever it
+waits:
+
+* **agreement** (:meth:`Alarm.agree`) runs on a communicator of its own, through rank 0:
+  rank 0 first sends every rank a *notice* (call ``t``), every rank sends rank 0 its
+  *vector*, rank 0 answers with the *verdict* (elementwise max and min).  A rank that
+  repeats a known call instead runs its plan, whose every round also waits on this
+  line (a persistent receive from any rank: :mod:`dualmpi.engine.rounds.c`), so it
+  hears rank 0's notice — or rank 0 hears its vector — for a call it runs without
+  agreement: the ranks disagree;
+* **alarm** (:meth:`Alarm.raise_alarm`): a rank that finds a disagreement — a message
+  of another call in a round, a notice for a call it ran without agreement, its own bad
+  arguments in a call the others repeat — sends every rank an alarm and raises; every
+  rank waiting in a round or an agreement of that call (or a later one) raises at once,
+  the others at their next call.  A rank still finishing an earlier call finishes it
+  first: the ranks that are ahead have sent everything that call needs.
+
+After an alarm the communicator is *unusable* (every later call raises the first
+error's text): ranks stopped mid-plan, with messages in flight.  An error found by the
+agreement itself leaves it usable: no rank has sent anything.
+
+Messages are ``WORDS`` int64s: ``[kind, call number, sender, reason, peer, round,
+payload...]``; a notice or vector about a later call than the current one, heard while
+waiting in a round, is kept in the ring (``[count, capacity, messages...]``) for the
+agreement of that call.
+"""
+
+import numpy as np
+from mpi4py import MPI
+
+from ..errors import DualmpiError
+
+__all__ = ["Alarm", "WORDS", "NOTICE", "VECTOR", "VERDICT", "ALARM"]
+
+#: int64 words of a message on the alarm line.
+WORDS = 24
+#: Kinds of message.
+NOTICE, VECTOR, VERDICT, ALARM = 1, 2, 3, 4
+#: Reasons of an alarm.
+MISMATCH, DISAGREE, MPI_FAILED = 1, 2, 3
+#: Messages about later calls kept while a round waits.
+RING = 1024
+#: Offset of a message's payload (a vector, or a verdict's max then min).
+PAYLOAD = 6
+_TAG = 9
+
+
+class Alarm:
+    """The alarm line of one communicator (see the module docstring).
+
+    Parameters
+    ----------
+    ctl : mpi4py.MPI.Intracomm
+        dualmpi's control communicator (duplicated: the line has its own context).
+    watchdog : Watchdog
+        Every wait of the line is watched.
+    """
+
+    def __init__(self, ctl, watchdog):
+        self.comm = ctl.Dup()
+        self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        self.watchdog = watchdog
+        #: the communicator's call number: plan runs so far (the compiled loop advances it)
+        self.seq = np.zeros(1, dtype=np.int64)
+        #: the message the line received last
+        self.buf = np.zeros(WORDS, dtype=np.int64)
+        #: ``[count, capacity, messages...]``: notices and vectors about later calls
+        self.ring = np.zeros(2 + RING * WORDS, dtype=np.int64)
+        self.ring[1] = RING
+        #: the first error's text once the line has carried an alarm (the communicator is
+        #: then unusable), else None
+        self.broken = None
+        #: called with the text when the communicator becomes unusable
+        self.listeners = []
+        self.line = None
+        if self.size > 1:
+            self.line = self.comm.Recv_init([self.buf, MPI.INT64_T], MPI.ANY_SOURCE, _TAG)
+            self.line.Start()
+
+    @property
+    def handle(self):
+        """The line's request handle (an int) for the compiled loop, or that of REQUEST_NULL."""
+        return (self.line if self.line is not None else MPI.REQUEST_NULL).handle
+
+    @property
+    def watching(self):
+        """True when rounds must wait on the line (more than one rank)."""
+        return self.line is not None
+
+    # -- the agreement ------------------------------------------------------------------------
+    def agree(self, flat, what):
+        """Return ``(hi, lo)``: the elementwise max and min of every rank's ``flat`` (int64).
+
+        For the call the rank runs next (call number ``seq + 1``); raises
+        :class:`~dualmpi.errors.DualmpiError` on every rank when a rank repeats a call
+        instead (or the line carries an alarm).
+        """
+        self.check()
+        flat = np.asarray(flat, dtype=np.int64)
+        if self.size == 1:
+            return flat.copy(), flat.copy()
+        t = int(self.seq[0]) + 1
+        n = flat.size
+        if self.rank == 0:
+            sends = [self._send(NOTICE, t, r) for r in range(1, self.size)]
+            parts = {0: flat}
+            for msg in self._kept(t):
+                if msg[0] == VECTOR:
+                    parts[int(msg[2])] = msg[PAYLOAD:PAYLOAD + n].copy()
+            while len(parts) < self.size:
+                msg = self._hear(what, tuple(r for r in range(self.size) if r not in parts))
+                if msg[0] == VECTOR and msg[1] == t:
+                    parts[int(msg[2])] = msg[PAYLOAD:PAYLOAD + n].copy()
+                else:
+                    self._unexpected(msg, t, what)
+            hi = np.maximum.reduce(list(parts.values()))
+            lo = np.minimum.reduce(list(parts.values()))
+            self._finish(sends, what)
+            payload = np.concatenate([hi, lo])
+            self._finish([self._send(VERDICT, t, r, payload=payload)
+                          for r in range(1, self.size)], what)
+            return hi, lo
+        sends = [self._send(VECTOR, t, 0, payload=flat)]
+        noticed = any(msg[0] == NOTICE for msg in self._kept(t))
+        while True:
+            msg = self._hear(f"{what} (waiting for rank 0's verdict)", (0,))
+            if msg[0] == NOTICE and msg[1] == t and not noticed:
+                noticed = True
+            elif msg[0] == VERDICT and msg[1] == t:
+                self._finish(sends, what)
+                return msg[PAYLOAD:PAYLOAD + n].copy(), msg[PAYLOAD + n:PAYLOAD + 2 * n].copy()
+            else:
+                self._unexpected(msg, t, what)
+
+    def _kept(self, t):
+        """Remove and return the kept messages about call ``t``; alarm on ones about earlier calls."""
+        count = int(self.ring[0])
+        if not count:
+            return []
+        kept = self.ring[2:2 + count * WORDS].reshape(count, WORDS).copy()
+        alarms = kept[(kept[:, 0] == ALARM) & (kept[:, 1] <= t)]
+        if alarms.size:
+            self._alarmed(alarms[0], "the argument check")
+        stale = kept[kept[:, 1] < t]
+        if stale.size:
+            self._unexpected(stale[0], t, "the argument check")
+        mine = kept[kept[:, 1] == t]
+        later = kept[kept[:, 1] > t]
+        self.ring[0] = len(later)
+        self.ring[2:2 + later.size] = later.reshape(-1)
+        return list(mine)
+
+    def _keep(self, msg):
+        """Keep a message about a later call."""
+        count = int(self.ring[0])
+        if count >= RING:
+            self.raise_alarm(DISAGREE, int(msg[2]), what="the alarm line",
+                             text=f"more than {RING} agreements of later calls are pending")
+        self.ring[2 + count * WORDS:2 + (count + 1) * WORDS] = msg
+        self.ring[0] = count + 1
+
+    def _unexpected(self, msg, t, what):
+        """Handle a message the agreement of call ``t`` did not wait for: keep it, or alarm."""
+        kind, seq, src = int(msg[0]), int(msg[1]), int(msg[2])
+        if seq > t and kind in (NOTICE, VECTOR, ALARM):  # about a later call: its turn comes
+            self._keep(msg)
+            return
+        if kind == ALARM:
+            self._alarmed(msg, what)
+        # a notice or vector about a call this rank has run without agreement
+        self.raise_alarm(DISAGREE, src, what=what, seq=seq)
+
+    def _hear(self, what, waiting_for):
+        """Wait (watched) for the line's next message; return it and listen again."""
+        wd = self.watchdog
+        wd.arm(what, waiting_for)
+        try:
+            self.line.Wait()
+        finally:
+            wd.disarm()
+        msg = self.buf.copy()
+        self.line.Start()
+        return msg
+
+    def _send(self, kind, seq, dest, reason=0, peer=0, where=0, payload=()):
+        """Start sending one message on the line; return its request."""
+        msg = np.zeros(WORDS, dtype=np.int64)
+        msg[:PAYLOAD] = (kind, seq, self.rank, reason, peer, where)
+        msg[PAYLOAD:PAYLOAD + len(payload)] = payload
+        return self.comm.Isend([msg, MPI.INT64_T], dest, _TAG)  # the request holds msg
+
+    def _finish(self, sends, what):
+        """Wait (watched) for sends of the line."""
+        wd = self.watchdog
+        wd.arm(f"{what} (sending on the alarm line)", ())
+        try:
+            MPI.Request.Waitall(sends)
+        finally:
+            wd.disarm()
+
+    # -- alarms -------------------------------------------------------------------------------
+    def check(self):
+        """Raise the first error's text when the communicator is unusable."""
+        if self.broken is not None:
+            raise DualmpiError(f"the communicator is unusable after an earlier error: "
+                               f"{self.broken}")
+
+    def raise_alarm(self, reason, peer, what, where=0, seq=None, text=None):
+        """Tell every rank of a disagreement this rank found, then raise it here."""
+        seq = int(self.seq[0]) if seq is None else seq
+        if self.broken is None:
+            sends = [self._send(ALARM, seq, r, reason, peer, where)
+                     for r in range(self.size) if r != self.rank]
+            self._break(text or describe(reason, self.rank, peer, where, seq))
+            self._finish(sends, what)
+        raise DualmpiError(f"{what}: {self.broken}")
+
+    def kept_before(self):
+        """True when a kept message is about the current call or an earlier one."""
+        count = int(self.ring[0])
+        return bool(count) and bool(
+            (self.ring[2:2 + count * WORDS].reshape(count, WORDS)[:, 1] <= self.seq[0]).any())
+
+    def heard(self, what):
+        """The compiled loop stopped on the line: raise what it brought (or what a kept
+        message about the current call means)."""
+        seq = int(self.seq[0])
+        count = int(self.ring[0])
+        kept = self.ring[2:2 + count * WORDS].reshape(count, WORDS)
+        stale = kept[kept[:, 1] <= seq]
+        if stale.size:
+            msg = stale[0].copy()
+        else:
+            msg = self.buf.copy()
+            if self.line is not None:
+                self.line.Start()
+        if msg[0] == ALARM:
+            self._alarmed(msg, what)
+        self.raise_alarm(DISAGREE, int(msg[2]), what=what, seq=int(msg[1]))
+
+    def poll(self, what):
+        """Handle what the line brought while a Python round waited (as the compiled loop does)."""
+        msg = self.buf.copy()
+        if msg[1] > self.seq[0]:  # about a later call: this one's data is not in question
+            self.line.Start()
+            self._keep(msg)
+            return
+        self.line.Start()
+        if msg[0] == ALARM:
+            self._alarmed(msg, what)
+        self.raise_alarm(DISAGREE, int(msg[2]), what=what, seq=int(msg[1]))
+
+    def _alarmed(self, msg, what):
+        """An alarm arrived: the communicator is unusable; raise its text."""
+        if self.broken is None:
+            self._break(describe(int(msg[3]), int(msg[2]), int(msg[4]), int(msg[5]),
+                                 int(msg[1])))
+        raise DualmpiError(f"{what}: {self.broken}")
+
+    def _break(self, text):
+        self.broken = text
+        for listener in self.listeners:
+            listener(text)
+
+    def free(self):
+        """Stop listening and free the line's communicator."""
+        if self.line is not None:
+            try:
+                self.line.Cancel()
+                self.line.Wait()
+            except MPI.Exception:  # pragma: no cover - a line already completed
+                pass
+            self.line.Free()
+            self.line = None
+        self.comm.Free()
+
+
+def describe(reason, finder, peer, where, seq):
+    """Return the text of an alarm: what rank ``finder`` found about rank ``peer`` in call ``seq``.
+
+    >>> describe(MISMATCH, 3, 1, 2, 17)
+    'rank 3 got a message of another call from rank 1 in round 2 of call 17 (the ranks called different collectives or passed different arguments); the received data is not used'
+    """
+    if reason == MISMATCH:
+        return (f"rank {finder} got a message of another call from rank {peer} in round "
+                f"{where} of call {seq} (the ranks called different collectives or passed "
+                "different arguments); the received data is not used")
+    if reason == MPI_FAILED:
+        return (f"rank {finder} failed in round {where} of call {seq}: "
+                f"{MPI.Get_error_string(peer)} (the ranks called different collectives or "
+                "passed buffers of different sizes)")
+    return (f"rank {peer} checked its arguments for call {seq} (a new signature or arguments "
+            f"it rejected: see its message) while rank {finder} ran a call it had checked "
+            "before: the ranks called different collectives or passed different arguments")

@@ -1,0 +1,217 @@
+"""Repeated calls skip the argument check, yet every disagreement is one clear error (issues 22, 23).
+
+Each case runs on a communicator of its own (an alarm leaves it unusable, by design) and
+checks, on every rank, what the rank got — an error naming the cause within seconds, never
+the watchdog (set to 60 s: a case that took it would fail the job's timeout, not pass) —
+then the ranks agree on the verdict.
+"""
+
+import time
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import dualmpi
+from dualmpi.errors import DualmpiError
+
+WORLD = MPI.COMM_WORLD
+RANK, SIZE = WORLD.Get_rank(), WORLD.Get_size()
+
+#: (spec, nodes per rank) per rank count: one node per rank, then several.
+NETS = {
+    2: [("hypercube:n=1", 1), ("dualcube:r=2", 4)],
+    4: [("hypercube:n=2", 1), ("metacube:k=2,m=1", 16)],
+    8: [("dualcube:r=2", 1), ("dualcube:r=3", 4)],
+    32: [("dualcube:r=3", 1)],
+}
+
+#: Seconds within which every rank must have its error (the watchdog is at 60).
+PROMPT = 10.0
+
+
+def _nets():
+    return NETS.get(SIZE, [])
+
+
+def _agree(flag):
+    return bool(WORLD.allreduce(int(bool(flag)), op=MPI.MIN))
+
+
+def _outcome(net, program):
+    """Run ``program(net)``; return ``(error type or None, message, seconds, unusable after)``."""
+    t0 = time.monotonic()
+    err = None
+    try:
+        program(net)
+    except DualmpiError as exc:
+        err = (type(exc).__name__, str(exc))
+    spent = time.monotonic() - t0
+    try:
+        net.Barrier()
+        after = "usable"
+    except DualmpiError as exc:
+        after = str(exc)
+    return err, spent, after
+
+
+def _run(spec, q, program):
+    net = dualmpi.Comm(WORLD, spec, nodes_per_rank=q, watchdog=60)
+    try:
+        return WORLD.allgather(_outcome(net, program))
+    finally:
+        net.Free()
+
+
+def _every_rank_raised(outs, words=""):
+    """Every rank raised within PROMPT seconds (or, its part done, at its next call), naming
+    ``words``, and the communicator says it is unusable afterwards."""
+    for err, spent, after in outs:
+        if err is None:  # its part was over: the next call raises (the alarm, or its echo)
+            if after == "usable":
+                return False
+            continue
+        if spent > PROMPT or words not in err[1] and "unusable" not in err[1]:
+            return False
+        if "unusable after an earlier error" not in after:
+            return False
+    return any(err is not None for err, _, _ in outs)
+
+
+def _allreduce(net, dtype=np.float64, op=MPI.SUM, n=3, scale=1):
+    a = np.arange(n, dtype=dtype) * scale + RANK
+    b = np.zeros_like(a)
+    net.Allreduce(a, b, op=op)
+    return b
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("case", range(2))
+def test_a_new_signature_on_one_rank_among_repeated_ones(case):
+    """Both ranks Barrier; then rank 0 repeats the Barrier while the others make a first Bcast
+    (the reproduction of issue 22): the ranks that skip the check hear the ones that check
+    on the alarm line, and every rank raises at once (before: the watchdog, 120 s)."""
+    if case >= len(_nets()):
+        pytest.skip("no network")
+    spec, q = _nets()[case]
+
+    def program(net):
+        net.Barrier()
+        if RANK == 0:
+            net.Barrier()
+        else:
+            net.Bcast(np.zeros(3), root=0)
+
+    outs = _run(spec, q, program)
+    assert _agree(_every_rank_raised(outs, "checked its arguments")), outs
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("case", range(2))
+def test_bad_arguments_on_one_rank_in_a_repeated_call(case):
+    """One rank's receive buffer too small for an Alltoall every rank has run before: that
+    rank raises its own InputError, every other rank an error naming it, in well under a
+    second (before: the bad rank waited in the check, the others in the rounds, 120 s)."""
+    if case >= len(_nets()):
+        pytest.skip("no network")
+    spec, q = _nets()[case]
+    bad = SIZE - 1
+
+    def program(net):
+        s, r = np.zeros(2 * SIZE), np.zeros(2 * SIZE)
+        net.Alltoall(s, r)
+        net.Alltoall(s, np.zeros(2 * SIZE - (1 if RANK == bad else 0)))
+
+    outs = _run(spec, q, program)
+    mine = outs[bad][0] is not None and outs[bad][0][0] == "InputError" and \
+        "Alltoall recvbuf" in outs[bad][0][1]
+    others = _every_rank_raised(outs[:bad] + outs[bad + 1:], f"rank {bad} checked its arguments")
+    assert _agree(mine and others), outs
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("what", ["dtype", "op", "method", "scatter-root-none"])
+def test_repeated_calls_that_differ_are_caught(what):
+    """Item 3 of issue 23: after a signature has been agreed, one rank's call differs in
+    what its plan does not show — a dtype of the same size, another operation, another
+    method whose plan has the same shape — and no rank returns the mixed data."""
+    spec, q = _nets()[0] if _nets() else ("hypercube:n=1", 1)
+
+    if what == "scatter-root-none":
+        # mpi4py reads recvbuf=None at the root as IN_PLACE: correct, repeated, no error
+        net = dualmpi.Comm(WORLD, spec, nodes_per_rank=q, watchdog=60)
+        ok = True
+        for i in range(3):
+            send = np.arange(2 * SIZE, dtype=np.float64) + i if RANK == 0 else None
+            recv = None if RANK == 0 else np.zeros(2)
+            net.Scatter(send, recv, root=0)
+            ref_send = np.arange(2 * SIZE, dtype=np.float64) + i if RANK == 0 else None
+            ref = None if RANK == 0 else np.zeros(2)
+            WORLD.Scatter(ref_send, ref if RANK else MPI.IN_PLACE, root=0)
+            ok = ok and (RANK == 0 or np.array_equal(recv, ref))
+        net.Free()
+        assert _agree(ok)
+        return
+
+    def program(net):
+        for _ in range(2):
+            _allreduce(net)
+            _allreduce(net, op=MPI.MAX)
+            net.Allgather(np.zeros(1), np.zeros(SIZE))
+        if what == "dtype":
+            _allreduce(net, dtype=np.int64 if RANK == 0 else np.float64)
+        elif what == "op":
+            _allreduce(net, op=MPI.MAX if RANK == 0 else MPI.SUM)
+        else:  # rank 0's Alltoallv exchanges its count table as an allgather of the same size
+            if RANK == 0:
+                net.Alltoallv([np.zeros(SIZE), [1] * SIZE], [np.zeros(SIZE), [1] * SIZE])
+            else:
+                net.Allgather(np.zeros(1), np.zeros(SIZE))
+
+    outs = _run(spec, q, program)
+    assert _agree(_every_rank_raised(outs)), outs
+
+
+@pytest.mark.mpi(min_size=2)
+def test_a_rank_that_skips_a_call_of_a_loop():
+    """One rank skips one Allreduce of a loop: calls are matched in order, as MPI matches
+    them, so the ranks combine call k with call k; where the counts part, every rank raises
+    (before: four calls of wrong sums, then the watchdog)."""
+    spec, q = _nets()[0] if _nets() else ("hypercube:n=1", 1)
+
+    def program(net):
+        for i in range(6):
+            if RANK == 1 and i == 2:
+                continue
+            _allreduce(net, scale=i)
+
+    outs = _run(spec, q, program)
+    assert _agree(_every_rank_raised(outs)), outs
+
+
+@pytest.mark.mpi
+def test_correct_programs_are_not_disturbed():
+    """A correct program mixing new and repeated signatures of every kind, with ranks at
+    different speeds (rank 0 sleeps): ranks ahead send notices and vectors about later calls,
+    which the others keep for their turn; every result equals MPI's."""
+    ok = True
+    for spec, q in _nets() or [("hypercube:n=0", 1)]:
+        net = dualmpi.Comm(WORLD, spec, nodes_per_rank=q, watchdog=60)
+        for i in range(4):
+            if RANK == 0 and i % 2:
+                time.sleep(0.05)
+            for n in (3, 3 + i):
+                a = np.arange(n, dtype=np.float64) + RANK + i
+                mine, ref = np.zeros(n), np.zeros(n)
+                net.Allreduce(a, mine)
+                WORLD.Allreduce(a, ref)
+                ok = ok and np.array_equal(mine, ref)
+                buf = np.arange(n, dtype=np.int32) if RANK == i % SIZE else np.zeros(n, np.int32)
+                ref = buf.copy()
+                net.Bcast(buf, root=i % SIZE)
+                WORLD.Bcast(ref, root=i % SIZE)
+                ok = ok and np.array_equal(buf, ref)
+            net.Barrier()
+        net.Free()
+    assert _agree(ok)
+
