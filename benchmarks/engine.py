@@ -62,6 +62,8 @@ def buffers(coll, ranks, size, rng):
         return rng.integers(0, 255, size * ranks, dtype=np.uint8), np.zeros(size, np.uint8)
     if coll == "allgather":
         return rng.integers(0, 255, size, dtype=np.uint8), np.zeros(size * ranks, np.uint8)
+    if coll == "allreduce":  # bytes summed modulo 256 (MPI.SUM on MPI.UNSIGNED_CHAR)
+        return rng.integers(0, 255, size, dtype=np.uint8), np.zeros(size, np.uint8)
     return rng.integers(0, 255, size * ranks, dtype=np.uint8), np.zeros(size * ranks, np.uint8)
 
 
@@ -73,6 +75,8 @@ def api_call(target, coll, send, recv):
         return lambda: target.Scatter(send, recv, 0)
     if coll == "allgather":
         return lambda: target.Allgather(send, recv)
+    if coll == "allreduce":
+        return lambda: target.Allreduce(send, recv)
     return lambda: target.Alltoall(send, recv)
 
 
@@ -146,7 +150,8 @@ def main():
     parser.add_argument("spec")
     parser.add_argument("--json", required=True)
     parser.add_argument("--sizes", default="8,1024,65536,1048576")
-    parser.add_argument("--collectives", default=",".join(COLLECTIVES))
+    parser.add_argument("--collectives", default=",".join(COLLECTIVES),
+                        help="comma-separated, of the defaults and allreduce")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--before", action="store_true", help="also time the engine of " + BEFORE)
     parser.add_argument("--against", metavar="COMMIT",

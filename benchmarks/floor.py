@@ -37,6 +37,17 @@ def floor_loop(runner, own=True):
             fn(arg)
         run.keep = keep
         return run
+    if compiled is not None:  # a reduction: the segments in C, the combines in between
+        fn, args, keep = compiled
+        combines = [combine for _, _, combine in runner._segments]
+
+        def run():
+            for arg, combine in zip(args, combines):
+                fn(arg)
+                if combine is not None:
+                    combine()
+        run.keep = keep
+        return run
     return python_loop(runner)
 
 

@@ -85,6 +85,10 @@ def resolve(op, dtype, what, MPI=None):
         ufunc(src.view(dtype), out, out=out)
 
     _try(combine, dtype, what, name)
+    if key[0] == "mpi" and dtype.names is None and dtype.kind in "biufc":
+        #: MPI's own operation on a predefined type: the compiled round loop applies it
+        #: with MPI_Reduce_local (dualmpi/engine/rounds.c), exactly as MPI would
+        combine.predefined = (name, dtype)
     return key + (dtype.str,), code, combine
 
 

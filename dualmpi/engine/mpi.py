@@ -30,7 +30,8 @@ _TAG_MOD = 1 << 15
 # The compiled loop's argument array (dualmpi/engine/rounds.c: the enum of its fields).
 (_A_NROUNDS, _A_NREQ, _A_REQS, _A_NMOVE, _A_MOVES, _A_STORE, _A_PROGRESS, _A_BASE, _A_NRECV,
  _A_TRAIL, _A_SIGNATURE, _A_FLAGS, _A_NPRE, _A_PRE, _A_NPOST, _A_POST, _A_CALLS, _A_NMID, _A_MID,
- _A_SEQ, _A_SIGWORD, _A_WBUF, _A_RING, _A_INDEX, _A_TBASE, _A_FIELDS) = range(26)
+ _A_SEQ, _A_SIGWORD, _A_WBUF, _A_RING, _A_INDEX, _A_TBASE, _A_NCOMB, _A_COMBS, _A_OP, _A_TYPE,
+ _A_ITEM, _A_FIELDS) = range(31)
 #: Flags of a compiled call: its first segment (advance the call number, write the signature),
 #: check the trailers after each round, count the call, wait on the alarm line too.
 _F_START, _F_CHECK, _F_COUNT, _F_WATCH = 1, 2, 4, 8
@@ -322,6 +323,10 @@ class MPIRunner:
                                _combiner(self.store, rnd.combines, combine), peers, crcs,
                                hold))
             self._checks.append(checks)
+        #: the reduction's (MPI_Op, MPI_Datatype, itemsize) handles when the compiled loop
+        #: combines (MPI's own operation on a predefined type), else None
+        self._c_op = _mpi_op(combine) if any(rnd.combines[0].size for rnd in bound.rounds) \
+            else None
         self._fast = not (verify or shape is not None)
         #: calls so far (a counter the compiled loop increments too)
         self._ncalls = np.zeros(1, dtype=np.int64)
@@ -341,9 +346,10 @@ class MPIRunner:
     def _compiled(self, transport, bound):
         """Set up the compiled loop (:mod:`dualmpi.engine.cloop`); return ``(fn, arg)`` of a call.
 
-        The rounds are cut into segments that end where a reduction combines blocks
-        (combined in Python between two C calls); a plan without combines is one
-        segment, so a call is one C call.
+        A reduction with MPI's own operation on a predefined type combines in C too
+        (``MPI_Reduce_local`` after the round where blocks meet), so a call is one C call,
+        as a plan without combines is.  Other reductions are cut into segments that end
+        where blocks are combined (in Python, between two C calls).
         """
         lib = transport.cloop
         width = lib.dualmpi_request_size()
@@ -360,7 +366,9 @@ class MPIRunner:
             _move_table(bound),
             np.array(self._nrecv + [0], dtype=np.intc),
             np.zeros(max([len(reqs) for _, reqs, _, _, _, _, _ in loop] + [0]) + 1,
-                     dtype=np.intc))
+                     dtype=np.intc),
+            np.array([rnd.combines[0].size for rnd in bound.rounds] + [0], dtype=np.intc),
+            _combine_table(bound))
         #: the watchdog's view of the loop: (round, peers) per position
         self._tracked = Watchdog.tracker(transport.progress,
                                          [(k, peers) for k, _, _, _, peers, _, _ in loop])
@@ -368,6 +376,8 @@ class MPIRunner:
         # combines is the whole plan
         self._segments, first = [], 0
         for i, (_, _, _, combine, _, _, _) in enumerate(loop):
+            if self._c_op is not None:
+                combine = None  # combined inside the loop
             if combine is not None or i == len(loop) - 1:
                 self._segments.append((first, i + 1 - first, combine))
                 first = i + 1
@@ -398,7 +408,7 @@ class MPIRunner:
         """
         if self._c_fn is None:
             return None
-        nreq, reqs, nmove, moves, nrecv, index = self._c_arrays
+        nreq, reqs, nmove, moves, nrecv, index, ncomb, combs = self._c_arrays
         width = reqs.itemsize
         alarm = self.alarm
         if flags & _F_START and alarm.watching:
@@ -429,6 +439,10 @@ class MPIRunner:
             a[_A_WBUF] = alarm.buf.ctypes.data
             a[_A_RING] = alarm.ring.ctypes.data
             a[_A_INDEX] = index.ctypes.data
+            if self._c_op is not None:
+                a[_A_NCOMB] = ncomb.ctypes.data + first * ncomb.itemsize
+                a[_A_COMBS] = combs.ctypes.data + 3 * 8 * int(ncomb[:first].sum())
+                a[_A_OP], a[_A_TYPE], a[_A_ITEM] = self._c_op
             a[_A_FLAGS] = (flags & (_F_CHECK | _F_WATCH)) | (flags & _F_START if i == 0 else 0) \
                 | (flags & _F_COUNT if i == last else 0)
             if i == 0 and pre.size:
@@ -664,6 +678,31 @@ class MPIRunner:
         for dtype in self._types:
             dtype.Free()
         self._reqs, self._types, self._loop = [], [], []
+
+
+def _mpi_op(combine):
+    """Return ``(MPI_Op, MPI_Datatype, itemsize)`` handles of a predefined reduction, or None.
+
+    For an operator :func:`dualmpi.ops.resolve` marked ``predefined`` (MPI's own operation
+    on a numeric type MPI has): the compiled loop applies it with ``MPI_Reduce_local``.
+    """
+    predefined = getattr(combine, "predefined", None)
+    if predefined is None:
+        return None
+    name, dtype = predefined
+    # the C types every MPI defines MPI's operations on (not float16 nor long double)
+    mpitype = MPI._typedict.get(dtype.char) if dtype.isnative and \
+        dtype.char in "bBhHiIlLqQfdFD?" else None
+    if mpitype is None or not mpitype.is_predefined or mpitype.Get_size() != dtype.itemsize:
+        return None  # no named MPI type: numpy combines
+    return getattr(MPI, name).handle, mpitype.handle, dtype.itemsize
+
+
+def _combine_table(bound):
+    """Return every round's combines as one int64 table of ``(src, dst, length)`` rows."""
+    rows = [np.stack(rnd.combines, axis=1) for rnd in bound.rounds if rnd.combines[0].size]
+    table = np.concatenate(rows + [np.zeros((1, 3), dtype=np.int64)]).astype(np.int64)
+    return table.reshape(-1)
 
 
 def _move_table(bound):

@@ -17,6 +17,11 @@
  * call (ranks that called different collectives, other arguments, or one rank a call behind)
  * stops the loop before the rank forwards anything, and the caller raises the alarm.
  *
+ * A reduction whose operation is one of MPI's own on a predefined type combines the blocks
+ * that met in a round right after it, with MPI_Reduce_local (the table of combines per round:
+ * A_NCOMB, A_COMBS), so the whole reduction is one C call; other operations (numpy ufuncs, user
+ * MPI.Ops) are applied in Python between segments of rounds.
+ *
  * dualmpi_run also does what a call needs around the rounds, so a repeated call is one
  * C call: copies in (the caller's send buffer to the store, absolute addresses), copies out,
  * and the runner's call counter.  Copies that touch nothing the messages do (a rank's own
@@ -33,7 +38,8 @@ int dualmpi_request_size(void) { return (int)sizeof(MPI_Request); }
 enum {
     A_NROUNDS, A_NREQ, A_REQS, A_NMOVE, A_MOVES, A_STORE, A_PROGRESS, A_BASE,
     A_NRECV, A_TRAIL, A_SIGNATURE, A_FLAGS, A_NPRE, A_PRE, A_NPOST, A_POST, A_CALLS,
-    A_NMID, A_MID, A_SEQ, A_SIGWORD, A_WBUF, A_RING, A_INDEX, A_TBASE, A_FIELDS
+    A_NMID, A_MID, A_SEQ, A_SIGWORD, A_WBUF, A_RING, A_INDEX, A_TBASE, A_NCOMB, A_COMBS,
+    A_OP, A_TYPE, A_ITEM, A_FIELDS
 };
 /* F_START: the call's first segment (advance the call number, write the signature);
  * F_CHECK: check the trailers; F_COUNT: count the call; F_WATCH: wait on the alarm line. */
@@ -93,6 +99,9 @@ int dualmpi_run(const int64_t *a)
     const int64_t *wbuf = (const int64_t *)(intptr_t)a[A_WBUF];
     int64_t *ring = (int64_t *)(intptr_t)a[A_RING];
     int *index = (int *)(intptr_t)a[A_INDEX];
+    const int *ncomb = (const int *)(intptr_t)a[A_NCOMB];
+    const int64_t *combs = (const int64_t *)(intptr_t)a[A_COMBS];
+    const int64_t item = a[A_ITEM];
     int64_t seq;
     uint64_t sig;
     int64_t t = 0;
@@ -148,6 +157,18 @@ int dualmpi_run(const int64_t *a)
                 if (trail[t] != sig) {
                     progress[0] = 0;
                     return (int)-(a[A_TBASE] + t + 1);
+                }
+        if (ncomb)  /* a reduction: the blocks that met this round, combined by MPI's own op */
+            for (int i = 0; i < ncomb[k]; i++, combs += 3)
+                for (int64_t done = 0, left = combs[2] / item; left > 0;) {
+                    int count = left > (1 << 30) ? (1 << 30) : (int)left;
+                    err = MPI_Reduce_local(store + combs[0] + done * item,
+                                           store + combs[1] + done * item, count,
+                                           (MPI_Datatype)(intptr_t)a[A_TYPE],
+                                           (MPI_Op)(intptr_t)a[A_OP]);
+                    if (err != MPI_SUCCESS) { progress[0] = 0; return err; }
+                    done += count;
+                    left -= count;
                 }
         reqs += n + 1;
     }
