@@ -106,7 +106,8 @@ def collective(comm, method, read, args=None, arrays=()):
         return
     name = None if call is None else _engine_name(comm, desc, call)
     agree(comm, method, call.sig if call else (), problem,
-          lambda: comm._store_bytes(name, call.root, call.nbytes, call.itemsize),
+          lambda: comm._store_bytes(name, call.root, call.nbytes, call.itemsize,
+                                    _written(call)),
           call.fields if call else ())
     call.pack()
     packed = any(m.packed for m in call.sends + call.recvs)
@@ -123,6 +124,13 @@ def collective(comm, method, read, args=None, arrays=()):
         comm._remember(method, args, arrays, run, call.send, call.recv)
     run.run(call.send, call.recv)
     call.unpack()
+
+
+def _written(call):
+    """Bytes of the user's receive buffer a call writes (pages it may make resident)."""
+    if call.recv is None or call.recv is call.send:
+        return 0
+    return int(call.recv.nbytes)
 
 
 # -- the argument check -------------------------------------------------------------------------
@@ -394,7 +402,7 @@ def icollective(comm, imethod, method, read):
         name = _engine_name(comm, desc, call)
         try:
             short = memory_problem(comm, imethod, comm._store_bytes(name, call.root, call.nbytes,
-                                                                    call.itemsize))
+                                                                    call.itemsize, _written(call)))
         except DualmpiError as exc:
             problem = exc
     fields = call.fields if call is not None else ()

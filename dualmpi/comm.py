@@ -729,24 +729,18 @@ class Comm:
         self._transport.barrier()
 
     # -- internals -----------------------------------------------------------------------------
-    def _store_bytes(self, collective, root, nbytes, itemsize=1):
+    def _store_bytes(self, collective, root, nbytes, itemsize=1, written=0):
         """Estimate the bytes this call makes resident on this rank.
 
         The runner's store (:meth:`Engine.store_bytes
-        <dualmpi.engine.core.Engine.store_bytes>`) plus the bytes the call writes into
-        the user's receive buffer: a buffer from ``np.empty`` or ``np.zeros`` has no
-        pages until they are written (reading an untouched send buffer maps none).
-        ``nbytes`` may be a v-variant's per-rank sizes or pair matrix.
+        <dualmpi.engine.core.Engine.store_bytes>`) plus ``written``, the bytes of the
+        user's receive buffer the call writes: a buffer from ``np.empty`` or ``np.zeros``
+        has no pages until they are written (reading an untouched send buffer maps none).
+        Constant time in the size of the network (the receive buffer's length, not a walk
+        over its blocks: with MC(2,3) on 2 ranks that walk took minutes).
         """
-        from .engine.layout import Layout, layout_kind
-
-        algorithm = self.algorithms.get(collective)
-        store = self._engine.store_bytes(self.rank, collective, nbytes, root, self.variant,
-                                         algorithm, itemsize)
-        layout = Layout(layout_kind(collective, algorithm), self.topology.num_nodes, self.q,
-                        nbytes, root, None, None, itemsize)
-        _, origin, target, _ = layout.outputs(self.rank)
-        return store + int(layout.size(origin, target).sum())
+        return self._engine.store_bytes(self.rank, collective, nbytes, root, self.variant,
+                                        self.algorithms.get(collective), itemsize) + written
 
     def _remember(self, name, args, arrays, run, send, recv):
         """Remember a call, once its runner is final (see :meth:`_runner`), as ``self._m<name>``.
