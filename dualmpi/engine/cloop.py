@@ -12,6 +12,9 @@ The cache is checked before it is loaded: beside ``rounds-<key>.so`` a record
 library that does not match its record (cut short by a full disk, or a foreign file at
 that path) is never opened: it is rebuilt, and when that fails the rounds run in
 Python, with one line on stderr saying why.
+
+:func:`build` is that machinery for any C source of the package built with ``mpicc``
+(``dualmpi exec``'s guard, :mod:`dualmpi.engine.guard`, is the other one).
 """
 
 import ctypes
@@ -25,13 +28,30 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["load", "reason", "SOURCE", "cache_dir"]
+__all__ = ["load", "reason", "build", "Library", "SOURCE", "cache_dir", "mpicc"]
 
 #: The C source of the loop.
 SOURCE = Path(__file__).with_name("rounds.c")
 
 #: The functions the engine calls; a library without them is not this loop.
 SYMBOLS = ("dualmpi_request_size", "dualmpi_fields", "dualmpi_run")
+
+
+class Library:
+    """A C source of the package built with ``mpicc`` into the cache (see :func:`build`).
+
+    ``name`` prefixes the cached file (``<name>-<key>.so``), ``symbols`` are functions the
+    library must have, ``what`` names it in warnings ("compiled round loop") and
+    ``instead`` says what happens without it ("rounds run in Python").
+    """
+
+    def __init__(self, name, source, symbols, what, instead):
+        self.name, self.source, self.symbols = name, Path(source), tuple(symbols)
+        self.what, self.instead = what, instead
+
+
+#: The round loop, as :func:`build` makes it.
+ROUNDS = Library("rounds", SOURCE, SYMBOLS, "compiled round loop", "rounds run in Python")
 
 _loaded = {}
 
@@ -48,6 +68,11 @@ def cache_dir():
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "dualmpi"
+
+
+def mpicc():
+    """Return the ``mpicc`` of the MPI library mpi4py uses (see :func:`_mpicc`), or None."""
+    return _mpicc()
 
 
 def _mpicc():
@@ -70,7 +95,7 @@ def load(library_version=""):
         if os.environ.get("DUALMPI_CLOOP", "1") == "0":
             why = "DUALMPI_CLOOP=0"
         else:
-            lib, why = _build(library_version)
+            lib, why = build(ROUNDS, library_version)
     except (OSError, subprocess.SubprocessError, ValueError) as exc:
         lib, why = None, f"{type(exc).__name__}: {exc}"
     if lib is not None:
@@ -82,12 +107,18 @@ def load(library_version=""):
     return lib
 
 
-def _build(library_version):
-    """Compile (or find and verify) the library; return ``(CDLL or None, reason)``."""
+def build(library, library_version="", mode=None):
+    """Compile (or find and verify) ``library``; return ``(CDLL or None, reason)``.
+
+    ``library`` is a :class:`Library`; ``library_version`` joins the cache key (the
+    source, the compiler's path and the machine are always in it); ``mode`` is passed to
+    :class:`ctypes.CDLL` (e.g. ``os.RTLD_GLOBAL``, so that libraries loaded later resolve
+    their symbols against it).  ``reason`` is "" when the library is in use, else why not.
+    """
     cc = _mpicc()
     if cc is None:
         return None, "no mpicc"
-    source = SOURCE.read_bytes()
+    source = library.source.read_bytes()
     key = hashlib.sha256(b"\0".join([source, cc.encode(), library_version.encode(),
                                      platform.machine().encode()])).hexdigest()[:16]
     folder = cache_dir()
@@ -98,28 +129,29 @@ def _build(library_version):
     except OSError:
         folder = Path(tempfile.gettempdir()) / f"dualmpi-{os.getuid()}"
         folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"rounds-{key}.so"
-    lib, problem = _open_verified(target)
+    target = folder / f"{library.name}-{key}.so"
+    lib, problem = _open_verified(target, library, mode)
     if lib is not None:
         return lib, ""
     import fcntl
 
     with open(folder / "build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        lib, problem = _open_verified(target)  # built meanwhile by a rank holding the lock?
+        lib, problem = _open_verified(target, library, mode)  # built meanwhile by another rank?
         if lib is not None:
             return lib, ""
-        why = _compile(cc, key, target)
+        why = _compile(cc, key, target, library)
         if why:
             if problem:
-                _warn(f"{target}: {problem}; rebuilding it failed ({why}): rounds run in Python")
+                _warn(library, f"{target}: {problem}; rebuilding it failed ({why}): "
+                      f"{library.instead}")
             return None, why
-        lib, again = _open_verified(target)
+        lib, again = _open_verified(target, library, mode)
     if lib is None:
-        _warn(f"{target}: rebuilt, but {again}: rounds run in Python")
+        _warn(library, f"{target}: rebuilt, but {again}: {library.instead}")
         return None, again
     if problem:
-        _warn(f"{target}: {problem}; rebuilt")
+        _warn(library, f"{target}: {problem}; rebuilt")
     return lib, ""
 
 
@@ -129,8 +161,8 @@ def _record(path):
     return f"{len(data)} {hashlib.sha256(data).hexdigest()}"
 
 
-def _open_verified(target):
-    """Return ``(CDLL, "")`` when ``target`` matches its record and has the loop's functions.
+def _open_verified(target, library=ROUNDS, mode=None):
+    """Return ``(CDLL, "")`` when ``target`` matches its record and has ``library``'s functions.
 
     Otherwise ``(None, problem)``; ``problem`` is "" when there is nothing to repair
     (no library yet, or one without a record: a cache from before records, rebuilt
@@ -150,26 +182,27 @@ def _open_verified(target):
         return None, (f"does not match its record ({size} bytes, recorded "
                       f"{expected.split()[0] if expected.split() else '?'}; cut short or replaced)")
     try:
-        lib = ctypes.CDLL(str(target))
+        lib = ctypes.CDLL(str(target)) if mode is None else ctypes.CDLL(str(target), mode=mode)
     except OSError as exc:
         return None, f"cannot be loaded ({exc})"
-    missing = [name for name in SYMBOLS if not hasattr(lib, name)]
+    missing = [name for name in library.symbols if not hasattr(lib, name)]
     if missing:
         import _ctypes
 
         _ctypes.dlclose(lib._handle)  # so that a rebuilt file at this path is loaded afresh
-        return None, f"is not the round loop (no {', '.join(missing)})"
+        kind = "the round loop" if library is ROUNDS else f"the {library.what}"
+        return None, f"is not {kind} (no {', '.join(missing)})"
     return lib, ""
 
 
-def _compile(cc, key, target):
+def _compile(cc, key, target, library=ROUNDS):
     """Build ``target`` and its record through temporary files and renames; return "" or why not."""
     tmp = note = None
     try:
         # a name of its own (another host may share the folder); the linker creates the file
-        tmp = target.parent / f".rounds-{key}-{os.getpid()}-{secrets.token_hex(4)}.so"
+        tmp = target.parent / f".{library.name}-{key}-{os.getpid()}-{secrets.token_hex(4)}.so"
         note = Path(f"{tmp}.sha256")
-        proc = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(tmp), str(SOURCE)],
+        proc = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(tmp), str(library.source)],
                               capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["?"])[-1]
@@ -186,6 +219,6 @@ def _compile(cc, key, target):
                 path.unlink(missing_ok=True)
 
 
-def _warn(text):
-    """Print one warning line about the compiled loop on stderr."""
-    print(f"dualmpi: warning: compiled round loop {text}", file=sys.stderr, flush=True)
+def _warn(library, text):
+    """Print one warning line about ``library`` on stderr."""
+    print(f"dualmpi: warning: {library.what} {text}", file=sys.stderr, flush=True)
