@@ -20,9 +20,9 @@ import zlib
 
 import numpy as np
 
-from . import arguments, calls, msgbuffer, neighbor, objects
+from . import arguments, calls, neighbor, objects, p2p
 from .collectives import registry
-from .errors import DualmpiError, InputError, LinkError, RankCountError
+from .errors import DualmpiError, InputError, RankCountError
 from .resources import ResourceError
 from .support import unsupported
 from .topology import Topology, from_spec
@@ -132,6 +132,10 @@ class Comm:
 
         self._nb = Progress(self._transport)
         neighbor.attach(self)
+        from .engine.router import Router
+
+        #: point-to-point to any rank (dualmpi.p2p); its link counts are stats()'s
+        self._router = Router(self._transport)
         #: every MPI method a description names, numbered (what the argument check compares)
         self._codes = {d.mpi: i + 1 for i, d in enumerate(
             registry.get(n) for n in registry.names()) if d.mpi}
@@ -140,7 +144,7 @@ class Comm:
         self._fast, self._gen, self._last = {}, 0, {}
         self._zero_copy = q == 1 and not verify and shape is None and drop is None
         self._baseline = None
-        self._p2p = {}
+        self._p2p = self._router.links
         self._allreduce_costs = None
         #: the last call of each method, repeated without its checks (:meth:`_remember`)
         self._forget()
@@ -199,6 +203,9 @@ class Comm:
     def Free(self):
         """Release the plans, persistent requests and the graph communicator."""
         self._forget()
+        if self._router is not None:
+            self._router.close()
+            self._router = None
         if self._engine is not None:
             neighbor.free(self)
         if self._nb is not None:
@@ -611,56 +618,100 @@ class Comm:
             self._allreduce_costs = costs(self.topology, self.q)
         return choose(nbytes, self._allreduce_costs)
 
-    # -- point to point, neighbours only -------------------------------------------------------
-    def _neighbour(self, peer, what):
-        if self.q != 1:
-            raise InputError(f"{what}: point-to-point needs one node per rank "
-                             f"(this communicator plays {self.q} nodes per rank)")
-        if peer not in self._transport._peer_set:
-            raise LinkError(self.rank, peer, self.topology.spec, what.lower())
-        return peer
-
-    def _count(self, dst, nbytes):
-        m, b = self._p2p.get((self.rank, dst), (0, 0))
-        self._p2p[(self.rank, dst)] = (m + 1, b + nbytes)
-
+    # -- point to point: any rank, routed over the links (dualmpi.p2p) -------------------------
     def Send(self, buf, dest, tag=0):
-        """Send to neighbour ``dest`` (a :class:`~dualmpi.errors.LinkError` for any other rank)."""
-        self._neighbour(dest, "Send")
-        self._count(dest, msgbuffer.simple(buf, role="send", what="Send buf").nbytes)
-        self._transport.control(f"Send to rank {dest}", self._transport.p2p.Send, buf, dest, tag)
+        """Send ``buf`` to rank ``dest``, routed over the links (mirrors ``Comm.Send``)."""
+        p2p.Send(self, buf, dest, tag)
 
-    def Recv(self, buf, source, tag=0, status=None):
-        """Receive from neighbour ``source``.
-
-        The message is probed first: one longer than ``buf`` is taken off the wire (so
-        the sender does not block) and refused with :class:`~dualmpi.errors.DualmpiError`,
-        where MPI itself would truncate (and Open MPI's wheel has crashed).
-        """
-        self._neighbour(source, "Recv")
-        MPI = self._MPI
-        room = msgbuffer.simple(buf, role="recv", what="Recv buf").nbytes
-        graph = self._transport.p2p
-        probe = MPI.Status()
-        self._transport.control(f"Recv from rank {source}", graph.Probe, source, tag, probe)
-        count = probe.Get_count(MPI.BYTE)
-        if count > room:
-            graph.Recv([np.empty(count, np.uint8), MPI.BYTE], source, tag)
-            raise DualmpiError(f"rank {self.rank}: receive buffer too small: rank {source} sent "
-                               f"{count} bytes, the buffer has {room}")
-        graph.Recv(buf, source, tag, status)
+    def Ssend(self, buf, dest, tag=0):
+        """Send and return once a receive matched it (mirrors ``Comm.Ssend``)."""
+        p2p.Ssend(self, buf, dest, tag)
 
     def Isend(self, buf, dest, tag=0):
-        """Start a send to neighbour ``dest``; returns an :class:`mpi4py.MPI.Request`."""
-        self._neighbour(dest, "Isend")
-        self._count(dest, msgbuffer.simple(buf, role="send", what="Isend buf").nbytes)
-        return self._transport.p2p.Isend(buf, dest, tag)
+        """Start a send; return an ``MPI.Request`` (mirrors ``Comm.Isend``)."""
+        return p2p.Isend(self, buf, dest, tag)
 
-    def Irecv(self, buf, source, tag=0):
-        """Start a receive from neighbour ``source``; returns an :class:`mpi4py.MPI.Request`."""
-        self._neighbour(source, "Irecv")
-        msgbuffer.simple(buf, role="recv", what="Irecv buf")
-        return self._transport.p2p.Irecv(buf, source, tag)
+    def Issend(self, buf, dest, tag=0):
+        """Start a synchronous send; return an ``MPI.Request`` (mirrors ``Comm.Issend``)."""
+        return p2p.Issend(self, buf, dest, tag)
+
+    def Recv(self, buf, source=None, tag=None, status=None):
+        """Receive into ``buf`` (mirrors ``Comm.Recv``: ``ANY_SOURCE``, ``ANY_TAG`` by default)."""
+        p2p.Recv(self, buf, source, tag, status)
+
+    def Irecv(self, buf, source=None, tag=None):
+        """Start a receive; return an ``MPI.Request`` (mirrors ``Comm.Irecv``)."""
+        return p2p.Irecv(self, buf, source, tag)
+
+    def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=None, recvtag=None,
+                 status=None):
+        """Send and receive in one call (mirrors ``Comm.Sendrecv``)."""
+        p2p.Sendrecv(self, sendbuf, dest, sendtag, recvbuf, source, recvtag, status)
+
+    def Sendrecv_replace(self, buf, dest, sendtag=0, source=None, recvtag=None, status=None):
+        """Send ``buf``, then receive into it (mirrors ``Comm.Sendrecv_replace``)."""
+        p2p.Sendrecv_replace(self, buf, dest, sendtag, source, recvtag, status)
+
+    def Probe(self, source=None, tag=None, status=None):
+        """Wait until a message can be received (mirrors ``Comm.Probe``)."""
+        return p2p.Probe(self, source, tag, status)
+
+    def Iprobe(self, source=None, tag=None, status=None):
+        """Return whether a message can be received now (mirrors ``Comm.Iprobe``)."""
+        return p2p.Iprobe(self, source, tag, status)
+
+    def Mprobe(self, source=None, tag=None, status=None):
+        """Wait for a message and match it (mirrors ``Comm.Mprobe``)."""
+        return p2p.Mprobe(self, source, tag, status)
+
+    def Improbe(self, source=None, tag=None, status=None):
+        """Match a message if one is there, else None (mirrors ``Comm.Improbe``)."""
+        return p2p.Improbe(self, source, tag, status)
+
+    def send(self, obj, dest, tag=0):
+        """Send a Python object (mirrors ``Comm.send``)."""
+        p2p.send(self, obj, dest, tag)
+
+    def ssend(self, obj, dest, tag=0):
+        """Send an object synchronously (mirrors ``Comm.ssend``)."""
+        p2p.ssend(self, obj, dest, tag)
+
+    def isend(self, obj, dest, tag=0):
+        """Start sending an object (mirrors ``Comm.isend``)."""
+        return p2p.isend(self, obj, dest, tag)
+
+    def issend(self, obj, dest, tag=0):
+        """Start sending an object synchronously (mirrors ``Comm.issend``)."""
+        return p2p.issend(self, obj, dest, tag)
+
+    def recv(self, buf=None, source=None, tag=None, status=None):
+        """Receive a Python object (mirrors ``Comm.recv``)."""
+        return p2p.recv(self, buf, source, tag, status)
+
+    def irecv(self, buf=None, source=None, tag=None):
+        """Start receiving an object; ``wait()`` returns it (mirrors ``Comm.irecv``)."""
+        return p2p.irecv(self, buf, source, tag)
+
+    def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=None, recvtag=None,
+                 status=None):
+        """Send an object and receive one (mirrors ``Comm.sendrecv``)."""
+        return p2p.sendrecv(self, sendobj, dest, sendtag, recvbuf, source, recvtag, status)
+
+    def probe(self, source=None, tag=None, status=None):
+        """Wait until a message can be received (mirrors ``Comm.probe``)."""
+        return p2p.probe(self, source, tag, status)
+
+    def iprobe(self, source=None, tag=None, status=None):
+        """Return whether a message can be received now (mirrors ``Comm.iprobe``)."""
+        return p2p.iprobe(self, source, tag, status)
+
+    def mprobe(self, source=None, tag=None, status=None):
+        """Wait for a message and match it (mirrors ``Comm.mprobe``)."""
+        return p2p.mprobe(self, source, tag, status)
+
+    def improbe(self, source=None, tag=None, status=None):
+        """Match a message if one is there, else None (mirrors ``Comm.improbe``)."""
+        return p2p.improbe(self, source, tag, status)
 
     # -- statistics ----------------------------------------------------------------------------
     def stats(self):

@@ -13,7 +13,10 @@ from .errors import DualmpiError
 __all__ = ["STATUS", "UnsupportedError", "unsupported", "markdown"]
 
 _COLL = "over links"
-_P2P = "point-to-point to any rank, routed over the links, is not there yet (issue 24)"
+_P2P = ("point-to-point to any rank, routed over the links (dualmpi.p2p; docs/p2p.md): "
+        "messages between one pair do not overtake")
+_P2P_MODES = ("buffered and ready modes, persistent and partitioned requests and Isendrecv are "
+              "not carried (use Send, Isend, Sendrecv: a routed message is buffered already)")
 _DERIVED = ("derived communicators whose traffic stays on the network are not there yet "
             "(issue 24)")
 _PERSISTENT = ("MPI-4 persistent collectives: not there yet (a plan is persistent already; "
@@ -44,16 +47,16 @@ _rows("links", "the blocking collective's plan run as a request (dualmpi.request
       "Ibcast Iscatter Iscatterv Igather Igatherv Iallgather Iallgatherv Ialltoall Ialltoallv "
       "Ialltoallw Ireduce Iallreduce Ireduce_scatter_block Ireduce_scatter Iscan Iexscan "
       "Ibarrier")
-_rows("neighbours", "a message over one link; another rank is a LinkError",
-      "Send Recv Isend Irecv")
+_rows("links", _P2P,
+      "Send Recv Isend Irecv Ssend Issend Sendrecv Sendrecv_replace Probe Iprobe Mprobe Improbe "
+      "send recv isend irecv ssend issend sendrecv probe iprobe mprobe improbe")
 _rows("local", "no data move", "Get_rank Get_size rank size Get_group group Is_inter Is_intra "
       "is_inter is_intra is_topo Get_topology Get_name Set_name name Get_attr Get_info Abort "
       "Free free")
-_rows("unsupported", _P2P,
-      "Ssend Bsend Rsend Issend Ibsend Irsend Send_init Ssend_init Bsend_init Rsend_init "
-      "Recv_init Psend_init Precv_init Sendrecv Sendrecv_replace Isendrecv Isendrecv_replace "
-      "Probe Iprobe Mprobe Improbe Attach_buffer Detach_buffer Flush_buffer Iflush_buffer "
-      "send recv isend irecv issend ssend bsend ibsend sendrecv probe iprobe mprobe improbe")
+_rows("unsupported", _P2P_MODES,
+      "Bsend Rsend Ibsend Irsend Send_init Ssend_init Bsend_init Rsend_init Recv_init "
+      "Psend_init Precv_init Isendrecv Isendrecv_replace Attach_buffer Detach_buffer "
+      "Flush_buffer Iflush_buffer bsend ibsend")
 _rows("unsupported", _DERIVED,
       "Dup Dup_with_info Idup Idup_with_info Clone Split Split_type Create Create_group "
       "Create_from_group Create_cart Create_graph Create_dist_graph Create_dist_graph_adjacent "

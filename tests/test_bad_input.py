@@ -209,17 +209,15 @@ USER_SCRIPTS = {
         n = 3 if net.Get_rank() == 2 else 4
         net.Allgather(np.zeros(4), np.zeros(4 * n))
         """, r"InputError: Allgather: (recvbuf has|arguments rejected on rank 2)"),
-    # on Q_2 nodes 0 and 3 are not neighbours; rank 3 waits for a message from rank 1 that
-    # never comes, ranks 1 and 2 in a barrier.
-    "send-to-non-neighbour": (4, """\
+    # on Q_2 every rank is reached by routing, but there is no rank 4; ranks 1 to 3 wait in a
+    # barrier rank 0 never reaches
+    "send-to-a-rank-out-of-range": (4, """\
         net = dualmpi.Comm(MPI.COMM_WORLD, "hypercube:n=2")
         buf = np.zeros(8, dtype=np.uint8)
         if net.Get_rank() == 0:
-            net.Send(buf, 3, 0)
-        elif net.Get_rank() == 3:
-            net.Recv(buf, 1, 0)
+            net.Send(buf, 4, 0)
         MPI.COMM_WORLD.Barrier()
-        """, r"LinkError: node 0 and node 3 are not neighbours in hypercube:n=2"),
+        """, r"InputError: Send: bad dest 4: a rank 0\.\.3, MPI\.PROC_NULL"),
 }
 
 

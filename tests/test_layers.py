@@ -26,7 +26,7 @@ LAYERS = (
     ("engine", ("dualmpi.engine",)),
     ("public face", ("dualmpi", "dualmpi.comm", "dualmpi.calls", "dualmpi.arguments",
                      "dualmpi.msgbuffer", "dualmpi.dlpack", "dualmpi.objects", "dualmpi.ops",
-                     "dualmpi.neighbor", "dualmpi.request", "dualmpi.support")),
+                     "dualmpi.neighbor", "dualmpi.p2p", "dualmpi.request", "dualmpi.support")),
     ("measure and apps", ("dualmpi.measure", "dualmpi.apps")),
     ("commands", ("dualmpi.commands", "dualmpi.cli", "dualmpi.__main__", "dualmpi.exec",
                   "dualmpi.export", "dualmpi.plotting")),

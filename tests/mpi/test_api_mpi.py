@@ -809,24 +809,28 @@ def test_point_to_point_with_neighbours(slot):
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("slot", ["one0", "one1"])
-def test_send_to_a_non_neighbour_is_a_link_error(slot):
-    """Send/Isend/Recv/Irecv to any rank that is not a neighbour raises LinkError, sends nothing."""
+def test_point_to_point_with_a_bad_rank_is_refused(slot):
+    """Send/Isend/Recv/Irecv with a rank out of range (or ANY_SOURCE as a destination) raise
+    an InputError that is MPI's ERR_RANK, and send nothing (any rank is reached by routing:
+    tests/mpi/test_p2p_routed_mpi.py)."""
     net = _net(slot)
-    topo = net.topology
-    strangers = [v for v in range(SIZE) if v != RANK and not topo.is_link(RANK, v)]
-    peers = strangers[:1] + [RANK, SIZE, MPI.PROC_NULL, MPI.ANY_SOURCE]
     net.reset_stats()
     problems = []
-    ops = {"send": lambda v: net.Send(np.zeros(2), v),
-           "isend": lambda v: net.Isend(np.zeros(2), v),
-           "recv": lambda v: net.Recv(np.zeros(2), v),
-           "irecv": lambda v: net.Irecv(np.zeros(2), v)}
-    for name, op in ops.items():
-        for v in peers:
-            err = _error_of(lambda: op(v), DualmpiError, Exception)
-            if err is None or err[0] != "LinkError" or \
-                    f"node {RANK} and node {v} are not neighbours in {topo.spec}" not in err[1]:
-                problems.append((name, v, err))
+    ops = {"Send": (lambda v: net.Send(np.zeros(2), v), "dest"),
+           "Isend": (lambda v: net.Isend(np.zeros(2), v), "dest"),
+           "Recv": (lambda v: net.Recv(np.zeros(2), v), "source"),
+           "Irecv": (lambda v: net.Irecv(np.zeros(2), v), "source")}
+    for name, (op, role) in ops.items():
+        bad = [SIZE, -7] + ([MPI.ANY_SOURCE] if role == "dest" else [])
+        for v in bad:
+            try:
+                op(v)
+                problems.append((name, v, "no error"))
+            except DualmpiError as exc:
+                if type(exc).__name__ != "InputError" or \
+                        exc.Get_error_class() != MPI.ERR_RANK or \
+                        not str(exc).startswith(f"{name}: bad {role} {v}: a rank 0..{SIZE - 1}"):
+                    problems.append((name, v, str(exc)))
     if net.stats()["messages"]:
         problems.append(("sent", net.stats()))
     assert _agree(not problems), problems
@@ -850,13 +854,13 @@ def test_recv_into_a_short_buffer_is_refused():
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("slot", ["many0"])
-def test_point_to_point_needs_one_node_per_rank(slot):
-    """With several nodes per rank, point-to-point is refused with an InputError."""
+def test_point_to_point_with_several_nodes_per_rank(slot):
+    """With several nodes per rank, point-to-point goes node to node (a ring of Sendrecv)."""
     net = _net(slot)
-    peer = (RANK + 1) % SIZE
-    err = _error_of(lambda: net.Send(np.zeros(2), peer))
-    assert _agree(err is not None and err[0] == "InputError"
-                  and "point-to-point needs one node per rank" in err[1]), err
+    got = np.zeros(2)
+    err = _error_of(lambda: net.Sendrecv(np.full(2, RANK, np.float64), (RANK + 1) % SIZE, 3,
+                                         got, (RANK - 1) % SIZE, 3))
+    assert _agree(err is None and got.tolist() == [(RANK - 1) % SIZE] * 2), (err, got)
 
 
 # -- options -------------------------------------------------------------------------------------

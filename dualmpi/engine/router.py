@@ -1,0 +1,969 @@
+"""The router: point-to-point messages between any two ranks, forwarded hop by hop over the links.
+
+A message from rank ``a`` to rank ``b`` travels the network's route between a node of ``a``
+and a node of ``b`` (:func:`node_pair`; ``topology.route(u, v)``, the detour under faults).
+Two channels, both duplicates of the graph communicator (edges: the ranks joined by a link):
+
+*direct*
+    When the route leaves ``a`` once and enters ``b`` (one hop between the ranks, e.g.
+    neighbours with one node per rank), the message is one MPI message on the transport's
+    ``p2p`` communicator, without header, the user's tag as MPI tag.
+*routed*
+    Otherwise a 64-byte header (kind, source rank, tag, route's nodes, position,
+    identifier) and the packed payload travel as one MPI message per rank-to-rank hop on a
+    communicator of the router's own; every rank on the way receives it and sends it on to
+    the rank playing the route's next node.  Hops between two nodes of one rank are local.
+
+Receives follow MPI's matching: posted receives in the order posted, arrived messages in the
+order they arrived (per sender the send order: the route is fixed and every hop FIFO), a
+message taken by the earliest posted receive that matches it.  Routed messages arrive
+through the router's progress (:meth:`Router.step`); direct ones stay in MPI until a
+receive takes them (``Mprobe`` then ``Mrecv``: a message longer than the buffer is
+received into scratch and refused, never truncated by MPI -- Open MPI's wheel corrupts
+its heap on a truncated rendezvous message).
+
+Progress: with ``MPI_THREAD_MULTIPLE`` (mpi4py's default) a daemon thread forwards and
+delivers while the rank's own thread computes or waits anywhere (in a collective's
+compiled loop, in MPI); it polls with ``Improbe`` and sleeps between polls, longer the
+longer nothing happens (:data:`POLL`).  A rank's own waits in dualmpi poll too, or block
+in ``MPI_Mprobe`` when nothing else can take the message.  Without it, messages move only
+inside dualmpi calls.  docs/p2p.md has the design, its costs and the measurements.
+"""
+
+import atexit
+import os
+import sys
+import threading
+import time
+import traceback
+
+import numpy as np
+from mpi4py import MPI
+
+from ..errors import DualmpiError, mpi_error
+
+__all__ = ["Router", "Request", "Arrival", "node_pair", "POLL", "HEADER_BYTES"]
+
+#: Bytes of a routed message's header: 8 int64 words.
+HEADER_BYTES = 64
+#: Header words.
+_KIND, _SRC, _TAG, _U, _V, _POS, _IDENT = range(7)
+#: Kinds of routed message: data, data whose sender waits for the match (Ssend), the ack.
+DATA, SYNC, ACK = 1, 2, 3
+
+#: Polling of the progress thread and of a rank's own waits (seconds): after traffic it
+#: yields (``sleep(0)``) for ``spin``, then sleeps from ``first`` doubling up to ``hot``
+#: while this rank has receives posted, sends unacknowledged or saw traffic within
+#: ``warm``, else up to ``cold``.  A rank's own waits use ``hot`` as their cap.
+POLL = {"spin": 2e-4, "first": 2e-5, "hot": 2e-4, "warm": 0.05, "cold": 2e-3}
+
+#: Pairs of nodes tried per rank pair (the first ``PAIR_NODES`` nodes of each rank).
+PAIR_NODES = 32
+
+#: Environment switch: ``DUALMPI_PROGRESS_THREAD=0`` runs without the progress thread.
+ENV_THREAD = "DUALMPI_PROGRESS_THREAD"
+
+_LIVE = []  # routers not yet closed, in creation order (closed at exit, collectively)
+_HOOKED = []
+
+
+def node_pair(topo, q, a, b, limit=PAIR_NODES):
+    """Return ``(u, v)``: the nodes of ranks ``a`` and ``b`` whose route carries ``a -> b``.
+
+    Among the first ``limit`` nodes of each rank (every node when ``q <= limit``), the pair
+    with the fewest hops on its route, then the fewest hops between ranks, then the smallest
+    ``(u, v)``; dead nodes (under faults) are skipped.  A rank to itself is ``(a*q, a*q)``.
+
+    >>> from dualmpi.topology import from_spec
+    >>> node_pair(from_spec("dualcube:r=2"), 1, 0, 5)
+    (0, 5)
+    >>> node_pair(from_spec("hypercube:n=3"), 2, 0, 3)   # nodes 0, 1 and 6, 7: 2 hops each
+    (0, 6)
+    >>> node_pair(from_spec("hypercube:n=3"), 2, 0, 2)   # nodes 0, 1 and 4, 5: 0 -> 4 is 1 hop
+    (0, 4)
+    """
+    if a == b:
+        return a * q, a * q
+    alive = getattr(topo, "alive", None)
+    best = None
+    k = min(q, limit)
+    for u in range(a * q, a * q + k):
+        if alive is not None and not alive(u):
+            continue
+        for v in range(b * q, b * q + k):
+            if alive is not None and not alive(v):
+                continue
+            try:
+                path = topo.route(u, v)
+            except DualmpiError:
+                continue
+            changes = sum(1 for x, y in zip(path, path[1:]) if x // q != y // q)
+            key = (len(path) - 1, changes, u, v)
+            if best is None or key < best:
+                best = key
+    if best is None:
+        raise DualmpiError(f"rank {b} cannot be reached from rank {a} on {topo.spec}: the "
+                           "faults cut every route off")
+    return best[2], best[3]
+
+
+class Arrival:
+    """A message that arrived at this rank and waits for a receive (routed or to itself)."""
+
+    __slots__ = ("src", "tag", "payload", "sync")
+
+    def __init__(self, src, tag, payload, sync):
+        self.src, self.tag, self.payload, self.sync = src, tag, payload, sync
+
+
+class _State:
+    """What a request of the router is: a posted receive, or a send (waiting for its ack)."""
+
+    __slots__ = ("router", "source", "tag", "buf", "finish", "done", "error", "src", "rtag",
+                 "nbytes", "cancelled", "greq", "payload", "keep_payload", "recv", "what", "req",
+                 "__weakref__")
+
+    def __init__(self, router, recv, source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, buf=None,
+                 finish=None, keep_payload=False, what="", request=False):
+        self.router, self.recv, self.what = router, recv, what
+        self.source, self.tag, self.buf, self.finish = source, tag, buf, finish
+        self.keep_payload = keep_payload
+        self.done, self.error, self.cancelled, self.greq, self.payload = False, None, False, None, None
+        self.src, self.rtag, self.nbytes = MPI.ANY_SOURCE, MPI.ANY_TAG, 0
+        #: the MPI request (made before the state is published: the progress completes it)
+        self.req = _new_request(self) if request else None
+
+    def matches(self, src, tag):
+        return (self.source == MPI.ANY_SOURCE or self.source == src) and \
+            (self.tag == MPI.ANY_TAG or self.tag == tag)
+
+
+def _query(status, state):
+    status.source, status.tag = state.src, state.rtag
+    status.error = MPI.ERR_TRUNCATE if state.error is not None else MPI.SUCCESS
+    status.Set_elements(MPI.BYTE, state.nbytes)
+    status.Set_cancelled(state.cancelled)
+
+
+def _free(state):
+    state.greq = None
+
+
+def _cancel(completed, state):
+    if not completed:
+        state.router.cancel(state)
+
+
+class Request(MPI.Grequest):
+    """A point-to-point request of the router: an MPI generalized request.
+
+    It is an ``MPI.Request``, so it goes in the lists of ``MPI.Request.Waitall`` and the
+    other class methods, and in ``dualmpi.Request``'s; the progress (thread or call) that
+    delivers its message completes it.  ``Wait``/``Test`` on the request itself advance the
+    router in this thread, and a failed receive (a buffer too small) raises dualmpi's error
+    (also an ``MPI.Exception`` of class ``ERR_TRUNCATE``).  ``wait``/``test`` return the
+    received object of an ``irecv``.
+    """
+
+    def _done(self):
+        state = getattr(self, "_state", None)
+        return state is None or state.done
+
+    def Wait(self, status=None):
+        """Wait for completion (this thread advances the router meanwhile); return True."""
+        state = getattr(self, "_state", None)
+        if state is not None and not state.done:
+            state.router.wait_for(state)
+        return self._finish(MPI.Grequest.Wait, status)
+
+    def Test(self, status=None):
+        """Return True once complete (the request is then inactive)."""
+        state = getattr(self, "_state", None)
+        if state is not None and not state.done:
+            state.router.poke()
+            if not state.done:
+                return False
+        return self._finish(MPI.Grequest.Test, status)
+
+    def _finish(self, call, status):
+        state = getattr(self, "_state", None)
+        try:
+            return call(self, status)
+        except MPI.Exception:
+            if state is not None and state.error is not None:
+                raise state.error from None
+            raise
+
+    def wait(self, status=None):
+        """Wait for completion; return the received object (an ``irecv``) or None."""
+        self.Wait(status)
+        return self._object()
+
+    def test(self, status=None):
+        """Return ``(flag, object)``: the received object of an ``irecv`` once complete."""
+        if not self.Test(status):
+            return False, None
+        return True, self._object()
+
+    def _object(self):
+        state = getattr(self, "_state", None)
+        if state is None or not state.keep_payload or state.payload is None:
+            return None
+        payload, state.payload = state.payload, None
+        return MPI.pickle.loads(payload)
+
+    def Get_status(self, status=None):
+        """Return whether the request is complete, without completing it."""
+        state = getattr(self, "_state", None)
+        if state is not None and not state.done:
+            state.router.poke()
+        return MPI.Grequest.Get_status(self, status)
+
+    cancel = MPI.Grequest.Cancel
+    get_status = Get_status
+
+
+def _new_request(state):
+    greq = MPI.Grequest.Start(_query, _free, _cancel, args=(state,))
+    state.greq = greq
+    req = Request(greq)
+    req._state = state
+    return req
+
+
+class _Links(dict):
+    """Link counts ``{(u, v): (messages, bytes)}``: this thread's in the dict, the router's
+    progress's in :attr:`moved` (read under its lock); :meth:`items` merges them."""
+
+    def __init__(self, lock):
+        super().__init__()
+        self.lock = lock
+        self.moved = {}
+
+    def items(self):
+        with self.lock:
+            moved = [(k, tuple(v)) for k, v in self.moved.items()]
+        out = dict(dict.items(self))
+        for k, (m, n) in moved:
+            m0, n0 = out.get(k, (0, 0))
+            out[k] = (m0 + m, n0 + n)
+        return list(out.items())
+
+
+class _Route:
+    """One ordered rank pair's route: its nodes, its first leg and how it ends."""
+
+    __slots__ = ("u", "v", "path", "direct", "first", "tail", "via")
+
+    def __init__(self, router, a, b):
+        topo, q = router.topo, router.q
+        self.u, self.v = node_pair(topo, q, a, b)
+        self.path = router.path(self.u, self.v)
+        hops, nxt, j = router.walk(self.u, self.v, 0)
+        #: this rank's hops and the next rank (and position), from the start of the route
+        self.first = (tuple(hops), nxt, j)
+        ranks = [a] + [y // q for x, y in zip(self.path, self.path[1:]) if x // q != y // q]
+        self.via = tuple(ranks[1:-1])
+        self.direct = a != b and len(ranks) == 2
+        #: the receiving rank's local hops after a direct message enters it
+        self.tail = tuple(router.walk(self.u, self.v, j)[0]) if self.direct else ()
+
+
+class Router:
+    """Point-to-point between any two ranks of one :class:`~dualmpi.engine.mpi.MPITransport`.
+
+    Creating one is collective over the transport's ranks (it duplicates the graph
+    communicator); so is :meth:`close`, which waits until every routed message in flight
+    has arrived.
+
+    Parameters
+    ----------
+    transport : MPITransport
+        Its ``topo``, ``q``, ``rank``, ``graph``, ``p2p`` (the direct channel), ``ctl``
+        (the termination's reductions) and ``watchdog``.
+    threaded : bool, optional
+        Run the progress thread (default: when MPI gives ``MPI_THREAD_MULTIPLE`` and
+        ``DUALMPI_PROGRESS_THREAD`` is not ``0``).
+    """
+
+    def __init__(self, transport, threaded=None):
+        self.transport = transport
+        self.topo, self.q, self.rank = transport.topo, transport.q, transport.rank
+        self.size = transport.ctl.Get_size()
+        self.wd = transport.watchdog
+        self.direct = transport.p2p
+        self.wd.arm("building the point-to-point router's communicator", ())
+        try:
+            self.routed = transport.graph.Dup()
+        finally:
+            self.wd.disarm()
+        self.peers = transport._peer_set
+        self.lock = threading.Lock()
+        self.links = _Links(self.lock)
+        self.posted, self.mailbox = [], []
+        self._out_reqs, self._out_bufs = [], []
+        self.acks = {}  # ident -> state of a sync send waiting for its ack
+        self.originated = self.arrived = 0
+        self._ident = 0
+        self._routes, self._paths, self._walks = {}, {}, {}
+        self._status = MPI.Status()
+        self._main_status = MPI.Status()
+        self._direct_in = self._all_direct = None
+        self._described = {}
+        self._last = time.monotonic()
+        self.failure = None
+        self._stop = threading.Event()
+        level = MPI.Query_thread()
+        if threaded is None:
+            threaded = level >= MPI.THREAD_MULTIPLE and os.environ.get(ENV_THREAD, "1") != "0"
+        elif threaded and level < MPI.THREAD_MULTIPLE:
+            raise DualmpiError("the router's progress thread needs MPI_THREAD_MULTIPLE "
+                               f"(MPI gives thread level {level})")
+        self.threaded = bool(threaded)
+        self.thread = None
+        if self.threaded:
+            self.thread = threading.Thread(target=self._run, name="dualmpi-router", daemon=True)
+            self.thread.start()
+        _LIVE.append(self)
+        _hook()
+
+    # -- routes ------------------------------------------------------------------------------
+    def path(self, u, v):
+        """Return the route ``u -> v`` as a tuple of nodes (cached)."""
+        key = (u, v)
+        p = self._paths.get(key)
+        if p is None:
+            p = self._paths[key] = tuple(int(x) for x in self.topo.route(u, v))
+        return p
+
+    def walk(self, u, v, i):
+        """Return ``(hops, next_rank, j)``: from position ``i`` of route ``u -> v``, the hops
+        leaving this rank's nodes, the rank the message goes to next (None: it has arrived)
+        and its position there."""
+        key = (u, v, i)
+        w = self._walks.get(key)
+        if w is None:
+            path, q = self.path(u, v), self.q
+            r, hops, j, nxt = path[i] // q, [], i, None
+            while j < len(path) - 1:
+                hops.append((path[j], path[j + 1]))
+                j += 1
+                if path[j] // q != r:
+                    nxt = path[j] // q
+                    break
+            if r == self.rank and nxt is not None and nxt not in self.peers:  # pragma: no cover
+                raise DualmpiError(f"rank {self.rank} would forward to rank {nxt}, which plays "
+                                   "no neighbour of its nodes")
+            w = self._walks[key] = (tuple(hops), nxt, j)
+        return w
+
+    def route(self, a, b):
+        """Return the :class:`_Route` of ranks ``a -> b`` (cached)."""
+        key = (a, b)
+        r = self._routes.get(key)
+        if r is None:
+            r = self._routes[key] = _Route(self, a, b)
+        return r
+
+    def is_direct(self, a, b):
+        """True when messages ``a -> b`` cross one link between the two ranks (no header)."""
+        return self.route(a, b).direct
+
+    def direct_in(self):
+        """True when some rank sends to this one directly (ANY_SOURCE looks at the channel)."""
+        if self._direct_in is None:
+            self._direct_in = any(self.route(s, self.rank).direct for s in sorted(self.peers))
+        return self._direct_in
+
+    # -- counting ----------------------------------------------------------------------------
+    def count_main(self, hops, nbytes):
+        """Count a message's ``hops`` on this thread's links (the caller's thread only)."""
+        links = self.links
+        for key in hops:
+            m, n = dict.get(links, key, (0, 0))
+            dict.__setitem__(links, key, (m + 1, n + nbytes))
+
+    def _count(self, hops, nbytes):
+        moved = self.links.moved
+        for key in hops:
+            c = moved.get(key)
+            if c is None:
+                moved[key] = [1, nbytes]
+            else:
+                c[0] += 1
+                c[1] += nbytes
+
+    # -- sending -----------------------------------------------------------------------------
+    def _message(self, kind, dest, tag, payload, ident=0):
+        """Return a routed message ``[header | payload]`` from this rank to ``dest``."""
+        r = self.route(self.rank, dest)
+        n = 0 if payload is None else payload.size
+        buf = np.empty(HEADER_BYTES + n, dtype=np.uint8)
+        buf[:HEADER_BYTES].view(np.int64)[:] = (kind, self.rank, tag, r.u, r.v, 0, ident, 0)
+        if n:
+            buf[HEADER_BYTES:] = payload
+        return buf
+
+    def _launch(self, buf):
+        """Send routed message ``buf`` from position ``buf``'s header on (under the lock)."""
+        hdr = buf[:HEADER_BYTES].view(np.int64)
+        u, v, i = int(hdr[_U]), int(hdr[_V]), int(hdr[_POS])
+        hops, nxt, j = self.walk(u, v, i)
+        self._count(hops, buf.size - HEADER_BYTES)
+        if nxt is None:
+            return False
+        hdr[_POS] = j
+        self._out_reqs.append(self.routed.Isend([buf, MPI.BYTE], nxt, 0))
+        self._out_bufs.append(buf)
+        return True
+
+    def send_routed(self, payload, dest, tag, sync=False, request=False):
+        """Start a routed message (``payload``: uint8 array, copied).
+
+        Returns the state of the send: done at once (buffered), or for ``sync`` once the
+        receiver matched the message; with ``request`` its MPI request is ``state.req``.
+        """
+        state = _State(self, False, what=f"Ssend to rank {dest}", request=request)
+        with self.lock:
+            ident = 0
+            if sync:
+                self._ident += 1
+                ident = self._ident
+                self.acks[ident] = state
+            buf = self._message(SYNC if sync else DATA, dest, tag, payload, ident)
+            self.originated += 1
+            self._launch(buf)
+            if not sync:
+                self._complete(state)
+        return state
+
+    def send_self(self, payload, tag, sync=False, request=False):
+        """A message to this rank itself (copied): delivered now, no link used; returns the
+        state of the send (see :meth:`send_routed`)."""
+        state = _State(self, False, what="Ssend to this rank", request=request)
+        with self.lock:
+            ident = 0
+            if sync:
+                self._ident += 1
+                ident = self._ident
+                self.acks[ident] = state
+            self._deliver(Arrival(self.rank, tag, np.array(payload, dtype=np.uint8, copy=True),
+                                  ident))
+            if not sync:
+                self._complete(state)
+        return state
+
+    def _ack(self, src, ident):
+        """Tell rank ``src`` its sync message ``ident`` was matched (under the lock)."""
+        if src == self.rank:
+            self._acked(ident)
+            return
+        self.originated += 1
+        self._launch(self._message(ACK, src, 0, None, ident))
+
+    def _acked(self, ident):
+        state = self.acks.pop(ident, None)
+        if state is not None:
+            self._complete(state)
+
+    # -- progress ----------------------------------------------------------------------------
+    def step(self):
+        """Advance once: finished sends, routed arrivals, direct messages for posted
+        receives (under the lock).  Return True when something moved."""
+        did = False
+        if self._out_reqs:
+            done = MPI.Request.Testsome(self._out_reqs)
+            if done:
+                keep = set(range(len(self._out_reqs))) - set(done)
+                self._out_reqs = [self._out_reqs[i] for i in sorted(keep)]
+                self._out_bufs = [self._out_bufs[i] for i in sorted(keep)]
+                did = True
+        st = self._status
+        routed = self.routed
+        while True:
+            msg = routed.Improbe(MPI.ANY_SOURCE, MPI.ANY_TAG, st)
+            if msg is None:
+                break
+            buf = np.empty(st.Get_count(MPI.BYTE), dtype=np.uint8)
+            msg.Recv([buf, MPI.BYTE])
+            self._arrive(buf)
+            did = True
+        if self.posted:
+            did = self._pull_direct() or did
+        if did:
+            self._last = time.monotonic()
+        return did
+
+    def _arrive(self, buf):
+        """A routed message came in: forward it, or it has arrived here."""
+        if self._launch(buf):
+            return
+        self.arrived += 1
+        hdr = buf[:HEADER_BYTES].view(np.int64)
+        kind, src, tag, ident = int(hdr[_KIND]), int(hdr[_SRC]), int(hdr[_TAG]), int(hdr[_IDENT])
+        if kind == ACK:
+            self._acked(ident)
+            return
+        self._deliver(Arrival(src, tag, buf[HEADER_BYTES:], ident if kind == SYNC else 0))
+
+    def _deliver(self, arrival):
+        """Give an arrived message to the earliest posted receive matching it, else keep it."""
+        for state in self.posted:
+            if state.matches(arrival.src, arrival.tag):
+                self.posted.remove(state)
+                self._fill(state, arrival)
+                return
+        self.mailbox.append(arrival)
+
+    def take(self, source, tag):
+        """Remove and return the earliest kept message matching ``(source, tag)``, or None
+        (under the lock)."""
+        for i, a in enumerate(self.mailbox):
+            if (source == MPI.ANY_SOURCE or a.src == source) and \
+                    (tag == MPI.ANY_TAG or a.tag == tag):
+                del self.mailbox[i]
+                return a
+        return None
+
+    def peek(self, source, tag):
+        """Return the earliest kept message matching ``(source, tag)`` without removing it."""
+        for a in self.mailbox:
+            if (source == MPI.ANY_SOURCE or a.src == source) and \
+                    (tag == MPI.ANY_TAG or a.tag == tag):
+                return a
+        return None
+
+    def matched(self, arrival):
+        """A kept message was taken by a receive: acknowledge a sync send (under the lock)."""
+        if arrival.sync:
+            self._ack(arrival.src, arrival.sync)
+
+    def _fill(self, state, arrival):
+        """Complete posted receive ``state`` with an arrived message."""
+        payload = arrival.payload
+        n = payload.size
+        state.src, state.rtag, state.nbytes = arrival.src, arrival.tag, n
+        if state.keep_payload:
+            state.payload = payload
+        elif n > state.buf.size:
+            state.error = truncated(self.rank, arrival.src, n, state.buf.size)
+        else:
+            state.buf[:n] = payload
+        self.matched(arrival)
+        self._complete(state)
+
+    def _pull_direct(self):
+        """Take direct messages for posted receives, each by the earliest that matches it."""
+        did = False
+        st = self._status
+        for state in tuple(self.posted):
+            if state.done or state not in self.posted:
+                continue
+            src = state.source
+            if src == MPI.ANY_SOURCE:
+                if not self.direct_in():
+                    continue
+            elif not self.route(src, self.rank).direct:
+                continue
+            msg = self.direct.Improbe(src, state.tag, st)
+            if msg is None:
+                continue
+            s, t = st.source, st.tag
+            first = next(p for p in self.posted if p.matches(s, t))
+            self.posted.remove(first)
+            self.take_direct(first, msg, st, self._count)
+            did = True
+        return did
+
+    def take_direct(self, state, msg, st, count):
+        """Receive direct message ``msg`` (probed: ``st``) for ``state``; count its last hops."""
+        s = st.source
+        n = st.Get_count(MPI.BYTE)
+        state.src, state.rtag, state.nbytes = s, st.tag, n
+        if state.keep_payload:
+            state.payload = bytearray(n)
+            msg.Recv([state.payload, MPI.BYTE])
+        elif n > state.buf.size:
+            msg.Recv([np.empty(n, np.uint8), MPI.BYTE])
+            state.error = truncated(self.rank, s, n, state.buf.size)
+        else:
+            msg.Recv([state.buf, n, MPI.BYTE])
+        tail = self.route(s, self.rank).tail
+        if tail:
+            count(tail, n)
+        self._complete(state)
+
+    def _complete(self, state):
+        """Mark ``state`` done: unpack (its ``finish``), complete its MPI request."""
+        if state.done:
+            return
+        if state.finish is not None and state.error is None and not state.cancelled:
+            try:
+                state.finish()
+            except Exception as exc:  # noqa: BLE001 - reported by the request's wait
+                state.error = exc
+        state.done = True
+        if state.greq is not None:
+            state.greq.Complete()
+
+    def cancel(self, state):
+        """Cancel a posted receive not yet matched (``MPI.Request.Cancel``)."""
+        with self.lock:
+            if state.done or state not in self.posted:
+                return
+            self.posted.remove(state)
+            state.cancelled = True
+            self._complete(state)
+
+    # -- receiving -----------------------------------------------------------------------------
+    def post(self, source, tag, buf=None, finish=None, keep_payload=False, what="Irecv",
+             request=False):
+        """Post a receive into ``buf`` (uint8, writable) and return its state (with
+        ``request``, its MPI request is ``state.req``); a kept message that matches
+        completes it at once."""
+        state = _State(self, True, source, tag, buf, finish, keep_payload, what, request)
+        with self.lock:
+            arrival = self.take(source, tag)
+            if arrival is not None:
+                self._fill(state, arrival)
+            else:
+                self.posted.append(state)
+        return state
+
+    @staticmethod
+    def request(state):
+        """Return (and forget) the MPI request of ``state``."""
+        req, state.req = state.req, None
+        return req
+
+    def done_request(self, src=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, nbytes=0, payload=None):
+        """Return a request that is already complete (a received message, ``payload``: an
+        object's pickle)."""
+        state = _State(self, payload is not None, keep_payload=payload is not None,
+                       request=True)
+        state.src, state.rtag, state.nbytes, state.payload = src, tag, nbytes, payload
+        self._complete(state)
+        return self.request(state)
+
+    def intersects(self, source, tag):
+        """True when a posted receive could take a message ``(source, tag)``."""
+        for p in self.posted:
+            if (p.source == MPI.ANY_SOURCE or source == MPI.ANY_SOURCE or p.source == source) \
+                    and (p.tag == MPI.ANY_TAG or tag == MPI.ANY_TAG or p.tag == tag):
+                return True
+        return False
+
+    def recv(self, buf, source, tag, status=None, what="Recv", keep_payload=False):
+        """Blocking receive into ``buf`` (uint8, writable), or of an object's pickle.
+
+        Returns ``(nbytes, payload)`` (``payload``: the pickle with ``keep_payload``);
+        ``status`` gets the source, tag and count.  A message from one direct source that
+        no posted receive could take is probed and received here in MPI (``Mprobe``, then
+        ``Mrecv``), as a plain ``Recv``; any other waits for the router's progress.
+        """
+        if source != MPI.ANY_SOURCE:
+            fast = self.route(source, self.rank).direct
+        else:
+            fast = self.all_direct_in() and self.peek(source, tag) is None
+        if fast and (not self.posted or not self.intersects(source, tag)):
+            st = status if status is not None else self._main_status
+            wd = self.wd
+            if wd.deadline > 0:
+                where, peers = self.describe(what, source)
+                wd.arm(where, peers)
+                try:
+                    msg = self.direct.Mprobe(source, tag, st)
+                finally:
+                    wd.disarm()
+            else:
+                msg = self.direct.Mprobe(source, tag, st)
+            n = st.Get_count(MPI.BYTE)
+            src = st.source
+            if keep_payload:
+                payload = bytearray(n)
+                msg.Recv([payload, MPI.BYTE])
+            elif n > buf.size:
+                msg.Recv([np.empty(n, np.uint8), MPI.BYTE])
+                raise truncated(self.rank, src, n, buf.size)
+            else:
+                payload = None
+                msg.Recv([buf, n, MPI.BYTE])
+            if self.q > 1:
+                tail = self.route(src, self.rank).tail
+                if tail:
+                    with self.lock:
+                        self._count(tail, n)
+            return n, payload
+        state = self.post(source, tag, buf, keep_payload=keep_payload, what=what)
+        self.wait_for(state)
+        if status is not None:
+            fill_status(status, state.src, state.rtag, state.nbytes)
+        if state.error is not None:
+            raise state.error
+        return state.nbytes, state.payload
+
+    def all_direct_in(self):
+        """True when every other rank sends to this one directly (ANY_SOURCE needs no router)."""
+        if self._all_direct is None:
+            self._all_direct = all(self.route(s, self.rank).direct
+                                   for s in range(self.size) if s != self.rank)
+        return self._all_direct
+
+    def iprobe(self, source, tag, status=None, remove=False):
+        """Look for a message ``(source, tag)`` (after one step of progress).
+
+        Returns None, or the arrival kept here, or ``(MPI.Message, nbytes)`` of a direct
+        one when ``remove`` (then matched: no other receive can take it), or True.  The
+        status gets its source, tag and count.
+        """
+        with self.lock:
+            self.step()
+            a = self.take(source, tag) if remove else self.peek(source, tag)
+            if a is not None and remove:
+                self.matched(a)
+        if a is not None:
+            if status is not None:
+                fill_status(status, a.src, a.tag, a.payload.size)
+            return a
+        if source == MPI.ANY_SOURCE:
+            if not self.direct_in():
+                return None
+        elif not self.route(source, self.rank).direct:
+            return None
+        st = status if status is not None else self._main_status
+        if remove:
+            msg = self.direct.Improbe(source, tag, st)
+            return None if msg is None else (msg, st.Get_count(MPI.BYTE), st.source, st.tag)
+        return True if self.direct.Iprobe(source, tag, st) else None
+
+    def probe(self, source, tag, status=None, remove=False, what="Probe"):
+        """Wait for a message ``(source, tag)``: see :meth:`iprobe`."""
+        if source != MPI.ANY_SOURCE and self.route(source, self.rank).direct and \
+                not self.intersects(source, tag):
+            st = status if status is not None else self._main_status
+            where, peers = self.describe(what, source)
+            self.wd.arm(where, peers)
+            try:
+                if remove:
+                    msg = self.direct.Mprobe(source, tag, st)
+                    return msg, st.Get_count(MPI.BYTE), st.source, st.tag
+                self.direct.Probe(source, tag, st)
+                return True
+            finally:
+                self.wd.disarm()
+        found = []
+
+        def done():
+            got = self.iprobe(source, tag, status, remove)
+            if got is not None:
+                found.append(got)
+            return bool(found)
+
+        where, peers = self.describe(what, source)
+        self.wait_until(done, where, peers)
+        return found[0]
+
+    def count_tail(self, src, nbytes):
+        """Count the hops inside this rank of a direct message from ``src`` it received."""
+        if self.q > 1:
+            tail = self.route(src, self.rank).tail
+            if tail:
+                with self.lock:
+                    self._count(tail, nbytes)
+
+    def poke(self):
+        """Advance once from this thread."""
+        self.check()
+        with self.lock:
+            self.step()
+
+    def check(self):
+        """Raise the progress thread's failure, if it failed."""
+        if self.failure is not None:
+            raise DualmpiError(f"rank {self.rank}: the point-to-point router failed: "
+                               f"{self.failure}")
+
+    def describe(self, what, source):
+        """Return ``(where, peers)`` for the watchdog of a wait for ``source`` (cached)."""
+        key = (what, source)
+        got = self._described.get(key)
+        if got is None:
+            got = self._described[key] = self._describe(what, source)
+        return got
+
+    def _describe(self, what, source):
+        note = "" if self.threaded else (
+            " (no progress thread: MPI gives less than MPI_THREAD_MULTIPLE, so a routed "
+            "message moves only while the ranks on its route are inside dualmpi calls)")
+        if source in (MPI.ANY_SOURCE, None):
+            return f"{what} from any source{note}", ()
+        r = self.route(source, self.rank)
+        via = f", routed via ranks {', '.join(map(str, r.via))}" if r.via else ""
+        return f"{what} from rank {source}{via}{note}", (source,)
+
+    def wait_until(self, done, where, peers):
+        """Advance from this thread until ``done()``, under the watchdog."""
+        if done():
+            return
+        self.check()
+        wd = self.wd
+        wd.arm(where, peers)
+        try:
+            delay, last = 0.0, time.monotonic()
+            spin, first, cap = POLL["spin"], POLL["first"], POLL["hot"]
+            while True:
+                with self.lock:
+                    did = self.step()
+                if done():
+                    return
+                self.check()
+                now = time.monotonic()
+                if did:
+                    last, delay = now, 0.0
+                elif now - last > spin:
+                    delay = min(cap, max(first, delay * 2))
+                time.sleep(delay)
+        finally:
+            wd.disarm()
+
+    def wait_for(self, state):
+        """Wait until request ``state`` is done (this thread advancing the router).
+
+        A receive from one direct source that no other posted receive could take is
+        received here with a blocking ``MPI_Mprobe``, as a plain ``Recv`` would.
+        """
+        if state.done:
+            return
+        src = state.source
+        if state.recv and src != MPI.ANY_SOURCE and self.route(src, self.rank).direct:
+            with self.lock:
+                mine = state in self.posted and not any(
+                    p is not state and (p.source in (src, MPI.ANY_SOURCE)) and
+                    (p.tag == MPI.ANY_TAG or state.tag == MPI.ANY_TAG or p.tag == state.tag)
+                    for p in self.posted)
+                if mine:
+                    self.posted.remove(state)
+            if mine:
+                st = self._main_status
+                where, peers = self.describe(state.what, src)
+                self.wd.arm(where, peers)
+                try:
+                    msg = self.direct.Mprobe(src, state.tag, st)
+                finally:
+                    self.wd.disarm()
+                with self.lock:
+                    self.take_direct(state, msg, st, self._count)
+                return
+        if state.recv:
+            where, peers = self.describe(state.what, src)
+        else:
+            where, peers = f"{state.what} (until a receive matches it)", ()
+        self.wait_until(lambda: state.done, where, peers)
+
+    # -- the progress thread ---------------------------------------------------------------------
+    def _run(self):
+        spin, first, hot, warm, cold = (POLL[k] for k in ("spin", "first", "hot", "warm", "cold"))
+        delay = 0.0
+        lock, stop = self.lock, self._stop
+        try:
+            while not stop.is_set():
+                did = False
+                if lock.acquire(blocking=False):
+                    try:
+                        did = self.step()
+                    finally:
+                        lock.release()
+                if did:
+                    delay = 0.0
+                else:
+                    idle = time.monotonic() - self._last
+                    if idle > spin:
+                        busy = self.posted or self._out_reqs or self.acks or idle < warm
+                        delay = min(hot if busy else cold, max(first, delay * 2))
+                time.sleep(delay)
+        except Exception as exc:  # noqa: BLE001 - reported to the rank's thread, then abort
+            self.failure = f"{type(exc).__name__}: {exc}"
+            print(f"dualmpi: rank {self.rank}: the point-to-point router's progress thread "
+                  f"failed:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+            self.wd.abort(3)
+
+    # -- the end -----------------------------------------------------------------------------------
+    def close(self):
+        """Wait (collectively) until every routed message in flight has arrived, then stop.
+
+        A loop of control-plane sums of the messages the ranks originated and those that
+        arrived, forwarding meanwhile; when they are equal no message is on its way (every
+        rank has stopped sending: it is in this call).  Then the progress thread stops and
+        the router's communicator is freed.
+        """
+        if self in _LIVE:
+            _LIVE.remove(self)
+        if self.routed == MPI.COMM_NULL:
+            return
+        counts, total = np.zeros(2, np.int64), np.zeros(2, np.int64)
+        rounds = 0
+        while True:
+            if not self.threaded:
+                with self.lock:
+                    while self.step():
+                        pass
+            with self.lock:
+                counts[:] = (self.originated, self.arrived)
+            self.transport.allreduce(counts, total, MPI.SUM,
+                                     f"the end of point-to-point (round {rounds}: every routed "
+                                     "message must arrive before the communicator is freed)")
+            if total[0] == total[1]:
+                break
+            rounds += 1
+            time.sleep(min(1e-3 * rounds, 0.02))
+        self._stop.set()
+        if self.thread is not None:
+            self.thread.join()
+        self.wd.arm("the end of point-to-point (the last forwarded sends)", ())
+        try:
+            MPI.Request.Waitall(self._out_reqs)
+        finally:
+            self.wd.disarm()
+        self._out_reqs, self._out_bufs = [], []
+        self.routed.Free()
+        self.mailbox, self.posted = [], []
+
+
+def fill_status(status, src, tag, nbytes, cancelled=False):
+    """Set an ``MPI.Status`` as MPI reports a received message."""
+    status.source, status.tag, status.error = src, tag, MPI.SUCCESS
+    status.Set_elements(MPI.BYTE, nbytes)
+    status.Set_cancelled(cancelled)
+
+
+def truncated(rank, src, n, room):
+    """Return the error of a message longer than its receive buffer (consumed, not used)."""
+    return mpi_error(f"rank {rank}: receive buffer too small: rank {src} sent {n} bytes, the "
+                     f"buffer has {room}", "ERR_TRUNCATE", DualmpiError)
+
+
+def _close_all():
+    """Close the routers still open (at exit or ``MPI.Finalize``), in creation order.
+
+    Not after an uncaught exception (``sys.last_value``): under ``python -m mpi4py`` the job
+    is aborted next, and this rank must not wait for the others first.
+    """
+    if not MPI.Is_initialized() or MPI.Is_finalized():
+        return
+    if getattr(sys, "last_value", None) is not None or getattr(sys, "last_exc", None) is not None:
+        for router in tuple(_LIVE):
+            router._stop.set()
+        return
+    for router in tuple(_LIVE):
+        router.close()
+
+
+def _hook():
+    """Close the routers before MPI is finalized: at exit, or in an explicit ``MPI.Finalize``
+    (the delete callback of an attribute on ``COMM_SELF``)."""
+    if _HOOKED:
+        return
+    atexit.register(_close_all)
+    keyval = MPI.Comm.Create_keyval(delete_fn=lambda *args: _close_all())
+    MPI.COMM_SELF.Set_attr(keyval, True)
+    _HOOKED.append(keyval)

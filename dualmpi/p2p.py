@@ -1,0 +1,448 @@
+"""Point-to-point to any rank of a ``dualmpi.Comm``, routed over the network's links.
+
+The functions behind :class:`dualmpi.Comm`'s ``Send``, ``Recv``, ``Isend``, ``Irecv``,
+``Ssend``, ``Issend``, ``Sendrecv``, ``Sendrecv_replace``, ``Probe``, ``Iprobe``,
+``Mprobe``, ``Improbe`` and the object forms ``send``, ``recv``, ``isend``, ``irecv``,
+``ssend``, ``issend``, ``sendrecv``, ``probe``, ``iprobe``, ``mprobe``, ``improbe``: the
+arguments of mpi4py (buffers read as mpi4py reads them, :mod:`dualmpi.msgbuffer`; objects
+pickled with ``MPI.pickle``), ``MPI.ANY_SOURCE``, ``MPI.ANY_TAG``, ``MPI.PROC_NULL`` and
+``MPI.Status`` in user ranks; the messages travel as :mod:`dualmpi.engine.router` carries
+them.  Requests are ``MPI.Request`` objects (mpi4py's own for a message to a direct
+neighbour, the router's generalized requests otherwise), so ``MPI.Request.Waitall`` and
+``dualmpi.Request.Waitall`` take them.  A message longer than the receive buffer is taken
+off the network and refused with a :class:`~dualmpi.errors.DualmpiError` that is also an
+``MPI.Exception`` of class ``ERR_TRUNCATE``.  docs/p2p.md tells the whole story.
+"""
+
+import numpy as np
+
+from . import msgbuffer
+from .errors import DualmpiError, mpi_error
+
+__all__ = [
+    "Send", "Ssend", "Isend", "Issend", "Recv", "Irecv", "Sendrecv", "Sendrecv_replace",
+    "Probe", "Iprobe", "Mprobe", "Improbe", "Message",
+    "send", "ssend", "isend", "issend", "recv", "irecv", "sendrecv", "probe", "iprobe",
+    "mprobe", "improbe",
+]
+
+_MPI = None
+
+
+def _mpi():
+    global _MPI
+    if _MPI is None:
+        from mpi4py import MPI
+
+        _MPI = MPI
+    return _MPI
+
+
+def _router(net, what):
+    router = net._router
+    if router is None:
+        raise DualmpiError(f"{what}: the communicator was freed")
+    return router
+
+
+def _rank(net, r, what, name, receive):
+    """Return rank ``r`` as an int (a rank, ``PROC_NULL``, ``ANY_SOURCE`` for a receive)."""
+    MPI = _mpi()
+    if type(r) is int and 0 <= r < net.size:
+        return r
+    if isinstance(r, (int, np.integer)) and not isinstance(r, bool):
+        r = int(r)
+        if 0 <= r < net.size or r == MPI.PROC_NULL or (receive and r == MPI.ANY_SOURCE):
+            return r
+    more = ", MPI.ANY_SOURCE" if receive else ""
+    raise mpi_error(f"{what}: bad {name} {r!r}: a rank 0..{net.size - 1}, MPI.PROC_NULL{more}",
+                    "ERR_RANK")
+
+
+def _tag(net, tag, what, receive):
+    """Return ``tag`` as an int (0..TAG_UB, or ``ANY_TAG`` for a receive)."""
+    MPI = _mpi()
+    if type(tag) is int and 0 <= tag <= 32767:
+        return tag
+    if isinstance(tag, (int, np.integer)) and not isinstance(tag, bool):
+        tag = int(tag)
+        if 0 <= tag <= net._router.direct.Get_attr(MPI.TAG_UB) or \
+                (receive and tag == MPI.ANY_TAG):
+            return tag
+    more = " or MPI.ANY_TAG" if receive else ""
+    raise mpi_error(f"{what}: bad tag {tag!r}: 0..MPI.TAG_UB{more}", "ERR_TAG")
+
+
+# -- sending ------------------------------------------------------------------------------------
+def _send(net, buf, dest, tag, what, sync=False, nonblocking=False):
+    """Send (blocking) or start a send (return its request) of ``buf`` to ``dest``."""
+    MPI = _mpi()
+    router = _router(net, what)
+    dest = _rank(net, dest, what, "dest", False)
+    tag = _tag(net, tag, what, False)
+    m = msgbuffer.simple(buf, role="send", what=f"{what} buf")
+    data = m.pack() if m.packed else m.data
+    me = net.rank
+    if dest == MPI.PROC_NULL:
+        if nonblocking:
+            return router.direct.Isend([data, MPI.BYTE], MPI.PROC_NULL, tag)
+        return None
+    if dest == me:
+        state = router.send_self(data, tag, sync, request=nonblocking)
+    else:
+        r = router.route(me, dest)
+        if r.direct:
+            router.count_main(r.first[0], data.size)
+            direct = router.direct
+            if nonblocking:
+                return (direct.Issend if sync else direct.Isend)([data, MPI.BYTE], dest, tag)
+            wd = router.wd
+            wd.arm(f"{what} to rank {dest} (until rank {dest} receives it)", (dest,))
+            try:
+                (direct.Ssend if sync else direct.Send)([data, MPI.BYTE], dest, tag)
+            finally:
+                wd.disarm()
+            return None
+        state = router.send_routed(data, dest, tag, sync, request=nonblocking)
+    if nonblocking:
+        return router.request(state)
+    if sync:
+        router.wait_for(state)
+    return None
+
+
+def Send(net, buf, dest, tag=0):
+    """Send ``buf`` to rank ``dest`` (mirrors ``Comm.Send``).
+
+    To a rank that is the route's next one (a network neighbour with one node per rank) it
+    is one MPI message; to any other, a routed message the ranks in between forward, which
+    returns as soon as it is on its way (buffered, as MPI's standard mode may).
+    """
+    _send(net, buf, dest, tag, "Send")
+
+
+def Ssend(net, buf, dest, tag=0):
+    """Send ``buf`` and return once a receive has matched it (mirrors ``Comm.Ssend``).
+
+    A routed message's receiver sends an acknowledgement back over the links.
+    """
+    _send(net, buf, dest, tag, "Ssend", sync=True)
+
+
+def Isend(net, buf, dest, tag=0):
+    """Start a send of ``buf``; return its ``MPI.Request`` (mirrors ``Comm.Isend``)."""
+    return _send(net, buf, dest, tag, "Isend", nonblocking=True)
+
+
+def Issend(net, buf, dest, tag=0):
+    """Start a synchronous send; its request completes once a receive matched the message."""
+    return _send(net, buf, dest, tag, "Issend", sync=True, nonblocking=True)
+
+
+def _wait_send(router, req, dest, what):
+    """Wait for send request ``req`` (a router's or mpi4py's) under the watchdog."""
+    if req is None:
+        return
+    MPI = _mpi()
+    if hasattr(req, "_state"):
+        req.Wait()
+        return
+    wd = router.wd
+    wd.arm(f"{what}: the send to rank {dest} (until rank {dest} receives it)",
+           () if dest == MPI.PROC_NULL else (dest,))
+    try:
+        req.Wait()
+    finally:
+        wd.disarm()
+
+
+# -- receiving ----------------------------------------------------------------------------------
+def _recv_args(net, source, tag, what):
+    router = _router(net, what)
+    return router, _rank(net, source, what, "source", True), _tag(net, tag, what, True)
+
+
+def _proc_null(router, tag, status):
+    """A receive from ``MPI.PROC_NULL``: MPI's empty status (source PROC_NULL, count 0)."""
+    MPI = _mpi()
+    router.direct.Recv([np.empty(0, np.uint8), MPI.BYTE], MPI.PROC_NULL, tag, status)
+
+
+def Recv(net, buf, source=None, tag=None, status=None, what="Recv"):
+    """Receive into ``buf`` from rank ``source`` (mirrors ``Comm.Recv``; defaults
+    ``MPI.ANY_SOURCE`` and ``MPI.ANY_TAG``)."""
+    MPI = _mpi()
+    source = MPI.ANY_SOURCE if source is None else source
+    tag = MPI.ANY_TAG if tag is None else tag
+    router, source, tag = _recv_args(net, source, tag, what)
+    m = msgbuffer.simple(buf, role="recv", what=f"{what} buf")
+    if source == MPI.PROC_NULL:
+        _proc_null(router, tag, status)
+        return
+    # a derived datatype: the packed bytes first, so a shorter message changes only its part
+    data = m.pack() if m.packed else m.data
+    router.recv(data, source, tag, status, what)
+    if m.packed:
+        m.unpack()
+
+
+def Irecv(net, buf, source=None, tag=None, what="Irecv"):
+    """Start a receive into ``buf``; return its ``MPI.Request`` (mirrors ``Comm.Irecv``)."""
+    MPI = _mpi()
+    source = MPI.ANY_SOURCE if source is None else source
+    tag = MPI.ANY_TAG if tag is None else tag
+    router, source, tag = _recv_args(net, source, tag, what)
+    m = msgbuffer.simple(buf, role="recv", what=f"{what} buf")
+    if source == MPI.PROC_NULL:
+        return router.direct.Irecv([np.empty(0, np.uint8), MPI.BYTE], MPI.PROC_NULL, tag)
+    data = m.pack() if m.packed else m.data
+    state = router.post(source, tag, data, m.unpack if m.packed else None, what=what,
+                        request=True)
+    return router.request(state)
+
+
+def Sendrecv(net, sendbuf, dest, sendtag=0, recvbuf=None, source=None, recvtag=None,
+             status=None):
+    """Send ``sendbuf`` to ``dest`` and receive into ``recvbuf`` (mirrors ``Comm.Sendrecv``)."""
+    MPI = _mpi()
+    source = MPI.ANY_SOURCE if source is None else source
+    recvtag = MPI.ANY_TAG if recvtag is None else recvtag
+    router, source, recvtag = _recv_args(net, source, recvtag, "Sendrecv")
+    if recvbuf is None:
+        recvbuf = np.empty(0, np.uint8)
+    msgbuffer.simple(recvbuf, role="recv", what="Sendrecv recvbuf")  # checked before sending
+    req = _send(net, sendbuf, dest, sendtag, "Sendrecv", nonblocking=True)
+    Recv(net, recvbuf, source, recvtag, status, what="Sendrecv")
+    _wait_send(router, req, dest, "Sendrecv")
+
+
+def Sendrecv_replace(net, buf, dest, sendtag=0, source=None, recvtag=None, status=None):
+    """Send ``buf`` to ``dest``, then receive into it (mirrors ``Comm.Sendrecv_replace``)."""
+    MPI = _mpi()
+    source = MPI.ANY_SOURCE if source is None else source
+    recvtag = MPI.ANY_TAG if recvtag is None else recvtag
+    router, source, recvtag = _recv_args(net, source, recvtag, "Sendrecv_replace")
+    m = msgbuffer.simple(buf, role="recv", what="Sendrecv_replace buf")
+    data = m.pack() if m.packed else m.data
+    req = _send(net, data.copy(), dest, sendtag, "Sendrecv_replace", nonblocking=True)
+    if source == MPI.PROC_NULL:
+        _proc_null(router, recvtag, status)
+    else:
+        router.recv(data, source, recvtag, status, "Sendrecv_replace")
+        if m.packed:
+            m.unpack()
+    _wait_send(router, req, dest, "Sendrecv_replace")
+
+
+# -- probing ------------------------------------------------------------------------------------
+def Probe(net, source=None, tag=None, status=None):
+    """Wait until a message ``(source, tag)`` can be received; return True (``Comm.Probe``)."""
+    MPI = _mpi()
+    source = MPI.ANY_SOURCE if source is None else source
+    tag = MPI.ANY_TAG if tag is None else tag
+    router, source, tag = _recv_args(net, source, tag, "Probe")
+    if source == MPI.PROC_NULL:
+        return router.direct.Probe(MPI.PROC_NULL, tag, status)
+    router.probe(source, tag, status, what="Probe")
+    return True
+
+
+def Iprobe(net, source=None, tag=None, status=None):
+    """Return whether a message ``(source, tag)`` can be received now (``Comm.Iprobe``)."""
+    MPI = _mpi()
+    source = MPI.ANY_SOURCE if source is None else source
+    tag = MPI.ANY_TAG if tag is None else tag
+    router, source, tag = _recv_args(net, source, tag, "Iprobe")
+    if source == MPI.PROC_NULL:
+        return router.direct.Iprobe(MPI.PROC_NULL, tag, status)
+    return router.iprobe(source, tag, status) is not None
+
+
+def Mprobe(net, source=None, tag=None, status=None):
+    """Wait for a message and match it: return a :class:`Message` (mirrors ``Comm.Mprobe``)."""
+    MPI = _mpi()
+    source = MPI.ANY_SOURCE if source is None else source
+    tag = MPI.ANY_TAG if tag is None else tag
+    router, source, tag = _recv_args(net, source, tag, "Mprobe")
+    if source == MPI.PROC_NULL:
+        return router.direct.Mprobe(MPI.PROC_NULL, tag, status)
+    return Message(router, router.probe(source, tag, status, remove=True, what="Mprobe"))
+
+
+def Improbe(net, source=None, tag=None, status=None):
+    """Match a message if one is there: a :class:`Message`, or None (``Comm.Improbe``)."""
+    MPI = _mpi()
+    source = MPI.ANY_SOURCE if source is None else source
+    tag = MPI.ANY_TAG if tag is None else tag
+    router, source, tag = _recv_args(net, source, tag, "Improbe")
+    if source == MPI.PROC_NULL:
+        return router.direct.Improbe(MPI.PROC_NULL, tag, status)
+    got = router.iprobe(source, tag, status, remove=True)
+    return None if got is None else Message(router, got)
+
+
+class Message:
+    """A message matched by ``Mprobe``/``Improbe`` (mirrors ``MPI.Message``).
+
+    No other receive can take it; ``Recv``/``Irecv`` (into a buffer) or ``recv``/``irecv``
+    (an object) receive it, once.  True until received.
+    """
+
+    def __init__(self, router, got):
+        self._router = router
+        if hasattr(got, "payload"):  # kept by the router (routed, or to this rank itself)
+            self._arrival, self._msg = got, None
+            self.source, self.tag, self.nbytes = got.src, got.tag, got.payload.size
+        else:
+            self._arrival = None
+            self._msg, self.nbytes, self.source, self.tag = got
+        self._live = True
+
+    def __bool__(self):
+        return self._live
+
+    def __repr__(self):
+        state = "matched" if self._live else "received"
+        return f"<dualmpi.p2p.Message from rank {self.source}, tag {self.tag}, " \
+               f"{self.nbytes} bytes ({state})>"
+
+    def _take(self, data, status, what):
+        """Receive into uint8 ``data`` (None: return the bytes of an object)."""
+        if not self._live:
+            raise DualmpiError(f"{what}: the message was received already (MPI.MESSAGE_NULL)")
+        self._live = False
+        MPI = _mpi()
+        router, n, payload = self._router, self.nbytes, None
+        if self._arrival is not None:
+            payload = self._arrival.payload
+            self._arrival = None
+            if data is not None:
+                if n > data.size:
+                    from .engine.router import truncated
+
+                    raise truncated(router.rank, self.source, n, data.size)
+                data[:n] = payload
+        else:
+            msg, self._msg = self._msg, None
+            if data is None:
+                payload = bytearray(n)
+                msg.Recv([payload, MPI.BYTE])
+            elif n > data.size:
+                msg.Recv([np.empty(n, np.uint8), MPI.BYTE])
+                router.count_tail(self.source, n)
+                from .engine.router import truncated
+
+                raise truncated(router.rank, self.source, n, data.size)
+            else:
+                msg.Recv([data, n, MPI.BYTE])
+            router.count_tail(self.source, n)
+        if status is not None:
+            from .engine.router import fill_status
+
+            fill_status(status, self.source, self.tag, n)
+        return payload
+
+    def Recv(self, buf, status=None):
+        """Receive the message into ``buf`` (mirrors ``Message.Recv``)."""
+        m = msgbuffer.simple(buf, role="recv", what="Message.Recv buf")
+        data = m.pack() if m.packed else m.data
+        self._take(data, status, "Message.Recv")
+        if m.packed:
+            m.unpack()
+
+    def Irecv(self, buf):
+        """Receive the message into ``buf``; return a completed request (``Message.Irecv``)."""
+        self.Recv(buf)
+        return self._router.done_request(self.source, self.tag, self.nbytes)
+
+    def recv(self, status=None):
+        """Receive the message's object (mirrors ``Message.recv``)."""
+        return _mpi().pickle.loads(self._take(None, status, "Message.recv"))
+
+    def irecv(self):
+        """Receive the message's object; return a request whose ``wait()`` gives it."""
+        payload = self._take(None, None, "Message.irecv")
+        return self._router.done_request(self.source, self.tag, self.nbytes, payload)
+
+
+# -- objects ------------------------------------------------------------------------------------
+def _pickled(obj):
+    return _mpi().pickle.dumps(obj)
+
+
+def send(net, obj, dest, tag=0):
+    """Send a Python object (pickled as mpi4py pickles it; mirrors ``Comm.send``)."""
+    _send(net, _pickled(obj), dest, tag, "send")
+
+
+def ssend(net, obj, dest, tag=0):
+    """Send an object; return once a receive matched it (mirrors ``Comm.ssend``)."""
+    _send(net, _pickled(obj), dest, tag, "ssend", sync=True)
+
+
+def isend(net, obj, dest, tag=0):
+    """Start sending an object; return its request (mirrors ``Comm.isend``)."""
+    return _send(net, _pickled(obj), dest, tag, "isend", nonblocking=True)
+
+
+def issend(net, obj, dest, tag=0):
+    """Start a synchronous send of an object (mirrors ``Comm.issend``)."""
+    return _send(net, _pickled(obj), dest, tag, "issend", sync=True, nonblocking=True)
+
+
+def recv(net, buf=None, source=None, tag=None, status=None):
+    """Receive an object (mirrors ``Comm.recv``; ``buf`` is not needed and not used)."""
+    MPI = _mpi()
+    source = MPI.ANY_SOURCE if source is None else source
+    tag = MPI.ANY_TAG if tag is None else tag
+    router, source, tag = _recv_args(net, source, tag, "recv")
+    if source == MPI.PROC_NULL:
+        _proc_null(router, tag, status)
+        return None
+    _, payload = router.recv(None, source, tag, status, "recv", keep_payload=True)
+    return MPI.pickle.loads(payload)
+
+
+def irecv(net, buf=None, source=None, tag=None):
+    """Start receiving an object; the request's ``wait()`` returns it (``Comm.irecv``)."""
+    MPI = _mpi()
+    source = MPI.ANY_SOURCE if source is None else source
+    tag = MPI.ANY_TAG if tag is None else tag
+    router, source, tag = _recv_args(net, source, tag, "irecv")
+    if source == MPI.PROC_NULL:
+        return router.done_request(MPI.PROC_NULL, MPI.ANY_TAG, 0)
+    state = router.post(source, tag, keep_payload=True, what="irecv", request=True)
+    return router.request(state)
+
+
+def sendrecv(net, sendobj, dest, sendtag=0, recvbuf=None, source=None, recvtag=None,
+             status=None):
+    """Send an object to ``dest`` and receive one (mirrors ``Comm.sendrecv``)."""
+    MPI = _mpi()
+    source = MPI.ANY_SOURCE if source is None else source
+    recvtag = MPI.ANY_TAG if recvtag is None else recvtag
+    router, source, recvtag = _recv_args(net, source, recvtag, "sendrecv")
+    req = _send(net, _pickled(sendobj), dest, sendtag, "sendrecv", nonblocking=True)
+    obj = recv(net, None, source, recvtag, status)
+    _wait_send(router, req, dest, "sendrecv")
+    return obj
+
+
+def probe(net, source=None, tag=None, status=None):
+    """Wait for a message (mirrors ``Comm.probe``); return True."""
+    return Probe(net, source, tag, status)
+
+
+def iprobe(net, source=None, tag=None, status=None):
+    """Return whether a message can be received now (mirrors ``Comm.iprobe``)."""
+    return Iprobe(net, source, tag, status)
+
+
+def mprobe(net, source=None, tag=None, status=None):
+    """Wait for a message and match it (mirrors ``Comm.mprobe``): its ``recv()`` gives the object."""
+    return Mprobe(net, source, tag, status)
+
+
+def improbe(net, source=None, tag=None, status=None):
+    """Match a message if one is there (mirrors ``Comm.improbe``), else None."""
+    return Improbe(net, source, tag, status)
