@@ -27,6 +27,8 @@ __all__ = [
 ]
 
 _MPI = None
+#: Tags up to this value are valid on every MPI (MPI guarantees ``TAG_UB >= 32767``).
+_TAG_ANY_MPI = 32767
 
 
 def _mpi():
@@ -62,7 +64,7 @@ def _rank(net, r, what, name, receive):
 def _tag(net, tag, what, receive):
     """Return ``tag`` as an int (0..TAG_UB, or ``ANY_TAG`` for a receive)."""
     MPI = _mpi()
-    if type(tag) is int and 0 <= tag <= 32767:
+    if type(tag) is int and 0 <= tag <= _TAG_ANY_MPI:
         return tag
     if isinstance(tag, (int, np.integer)) and not isinstance(tag, bool):
         tag = int(tag)
@@ -73,36 +75,65 @@ def _tag(net, tag, what, receive):
     raise mpi_error(f"{what}: bad tag {tag!r}: 0..MPI.TAG_UB{more}", "ERR_TAG")
 
 
+#: numpy dtypes msgbuffer reads as a plain view of a C-contiguous array (learned on first use):
+#: such an array's bytes are taken without building a message (the one-hop hot path).
+_VIEWS = set()
+
+
+def _read(buf, role, what):
+    """Return ``(message or None, uint8 bytes)`` of a buffer argument, as msgbuffer reads it.
+
+    The bytes are a view of the user's memory, or a message's packed temporary (filled
+    with the buffer's contents: for a receive, a shorter message changes only its part).
+    """
+    if type(buf) is np.ndarray and buf.dtype in _VIEWS and buf.flags.c_contiguous and \
+            (role == "send" or buf.flags.writeable):
+        return None, (buf.view(np.uint8) if buf.ndim == 1 else buf.reshape(-1).view(np.uint8))
+    m = msgbuffer.simple(buf, role=role, what=what)
+    if type(buf) is np.ndarray and not m.packed and buf.flags.c_contiguous:
+        _VIEWS.add(buf.dtype)
+    return m, (m.pack() if m.packed else m.data)
+
+
 # -- sending ------------------------------------------------------------------------------------
-def _send(net, buf, dest, tag, what, sync=False, nonblocking=False):
-    """Send (blocking) or start a send (return its request) of ``buf`` to ``dest``."""
-    MPI = _mpi()
-    router = _router(net, what)
-    dest = _rank(net, dest, what, "dest", False)
-    tag = _tag(net, tag, what, False)
-    m = msgbuffer.simple(buf, role="send", what=f"{what} buf")
-    data = m.pack() if m.packed else m.data
-    me = net.rank
-    if dest == MPI.PROC_NULL:
+def _send(net, buf, dest, tag, what, sync=False, nonblocking=False, track=False):
+    """Send (blocking) or start a send (return its request) of ``buf`` to ``dest``.
+
+    ``track``: a direct send's request is the router's too (the object forms: their
+    requests go in ``dualmpi.Request.waitall`` with a routed ``irecv``'s).
+    """
+    router = net._router
+    if router is None:
+        raise DualmpiError(f"{what}: the communicator was freed")
+    if type(tag) is not int or not 0 <= tag <= _TAG_ANY_MPI:
+        tag = _tag(net, tag, what, False)
+    plan = router.sends.get(dest) if type(dest) is int else None
+    if plan is None:
+        dest = _rank(net, dest, what, "dest", False)
+        if dest == _mpi().PROC_NULL:
+            _, data = _read(buf, "send", f"{what} buf")
+            if nonblocking:
+                return router.direct.Isend(data, dest, tag)
+            return None
+        plan = router.send_plan(dest)
+    _, data = _read(buf, "send", f"{what} buf")
+    kind, hops, where = plan
+    if kind == 1:  # one link between the ranks: one MPI message, no header
+        router.count_main(hops, data.size)
+        direct = router.direct
         if nonblocking:
-            return router.direct.Isend([data, MPI.BYTE], MPI.PROC_NULL, tag)
+            req = (direct.Issend if sync else direct.Isend)(data, dest, tag)
+            return router.track(req, data, what) if track else req
+        wd = router.wd
+        wd.arm(where, (dest,))
+        try:
+            (direct.Ssend if sync else direct.Send)(data, dest, tag)
+        finally:
+            wd.disarm()
         return None
-    if dest == me:
+    if kind == 0:
         state = router.send_self(data, tag, sync, request=nonblocking)
     else:
-        r = router.route(me, dest)
-        if r.direct:
-            router.count_main(r.first[0], data.size)
-            direct = router.direct
-            if nonblocking:
-                return (direct.Issend if sync else direct.Isend)([data, MPI.BYTE], dest, tag)
-            wd = router.wd
-            wd.arm(f"{what} to rank {dest} (until rank {dest} receives it)", (dest,))
-            try:
-                (direct.Ssend if sync else direct.Send)([data, MPI.BYTE], dest, tag)
-            finally:
-                wd.disarm()
-            return None
         state = router.send_routed(data, dest, tag, sync, request=nonblocking)
     if nonblocking:
         return router.request(state)
@@ -158,8 +189,15 @@ def _wait_send(router, req, dest, what):
 
 # -- receiving ----------------------------------------------------------------------------------
 def _recv_args(net, source, tag, what):
-    router = _router(net, what)
-    return router, _rank(net, source, what, "source", True), _tag(net, tag, what, True)
+    """Return ``(router, source, tag)`` of a receive or probe, checked."""
+    router = net._router
+    if router is None:
+        raise DualmpiError(f"{what}: the communicator was freed")
+    if type(source) is not int or not 0 <= source < net.size:
+        source = _rank(net, source, what, "source", True)
+    if type(tag) is not int or not 0 <= tag <= _TAG_ANY_MPI:
+        tag = _tag(net, tag, what, True)
+    return router, source, tag
 
 
 def _proc_null(router, tag, status):
@@ -175,14 +213,12 @@ def Recv(net, buf, source=None, tag=None, status=None, what="Recv"):
     source = MPI.ANY_SOURCE if source is None else source
     tag = MPI.ANY_TAG if tag is None else tag
     router, source, tag = _recv_args(net, source, tag, what)
-    m = msgbuffer.simple(buf, role="recv", what=f"{what} buf")
+    m, data = _read(buf, "recv", f"{what} buf")
     if source == MPI.PROC_NULL:
         _proc_null(router, tag, status)
         return
-    # a derived datatype: the packed bytes first, so a shorter message changes only its part
-    data = m.pack() if m.packed else m.data
     router.recv(data, source, tag, status, what)
-    if m.packed:
+    if m is not None and m.packed:
         m.unpack()
 
 
@@ -192,12 +228,11 @@ def Irecv(net, buf, source=None, tag=None, what="Irecv"):
     source = MPI.ANY_SOURCE if source is None else source
     tag = MPI.ANY_TAG if tag is None else tag
     router, source, tag = _recv_args(net, source, tag, what)
-    m = msgbuffer.simple(buf, role="recv", what=f"{what} buf")
+    m, data = _read(buf, "recv", f"{what} buf")
     if source == MPI.PROC_NULL:
         return router.direct.Irecv([np.empty(0, np.uint8), MPI.BYTE], MPI.PROC_NULL, tag)
-    data = m.pack() if m.packed else m.data
-    state = router.post(source, tag, data, m.unpack if m.packed else None, what=what,
-                        request=True)
+    finish = m.unpack if m is not None and m.packed else None
+    state = router.post(source, tag, data, finish, what=what, request=True)
     return router.request(state)
 
 
@@ -210,7 +245,7 @@ def Sendrecv(net, sendbuf, dest, sendtag=0, recvbuf=None, source=None, recvtag=N
     router, source, recvtag = _recv_args(net, source, recvtag, "Sendrecv")
     if recvbuf is None:
         recvbuf = np.empty(0, np.uint8)
-    msgbuffer.simple(recvbuf, role="recv", what="Sendrecv recvbuf")  # checked before sending
+    _read(recvbuf, "recv", "Sendrecv recvbuf")  # checked before anything is sent
     req = _send(net, sendbuf, dest, sendtag, "Sendrecv", nonblocking=True)
     Recv(net, recvbuf, source, recvtag, status, what="Sendrecv")
     _wait_send(router, req, dest, "Sendrecv")
@@ -222,14 +257,13 @@ def Sendrecv_replace(net, buf, dest, sendtag=0, source=None, recvtag=None, statu
     source = MPI.ANY_SOURCE if source is None else source
     recvtag = MPI.ANY_TAG if recvtag is None else recvtag
     router, source, recvtag = _recv_args(net, source, recvtag, "Sendrecv_replace")
-    m = msgbuffer.simple(buf, role="recv", what="Sendrecv_replace buf")
-    data = m.pack() if m.packed else m.data
+    m, data = _read(buf, "recv", "Sendrecv_replace buf")
     req = _send(net, data.copy(), dest, sendtag, "Sendrecv_replace", nonblocking=True)
     if source == MPI.PROC_NULL:
         _proc_null(router, recvtag, status)
     else:
         router.recv(data, source, recvtag, status, "Sendrecv_replace")
-        if m.packed:
+        if m is not None and m.packed:
             m.unpack()
     _wait_send(router, req, dest, "Sendrecv_replace")
 
@@ -344,10 +378,9 @@ class Message:
 
     def Recv(self, buf, status=None):
         """Receive the message into ``buf`` (mirrors ``Message.Recv``)."""
-        m = msgbuffer.simple(buf, role="recv", what="Message.Recv buf")
-        data = m.pack() if m.packed else m.data
+        m, data = _read(buf, "recv", "Message.Recv buf")
         self._take(data, status, "Message.Recv")
-        if m.packed:
+        if m is not None and m.packed:
             m.unpack()
 
     def Irecv(self, buf):
@@ -382,12 +415,13 @@ def ssend(net, obj, dest, tag=0):
 
 def isend(net, obj, dest, tag=0):
     """Start sending an object; return its request (mirrors ``Comm.isend``)."""
-    return _send(net, _pickled(obj), dest, tag, "isend", nonblocking=True)
+    return _send(net, _pickled(obj), dest, tag, "isend", nonblocking=True, track=True)
 
 
 def issend(net, obj, dest, tag=0):
     """Start a synchronous send of an object (mirrors ``Comm.issend``)."""
-    return _send(net, _pickled(obj), dest, tag, "issend", sync=True, nonblocking=True)
+    return _send(net, _pickled(obj), dest, tag, "issend", sync=True, nonblocking=True,
+                 track=True)
 
 
 def recv(net, buf=None, source=None, tag=None, status=None):

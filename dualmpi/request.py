@@ -7,9 +7,12 @@ methods ``Request.Waitall(requests)``, ``Testall``, ``Waitany``, ``Testany``,
 ``Waitsome``, ``Testsome`` (and their object forms) and ``Get_status_all``/``_any``/
 ``_some``, whose lists may mix dualmpi
 requests, ``None``, ``MPI.REQUEST_NULL`` and (in the buffer forms) mpi4py's own
-requests, e.g. ``Request.Waitall([net.Ibcast(buf), comm.Isend(x, 1)])``.  Every test or
-wait advances every dualmpi request in flight, so a rank waiting on one request still
-forwards the others' messages.  As in MPI, a finished request becomes inactive (it
+requests, e.g. ``Request.Waitall([net.Ibcast(buf), comm.Isend(x, 1)])``.  The
+point-to-point requests of ``dualmpi.Comm`` (``net.Isend``, ``net.irecv``, ...:
+:mod:`dualmpi.p2p`) are ``MPI.Request`` objects and go in both kinds of list; the object
+forms return a routed ``irecv``'s object.  Every test or wait advances every dualmpi
+request in flight (and the point-to-point routers of the list's requests), so a rank
+waiting on one request still forwards the others' messages.  As in MPI, a finished request becomes inactive (it
 compares equal to ``MPI.REQUEST_NULL``), its status is the empty status (source
 ``ANY_SOURCE``, tag ``ANY_TAG``, no error, 0 elements), and a request of a collective
 cannot be cancelled, nor freed while active.  An error of the collective (ranks that
@@ -264,6 +267,9 @@ class _Many:
         MPI = _mpi()
         self.MPI, self.requests, self.statuses, self.objects = MPI, list(requests), statuses, objects
         self.ours, self.theirs = [], []  # indices of active dualmpi / mpi4py requests
+        #: the routers of point-to-point requests among mpi4py's (dualmpi.p2p: generalized
+        #: requests that the router's progress completes)
+        self.routers = set()
         for i, req in enumerate(self.requests):
             if isinstance(req, Request):
                 if req._active:
@@ -272,10 +278,13 @@ class _Many:
                 continue
             elif isinstance(req, MPI.Request):
                 if req:
-                    if objects:
+                    routed = getattr(req, "_state", None) is not None
+                    if objects and not routed:
                         raise InputError("Request.waitall and the other object forms take "
                                          "dualmpi requests only; wait for mpi4py's with its own "
                                          "methods (or use the buffer forms, e.g. Waitall)")
+                    if routed:
+                        self.routers.add(req._state.router)
                     self.theirs.append(i)
             else:
                 raise InputError(f"Request: {type(req).__name__} is not a request (a dualmpi or "
@@ -297,9 +306,17 @@ class _Many:
         return self.statuses[j]
 
     def _done_ours(self):
-        """Return the indices of the finished dualmpi requests (after one round of progress)."""
+        """Return the indices of the finished dualmpi requests (after one round of progress,
+        of the nonblocking collectives and of the point-to-point routers)."""
         _nb().poll_all()
+        for router in self.routers:
+            router.poke()
         return [i for i in self.ours if self.requests[i]._plan.done]
+
+    def _theirs_done(self, i):
+        """Record the object of mpi4py-level request ``i`` just completed (a routed ``irecv``)."""
+        if self.objects:
+            self.results[i] = self.requests[i]._object()
 
     def _take(self, i, status):
         """Complete request ``i`` (a finished dualmpi request): keep its object or error."""
@@ -317,7 +334,17 @@ class _Many:
 
     def _block(self, status=None):
         """Block until something may have finished; return the index of a completed mpi4py
-        request (its status in ``status``) or -1."""
+        request (its status in ``status``) or -1.
+
+        A point-to-point router without a progress thread completes its requests only
+        inside dualmpi calls: then this polls (the loop's next round advances it) instead
+        of blocking in MPI.
+        """
+        if any(not router.threaded for router in self.routers):
+            import time
+
+            time.sleep(2e-5)
+            return -1
         watch = self.requests[self.ours[0]]._plan if self.ours else None
         j = _nb().block([self.requests[i] for i in self.theirs], watch, status)
         if j < 0:
@@ -337,12 +364,15 @@ class _Many:
             for i in list(self.theirs):
                 if self.requests[i].Test(self._status(i)):
                     self.theirs.remove(i)
+                    self._theirs_done(i)
             if not self.active:
                 break
             st = self.MPI.Status() if self.theirs and self.statuses is not None else None
             i = self._block(st)
-            if i >= 0 and st is not None:
-                _copy(st, self._status(i))
+            if i >= 0:
+                self._theirs_done(i)
+                if st is not None:
+                    _copy(st, self._status(i))
         self._raise()
         return [self.results.get(i) for i in range(len(self.requests))]
 
@@ -363,7 +393,9 @@ class _Many:
         if self.theirs:
             j, flag = self.MPI.Request.Testany([self.requests[i] for i in self.theirs], status)
             if flag and j != self.MPI.UNDEFINED:
-                return self.theirs.pop(j)
+                i = self.theirs.pop(j)
+                self._theirs_done(i)
+                return i
         return None
 
     def wait_any(self, status=None):
@@ -376,6 +408,7 @@ class _Many:
                 i = self._block(status)
                 if i < 0:
                     continue
+                self._theirs_done(i)
             return i, self.results.get(i)
 
     def test_any(self, status=None):
@@ -399,6 +432,7 @@ class _Many:
             got = self.MPI.Request.Testsome(reqs, sts) or []
             for n, j in enumerate(got):
                 found[self.theirs[j]] = None if sts is None else sts[n]
+                self._theirs_done(self.theirs[j])
             self.theirs = [i for i in self.theirs if i not in found]
         done = sorted(ours + list(found))
         for n, i in enumerate(done):
@@ -423,6 +457,7 @@ class _Many:
             st = self.MPI.Status() if self.statuses is not None else None
             i = self._block(st)
             if i >= 0:
+                self._theirs_done(i)
                 self.early[i] = st
 
     def test_some(self):

@@ -269,18 +269,22 @@ class _Route:
         self.tail = tuple(router.walk(self.u, self.v, j)[0]) if self.direct else ()
 
 
-class Router:
-    """Point-to-point between any two ranks of one :class:`~dualmpi.engine.mpi.MPITransport`.
+class Hub:
+    """What the point-to-point of one :class:`~dualmpi.engine.mpi.MPITransport` shares: the
+    routed channel, the progress thread, the link counts and the routes.
 
-    Creating one is collective over the transport's ranks (it duplicates the graph
-    communicator); so is :meth:`close`, which waits until every routed message in flight
-    has arrived.
+    Every communicator on the network -- the network's own (context 0) and those derived
+    from it (:mod:`dualmpi.derived`) -- is a :class:`Router` attached to the hub under a
+    context id that the routed header carries (word :data:`_CTX`), as MPI's contexts:
+    a message is delivered to its context's receives only.  Creating the hub is
+    collective over the transport's ranks (it duplicates the graph communicator); so is
+    :meth:`close`, which waits until every routed message in flight has arrived.
 
     Parameters
     ----------
     transport : MPITransport
-        Its ``topo``, ``q``, ``rank``, ``graph``, ``p2p`` (the direct channel), ``ctl``
-        (the termination's reductions) and ``watchdog``.
+        Its ``topo``, ``q``, ``rank``, ``graph``, ``ctl`` (the termination's reductions)
+        and ``watchdog``.
     threaded : bool, optional
         Run the progress thread (default: when MPI gives ``MPI_THREAD_MULTIPLE`` and
         ``DUALMPI_PROGRESS_THREAD`` is not ``0``).
@@ -291,7 +295,6 @@ class Router:
         self.topo, self.q, self.rank = transport.topo, transport.q, transport.rank
         self.size = transport.ctl.Get_size()
         self.wd = transport.watchdog
-        self.direct = transport.p2p
         self.wd.arm("building the point-to-point router's communicator", ())
         try:
             self.routed = transport.graph.Dup()
@@ -300,16 +303,18 @@ class Router:
         self.peers = transport._peer_set
         self.lock = threading.Lock()
         self.links = _Links(self.lock)
-        self.posted, self.mailbox = [], []
+        #: the communicators attached, by context id; messages of a context not (yet)
+        #: attached here wait in ``unclaimed`` (a rank may send on a new communicator
+        #: before another has finished making it)
+        self.endpoints, self.unclaimed = {}, {}
+        #: the next context id this rank may give a new communicator (:meth:`agree_context`)
+        self.next_context = 1
         self._out_reqs, self._out_bufs = [], []
         self.acks = {}  # ident -> state of a sync send waiting for its ack
         self.originated = self.arrived = 0
         self._ident = 0
         self._routes, self._paths, self._walks = {}, {}, {}
         self._status = MPI.Status()
-        self._main_status = MPI.Status()
-        self._direct_in = self._all_direct = None
-        self._described = {}
         self._last = time.monotonic()
         self.failure = None
         self._stop = threading.Event()
@@ -358,22 +363,36 @@ class Router:
         return w
 
     def route(self, a, b):
-        """Return the :class:`_Route` of ranks ``a -> b`` (cached)."""
+        """Return the :class:`_Route` of network ranks ``a -> b`` (cached)."""
         key = (a, b)
         r = self._routes.get(key)
         if r is None:
             r = self._routes[key] = _Route(self, a, b)
         return r
 
-    def is_direct(self, a, b):
-        """True when messages ``a -> b`` cross one link between the two ranks (no header)."""
-        return self.route(a, b).direct
+    # -- contexts ----------------------------------------------------------------------------
+    def attach(self, router):
+        """Attach ``router`` under its context; hand it the messages that came first."""
+        with self.lock:
+            if router.ctx in self.endpoints:  # pragma: no cover - contexts are agreed
+                raise DualmpiError(f"rank {self.rank}: context {router.ctx} is in use")
+            self.endpoints[router.ctx] = router
+            for arrival in self.unclaimed.pop(router.ctx, ()):
+                router._deliver_from(arrival)
 
-    def direct_in(self):
-        """True when some rank sends to this one directly (ANY_SOURCE looks at the channel)."""
-        if self._direct_in is None:
-            self._direct_in = any(self.route(s, self.rank).direct for s in sorted(self.peers))
-        return self._direct_in
+    def agree_context(self, allreduce, count=1):
+        """Return ``count`` context ids free on every rank of a new communicator.
+
+        ``allreduce(send, recv)`` takes the MAX over the new communicator's ranks (its
+        control plane): the largest next id any of them may give, so no rank has a
+        communicator under those ids yet.
+        """
+        mine = np.array([self.next_context], np.int64)
+        out = np.zeros(1, np.int64)
+        allreduce(mine, out)
+        ctx = int(out[0])
+        self.next_context = ctx + count
+        return ctx
 
     # -- counting ----------------------------------------------------------------------------
     def count_main(self, hops, nbytes):
@@ -394,17 +413,18 @@ class Router:
                 c[1] += nbytes
 
     # -- sending -----------------------------------------------------------------------------
-    def _message(self, kind, dest, tag, payload, ident=0):
-        """Return a routed message ``[header | payload]`` from this rank to ``dest``."""
+    def message(self, kind, dest, tag, payload, ident=0, ctx=0):
+        """Return a routed message ``[header | payload]`` from this rank to network rank
+        ``dest``."""
         r = self.route(self.rank, dest)
         n = 0 if payload is None else payload.size
         buf = np.empty(HEADER_BYTES + n, dtype=np.uint8)
-        buf[:HEADER_BYTES].view(np.int64)[:] = (kind, self.rank, tag, r.u, r.v, 0, ident, 0)
+        buf[:HEADER_BYTES].view(np.int64)[:] = (kind, self.rank, tag, r.u, r.v, 0, ident, ctx)
         if n:
             buf[HEADER_BYTES:] = payload
         return buf
 
-    def _launch(self, buf):
+    def launch(self, buf):
         """Send routed message ``buf`` from position ``buf``'s header on (under the lock)."""
         hdr = buf[:HEADER_BYTES].view(np.int64)
         u, v, i = int(hdr[_U]), int(hdr[_V]), int(hdr[_POS])
@@ -417,54 +437,26 @@ class Router:
         self._out_bufs.append(buf)
         return True
 
-    def send_routed(self, payload, dest, tag, sync=False, request=False):
-        """Start a routed message (``payload``: uint8 array, copied).
-
-        Returns the state of the send: done at once (buffered), or for ``sync`` once the
-        receiver matched the message; with ``request`` its MPI request is ``state.req``.
-        """
-        state = _State(self, False, what=f"Ssend to rank {dest}", request=request)
-        with self.lock:
-            ident = 0
-            if sync:
-                self._ident += 1
-                ident = self._ident
-                self.acks[ident] = state
-            buf = self._message(SYNC if sync else DATA, dest, tag, payload, ident)
-            self.originated += 1
-            self._launch(buf)
-            if not sync:
-                self._complete(state)
-        return state
-
-    def send_self(self, payload, tag, sync=False, request=False):
-        """A message to this rank itself (copied): delivered now, no link used; returns the
-        state of the send (see :meth:`send_routed`)."""
-        state = _State(self, False, what="Ssend to this rank", request=request)
-        with self.lock:
-            ident = 0
-            if sync:
-                self._ident += 1
-                ident = self._ident
-                self.acks[ident] = state
-            self._deliver(Arrival(self.rank, tag, np.array(payload, dtype=np.uint8, copy=True),
-                                  ident))
-            if not sync:
-                self._complete(state)
-        return state
-
-    def _ack(self, src, ident):
-        """Tell rank ``src`` its sync message ``ident`` was matched (under the lock)."""
-        if src == self.rank:
+    def ack(self, router, origin, ident):
+        """Tell network rank ``origin`` its sync message ``ident`` on ``router``'s context was
+        matched (under the lock)."""
+        if origin == self.rank:
             self._acked(ident)
             return
         self.originated += 1
-        self._launch(self._message(ACK, src, 0, None, ident))
+        router.originated += 1
+        self.launch(self.message(ACK, origin, 0, None, ident, router.ctx))
 
     def _acked(self, ident):
         state = self.acks.pop(ident, None)
         if state is not None:
-            self._complete(state)
+            state.router._complete(state)
+
+    def new_ident(self, state):
+        """Number a sync send whose ack ``state`` waits for (under the lock)."""
+        self._ident += 1
+        self.acks[self._ident] = state
+        return self._ident
 
     # -- progress ----------------------------------------------------------------------------
     def step(self):
@@ -488,23 +480,281 @@ class Router:
             msg.Recv([buf, MPI.BYTE])
             self._arrive(buf)
             did = True
-        if self.posted:
-            did = self._pull_direct() or did
+        for router in tuple(self.endpoints.values()):
+            if router.posted:
+                did = router._pull_direct() or did
         if did:
             self._last = time.monotonic()
         return did
 
     def _arrive(self, buf):
         """A routed message came in: forward it, or it has arrived here."""
-        if self._launch(buf):
+        if self.launch(buf):
             return
         self.arrived += 1
         hdr = buf[:HEADER_BYTES].view(np.int64)
-        kind, src, tag, ident = int(hdr[_KIND]), int(hdr[_SRC]), int(hdr[_TAG]), int(hdr[_IDENT])
+        kind, src, tag, ident, ctx = (int(hdr[_KIND]), int(hdr[_SRC]), int(hdr[_TAG]),
+                                      int(hdr[_IDENT]), int(hdr[_CTX]))
+        router = self.endpoints.get(ctx)
         if kind == ACK:
+            if router is not None:
+                router.arrived += 1
             self._acked(ident)
             return
-        self._deliver(Arrival(src, tag, buf[HEADER_BYTES:], ident if kind == SYNC else 0))
+        arrival = Arrival(src, tag, buf[HEADER_BYTES:], ident if kind == SYNC else 0, src)
+        if router is None:
+            self.unclaimed.setdefault(ctx, []).append(arrival)
+            return
+        router._deliver_from(arrival)
+
+    def poke(self):
+        """Advance once from this thread."""
+        self.check()
+        with self.lock:
+            self.step()
+
+    def check(self):
+        """Raise the progress thread's failure, if it failed."""
+        if self.failure is not None:
+            raise DualmpiError(f"rank {self.rank}: the point-to-point router failed: "
+                               f"{self.failure}")
+
+    def wait_until(self, done, where, peers):
+        """Advance from this thread until ``done()``, under the watchdog."""
+        if done():
+            return
+        self.check()
+        wd = self.wd
+        wd.arm(where, peers)
+        try:
+            delay, last = 0.0, time.monotonic()
+            spin, first, cap = POLL["spin"], POLL["first"], POLL["hot"]
+            while True:
+                with self.lock:
+                    did = self.step()
+                if done():
+                    return
+                self.check()
+                now = time.monotonic()
+                if did:
+                    last, delay = now, 0.0
+                elif now - last > spin:
+                    delay = min(cap, max(first, delay * 2))
+                time.sleep(delay)
+        finally:
+            wd.disarm()
+
+    # -- the progress thread ---------------------------------------------------------------------
+    def _busy(self):
+        return self._out_reqs or self.acks or any(r.posted for r in self.endpoints.values())
+
+    def _run(self):
+        spin, first, hot, warm, cold = (POLL[k] for k in ("spin", "first", "hot", "warm", "cold"))
+        delay = 0.0
+        lock, stop = self.lock, self._stop
+        try:
+            while not stop.is_set():
+                did = False
+                if lock.acquire(blocking=False):
+                    try:
+                        did = self.step()
+                    finally:
+                        lock.release()
+                if did:
+                    delay = 0.0
+                else:
+                    idle = time.monotonic() - self._last
+                    if idle > spin:
+                        busy = idle < warm or self._busy()
+                        delay = min(hot if busy else cold, max(first, delay * 2))
+                time.sleep(delay)
+        except Exception as exc:  # noqa: BLE001 - reported to the rank's thread, then abort
+            self.failure = f"{type(exc).__name__}: {exc}"
+            print(f"dualmpi: rank {self.rank}: the point-to-point router's progress thread "
+                  f"failed:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+            self.wd.abort(3)
+
+    # -- the end -----------------------------------------------------------------------------------
+    def drain(self, counts, allreduce, what):
+        """Return once the routed messages ``counts()`` numbers have all arrived (collective).
+
+        A loop of sums (``allreduce(send, recv)``) of the messages the ranks originated and
+        those that arrived, forwarding meanwhile; when they are equal no message is on its
+        way (every rank has stopped sending: it is in this call).
+        """
+        mine, total = np.zeros(2, np.int64), np.zeros(2, np.int64)
+        rounds = 0
+        while True:
+            if not self.threaded:
+                with self.lock:
+                    while self.step():
+                        pass
+            with self.lock:
+                mine[:] = counts()
+            allreduce(mine, total, f"{what} (round {rounds}: every routed message must arrive "
+                                   "before the communicator is freed)")
+            if total[0] == total[1]:
+                return
+            rounds += 1
+            time.sleep(min(1e-3 * rounds, 0.02))
+
+    def close(self):
+        """Wait (collectively) until every routed message in flight has arrived, then stop.
+
+        Then the progress thread stops, and the router's communicator and the direct
+        channels of the communicators still attached are freed.
+        """
+        if self in _LIVE:
+            _LIVE.remove(self)
+        if self.routed == MPI.COMM_NULL:
+            return
+        transport = self.transport
+        self.drain(lambda: (self.originated, self.arrived),
+                   lambda a, b, what: transport.allreduce(a, b, MPI.SUM, what),
+                   "the end of point-to-point")
+        self._stop.set()
+        if self.thread is not None:
+            self.thread.join()
+        self.wd.arm("the end of point-to-point (the last forwarded sends)", ())
+        try:
+            MPI.Request.Waitall(self._out_reqs)
+        finally:
+            self.wd.disarm()
+        self._out_reqs, self._out_bufs = [], []
+        self.routed.Free()
+        for router in self.endpoints.values():
+            router._retire()
+        self.endpoints, self.unclaimed = {}, {}
+
+
+class Router:
+    """Point-to-point between the ranks of one communicator on the network: MPI's matching.
+
+    ``Router(transport)`` makes the network's own (context 0, network ranks, the
+    transport's ``p2p`` communicator as its direct channel) with its :class:`Hub`;
+    :meth:`derive` one of a communicator made from it (:mod:`dualmpi.derived`), whose
+    ranks are translated to the network's: its ``ranks[i]`` is the network rank of its
+    rank ``i``, and its direct channel an MPI communicator of its own ranks in its order.
+    Ranks in every method are the communicator's.
+
+    Parameters
+    ----------
+    transport : MPITransport
+        The network's transport (a new hub is made: collective over its ranks).
+    threaded : bool, optional
+        See :class:`Hub`.
+    """
+
+    def __init__(self, transport=None, threaded=None, *, hub=None, ctx=0, ranks=None,
+                 direct=None):
+        if hub is None:
+            hub = Hub(transport, threaded)
+            ranks = range(hub.size)
+            direct = transport.p2p
+        self.hub, self.ctx, self.direct = hub, int(ctx), direct
+        self.ranks = tuple(int(r) for r in ranks)
+        self.index = {r: i for i, r in enumerate(self.ranks)}
+        self.rank, self.size = self.index[hub.rank], len(self.ranks)
+        self.posted, self.mailbox = [], []
+        #: routed messages of this context this rank sent and received (:meth:`release`)
+        self.originated = self.arrived = 0
+        self._routes = {}
+        self._main_status = MPI.Status()
+        self._direct_in = self._all_direct = None
+        self._described = {}
+        self.freed = False
+        hub.attach(self)
+
+    def derive(self, ctx, ranks, direct):
+        """Return the router of a communicator on the same network: context ``ctx`` (agreed
+        by its ranks: :meth:`Hub.agree_context`), network ranks ``ranks`` in its rank order
+        (this rank among them) and ``direct``, an MPI communicator of those ranks in that
+        order (the one-hop messages' channel)."""
+        return Router(hub=self.hub, ctx=ctx, ranks=ranks, direct=direct)
+
+    # the hub's, for the network's callers
+    thread = property(lambda self: self.hub.thread, doc="The progress thread, or None.")
+    threaded = property(lambda self: self.hub.threaded, doc="True with a progress thread.")
+    links = property(lambda self: self.hub.links, doc="Link counts (every context's).")
+    lock = property(lambda self: self.hub.lock, doc="The hub's lock.")
+    wd = property(lambda self: self.hub.wd, doc="The transport's watchdog.")
+    topo = property(lambda self: self.hub.topo, doc="The network.")
+    q = property(lambda self: self.hub.q, doc="Nodes per rank.")
+
+    # -- routes ------------------------------------------------------------------------------
+    def route(self, a, b):
+        """Return the :class:`_Route` of this communicator's ranks ``a -> b`` (cached; its
+        nodes and ``via`` are the network's)."""
+        key = (a, b)
+        r = self._routes.get(key)
+        if r is None:
+            r = self._routes[key] = self.hub.route(self.ranks[a], self.ranks[b])
+        return r
+
+    def is_direct(self, a, b):
+        """True when messages ``a -> b`` cross one link between the two ranks (no header)."""
+        return self.route(a, b).direct
+
+    def direct_in(self):
+        """True when some rank sends to this one directly (ANY_SOURCE looks at the channel)."""
+        if self._direct_in is None:
+            index = self.index
+            self._direct_in = any(self.route(index[p], self.rank).direct
+                                  for p in sorted(self.hub.peers) if p in index)
+        return self._direct_in
+
+    # -- counting ----------------------------------------------------------------------------
+    def count_main(self, hops, nbytes):
+        """Count a message's ``hops`` on this thread's links (the caller's thread only)."""
+        self.hub.count_main(hops, nbytes)
+
+    def check(self):
+        """Raise the progress thread's failure, if it failed."""
+        self.hub.check()
+
+    def poke(self):
+        """Advance once from this thread."""
+        self.hub.poke()
+
+    # -- sending -----------------------------------------------------------------------------
+    def send_routed(self, payload, dest, tag, sync=False, request=False):
+        """Start a routed message (``payload``: uint8 array, copied) to rank ``dest``.
+
+        Returns the state of the send: done at once (buffered), or for ``sync`` once the
+        receiver matched the message; with ``request`` its MPI request is ``state.req``.
+        """
+        hub = self.hub
+        state = _State(self, False, what=f"Ssend to rank {dest}", request=request)
+        with hub.lock:
+            ident = hub.new_ident(state) if sync else 0
+            buf = hub.message(SYNC if sync else DATA, self.ranks[dest], tag, payload, ident,
+                              self.ctx)
+            hub.originated += 1
+            self.originated += 1
+            hub.launch(buf)
+            if not sync:
+                self._complete(state)
+        return state
+
+    def send_self(self, payload, tag, sync=False, request=False):
+        """A message to this rank itself (copied): delivered now, no link used; returns the
+        state of the send (see :meth:`send_routed`)."""
+        hub = self.hub
+        state = _State(self, False, what="Ssend to this rank", request=request)
+        with hub.lock:
+            ident = hub.new_ident(state) if sync else 0
+            self._deliver(Arrival(self.rank, tag, np.array(payload, dtype=np.uint8, copy=True),
+                                  ident, hub.rank))
+            if not sync:
+                self._complete(state)
+        return state
+
+    # -- matching ----------------------------------------------------------------------------
+    def _deliver_from(self, arrival):
+        """A routed message of this context arrived (its ``src`` a network rank)."""
+        self.arrived += 1
+        arrival.src = self.index[arrival.src]
+        self._deliver(arrival)
 
     def _deliver(self, arrival):
         """Give an arrived message to the earliest posted receive matching it, else keep it."""
@@ -513,7 +763,8 @@ class Router:
                 self.posted.remove(state)
                 self._fill(state, arrival)
                 return
-        self.mailbox.append(arrival)
+        if not self.freed:
+            self.mailbox.append(arrival)
 
     def take(self, source, tag):
         """Remove and return the earliest kept message matching ``(source, tag)``, or None
@@ -536,7 +787,7 @@ class Router:
     def matched(self, arrival):
         """A kept message was taken by a receive: acknowledge a sync send (under the lock)."""
         if arrival.sync:
-            self._ack(arrival.src, arrival.sync)
+            self.hub.ack(self, arrival.origin, arrival.sync)
 
     def _fill(self, state, arrival):
         """Complete posted receive ``state`` with an arrived message."""
@@ -546,7 +797,7 @@ class Router:
         if state.keep_payload:
             state.payload = payload
         elif n > state.buf.size:
-            state.error = truncated(self.rank, arrival.src, n, state.buf.size)
+            state.error = truncated(self.hub.rank, arrival.src, n, state.buf.size)
         else:
             state.buf[:n] = payload
         self.matched(arrival)
@@ -555,7 +806,7 @@ class Router:
     def _pull_direct(self):
         """Take direct messages for posted receives, each by the earliest that matches it."""
         did = False
-        st = self._status
+        st = self.hub._status
         for state in tuple(self.posted):
             if state.done or state not in self.posted:
                 continue
@@ -571,7 +822,7 @@ class Router:
             s, t = st.source, st.tag
             first = next(p for p in self.posted if p.matches(s, t))
             self.posted.remove(first)
-            self.take_direct(first, msg, st, self._count)
+            self.take_direct(first, msg, st, self.hub._count)
             did = True
         return did
 
@@ -585,7 +836,7 @@ class Router:
             msg.Recv([state.payload, MPI.BYTE])
         elif n > state.buf.size:
             msg.Recv([np.empty(n, np.uint8), MPI.BYTE])
-            state.error = truncated(self.rank, s, n, state.buf.size)
+            state.error = truncated(self.hub.rank, s, n, state.buf.size)
         else:
             msg.Recv([state.buf, n, MPI.BYTE])
         tail = self.route(s, self.rank).tail
@@ -608,7 +859,7 @@ class Router:
 
     def cancel(self, state):
         """Cancel a posted receive not yet matched (``MPI.Request.Cancel``)."""
-        with self.lock:
+        with self.hub.lock:
             if state.done or state not in self.posted:
                 return
             self.posted.remove(state)
@@ -622,7 +873,7 @@ class Router:
         ``request``, its MPI request is ``state.req``); a kept message that matches
         completes it at once."""
         state = _State(self, True, source, tag, buf, finish, keep_payload, what, request)
-        with self.lock:
+        with self.hub.lock:
             arrival = self.take(source, tag)
             if arrival is not None:
                 self._fill(state, arrival)
@@ -666,8 +917,8 @@ class Router:
         else:
             fast = self.all_direct_in() and self.peek(source, tag) is None
         if fast and (not self.posted or not self.intersects(source, tag)):
-            st = status if status is not None else self._main_status
-            wd = self.wd
+            st = status if status is not None else MPI.Status()
+            wd = self.hub.wd
             if wd.deadline > 0:
                 where, peers = self.describe(what, source)
                 wd.arm(where, peers)
@@ -684,15 +935,11 @@ class Router:
                 msg.Recv([payload, MPI.BYTE])
             elif n > buf.size:
                 msg.Recv([np.empty(n, np.uint8), MPI.BYTE])
-                raise truncated(self.rank, src, n, buf.size)
+                raise truncated(self.hub.rank, src, n, buf.size)
             else:
                 payload = None
                 msg.Recv([buf, n, MPI.BYTE])
-            if self.q > 1:
-                tail = self.route(src, self.rank).tail
-                if tail:
-                    with self.lock:
-                        self._count(tail, n)
+            self.count_tail(src, n)
             return n, payload
         state = self.post(source, tag, buf, keep_payload=keep_payload, what=what)
         self.wait_for(state)
@@ -716,8 +963,8 @@ class Router:
         one when ``remove`` (then matched: no other receive can take it), or True.  The
         status gets its source, tag and count.
         """
-        with self.lock:
-            self.step()
+        with self.hub.lock:
+            self.hub.step()
             a = self.take(source, tag) if remove else self.peek(source, tag)
             if a is not None and remove:
                 self.matched(a)
@@ -730,7 +977,7 @@ class Router:
                 return None
         elif not self.route(source, self.rank).direct:
             return None
-        st = status if status is not None else self._main_status
+        st = status if status is not None else MPI.Status()
         if remove:
             msg = self.direct.Improbe(source, tag, st)
             return None if msg is None else (msg, st.Get_count(MPI.BYTE), st.source, st.tag)
@@ -740,9 +987,10 @@ class Router:
         """Wait for a message ``(source, tag)``: see :meth:`iprobe`."""
         if source != MPI.ANY_SOURCE and self.route(source, self.rank).direct and \
                 not self.intersects(source, tag):
-            st = status if status is not None else self._main_status
+            st = status if status is not None else MPI.Status()
             where, peers = self.describe(what, source)
-            self.wd.arm(where, peers)
+            wd = self.hub.wd
+            wd.arm(where, peers)
             try:
                 if remove:
                     msg = self.direct.Mprobe(source, tag, st)
@@ -750,7 +998,7 @@ class Router:
                 self.direct.Probe(source, tag, st)
                 return True
             finally:
-                self.wd.disarm()
+                wd.disarm()
         found = []
 
         def done():
@@ -760,28 +1008,16 @@ class Router:
             return bool(found)
 
         where, peers = self.describe(what, source)
-        self.wait_until(done, where, peers)
+        self.hub.wait_until(done, where, peers)
         return found[0]
 
     def count_tail(self, src, nbytes):
         """Count the hops inside this rank of a direct message from ``src`` it received."""
-        if self.q > 1:
+        if self.hub.q > 1:
             tail = self.route(src, self.rank).tail
             if tail:
-                with self.lock:
-                    self._count(tail, nbytes)
-
-    def poke(self):
-        """Advance once from this thread."""
-        self.check()
-        with self.lock:
-            self.step()
-
-    def check(self):
-        """Raise the progress thread's failure, if it failed."""
-        if self.failure is not None:
-            raise DualmpiError(f"rank {self.rank}: the point-to-point router failed: "
-                               f"{self.failure}")
+                with self.hub.lock:
+                    self.hub._count(tail, nbytes)
 
     def describe(self, what, source):
         """Return ``(where, peers)`` for the watchdog of a wait for ``source`` (cached)."""
@@ -792,39 +1028,21 @@ class Router:
         return got
 
     def _describe(self, what, source):
-        note = "" if self.threaded else (
+        note = "" if self.hub.threaded else (
             " (no progress thread: MPI gives less than MPI_THREAD_MULTIPLE, so a routed "
             "message moves only while the ranks on its route are inside dualmpi calls)")
+        where = "" if self.ctx == 0 else f" on a derived communicator (context {self.ctx})"
         if source in (MPI.ANY_SOURCE, None):
-            return f"{what} from any source{note}", ()
+            return f"{what} from any source{where}{note}", ()
         r = self.route(source, self.rank)
-        via = f", routed via ranks {', '.join(map(str, r.via))}" if r.via else ""
-        return f"{what} from rank {source}{via}{note}", (source,)
+        via = f", routed via network ranks {', '.join(map(str, r.via))}" if r.via else ""
+        name = f"rank {source}" if self.ctx == 0 else \
+            f"rank {source} (network rank {self.ranks[source]})"
+        return f"{what} from {name}{where}{via}{note}", (self.ranks[source],)
 
     def wait_until(self, done, where, peers):
         """Advance from this thread until ``done()``, under the watchdog."""
-        if done():
-            return
-        self.check()
-        wd = self.wd
-        wd.arm(where, peers)
-        try:
-            delay, last = 0.0, time.monotonic()
-            spin, first, cap = POLL["spin"], POLL["first"], POLL["hot"]
-            while True:
-                with self.lock:
-                    did = self.step()
-                if done():
-                    return
-                self.check()
-                now = time.monotonic()
-                if did:
-                    last, delay = now, 0.0
-                elif now - last > spin:
-                    delay = min(cap, max(first, delay * 2))
-                time.sleep(delay)
-        finally:
-            wd.disarm()
+        self.hub.wait_until(done, where, peers)
 
     def wait_for(self, state):
         """Wait until request ``state`` is done (this thread advancing the router).
@@ -834,9 +1052,10 @@ class Router:
         """
         if state.done:
             return
+        hub = self.hub
         src = state.source
         if state.recv and src != MPI.ANY_SOURCE and self.route(src, self.rank).direct:
-            with self.lock:
+            with hub.lock:
                 mine = state in self.posted and not any(
                     p is not state and (p.source in (src, MPI.ANY_SOURCE)) and
                     (p.tag == MPI.ANY_TAG or state.tag == MPI.ANY_TAG or p.tag == state.tag)
@@ -844,89 +1063,52 @@ class Router:
                 if mine:
                     self.posted.remove(state)
             if mine:
-                st = self._main_status
+                st = MPI.Status()
                 where, peers = self.describe(state.what, src)
-                self.wd.arm(where, peers)
+                hub.wd.arm(where, peers)
                 try:
                     msg = self.direct.Mprobe(src, state.tag, st)
                 finally:
-                    self.wd.disarm()
-                with self.lock:
-                    self.take_direct(state, msg, st, self._count)
+                    hub.wd.disarm()
+                with hub.lock:
+                    self.take_direct(state, msg, st, hub._count)
                 return
         if state.recv:
             where, peers = self.describe(state.what, src)
         else:
             where, peers = f"{state.what} (until a receive matches it)", ()
-        self.wait_until(lambda: state.done, where, peers)
-
-    # -- the progress thread ---------------------------------------------------------------------
-    def _run(self):
-        spin, first, hot, warm, cold = (POLL[k] for k in ("spin", "first", "hot", "warm", "cold"))
-        delay = 0.0
-        lock, stop = self.lock, self._stop
-        try:
-            while not stop.is_set():
-                did = False
-                if lock.acquire(blocking=False):
-                    try:
-                        did = self.step()
-                    finally:
-                        lock.release()
-                if did:
-                    delay = 0.0
-                else:
-                    idle = time.monotonic() - self._last
-                    if idle > spin:
-                        busy = self.posted or self._out_reqs or self.acks or idle < warm
-                        delay = min(hot if busy else cold, max(first, delay * 2))
-                time.sleep(delay)
-        except Exception as exc:  # noqa: BLE001 - reported to the rank's thread, then abort
-            self.failure = f"{type(exc).__name__}: {exc}"
-            print(f"dualmpi: rank {self.rank}: the point-to-point router's progress thread "
-                  f"failed:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
-            self.wd.abort(3)
+        hub.wait_until(lambda: state.done, where, peers)
 
     # -- the end -----------------------------------------------------------------------------------
     def close(self):
-        """Wait (collectively) until every routed message in flight has arrived, then stop.
+        """The network's router: close its :class:`Hub` (collective over the network)."""
+        self.hub.close()
 
-        A loop of control-plane sums of the messages the ranks originated and those that
-        arrived, forwarding meanwhile; when they are equal no message is on its way (every
-        rank has stopped sending: it is in this call).  Then the progress thread stops and
-        the router's communicator is freed.
+    def release(self, allreduce):
+        """Free a derived communicator's router (collective over its ranks).
+
+        Waits until every routed message of this context has arrived (``allreduce(send,
+        recv, what)``: a sum over the communicator's ranks, its control plane); then the
+        messages no receive took are dropped.  Receives posted before and not yet
+        complete keep the direct channel until they are (MPI's ``Comm_free``: pending
+        operations complete); it is freed then, or with the hub.
         """
-        if self in _LIVE:
-            _LIVE.remove(self)
-        if self.routed == MPI.COMM_NULL:
-            return
-        counts, total = np.zeros(2, np.int64), np.zeros(2, np.int64)
-        rounds = 0
-        while True:
-            if not self.threaded:
-                with self.lock:
-                    while self.step():
-                        pass
-            with self.lock:
-                counts[:] = (self.originated, self.arrived)
-            self.transport.allreduce(counts, total, MPI.SUM,
-                                     f"the end of point-to-point (round {rounds}: every routed "
-                                     "message must arrive before the communicator is freed)")
-            if total[0] == total[1]:
-                break
-            rounds += 1
-            time.sleep(min(1e-3 * rounds, 0.02))
-        self._stop.set()
-        if self.thread is not None:
-            self.thread.join()
-        self.wd.arm("the end of point-to-point (the last forwarded sends)", ())
-        try:
-            MPI.Request.Waitall(self._out_reqs)
-        finally:
-            self.wd.disarm()
-        self._out_reqs, self._out_bufs = [], []
-        self.routed.Free()
-        self.mailbox, self.posted = [], []
+        hub = self.hub
+        hub.drain(lambda: (self.originated, self.arrived), allreduce,
+                  "freeing a derived communicator")
+        with hub.lock:
+            self.freed = True
+            self.mailbox = []
+            if not self.posted:
+                hub.endpoints.pop(self.ctx, None)
+                self._retire()
+
+    def _retire(self):
+        """Free the direct channel (a derived communicator's own)."""
+        if self.ctx != 0 and self.direct is not None and self.direct != MPI.COMM_NULL:
+            self.direct.Free()
+        self.direct = None
+        self.posted, self.mailbox = [], []
 
 
 def fill_status(status, src, tag, nbytes, cancelled=False):

@@ -615,6 +615,10 @@ def test_requests_mix_with_mpi4py_and_dualmpi_requests(slot):
         dualmpi.Request.Waitall(reqs)
         if total[0] != SIZE or any(got2[s][0] != s for s in src):
             problems.append(("dualmpi waitall", total, got2))
+        reqs = [net.irecv(source=s, tag=34) for s in src] + [net.isend(("obj", RANK), dest, 34)]
+        objs = dualmpi.Request.waitall(reqs)
+        if objs != [("obj", s) for s in src] + [None]:
+            problems.append(("object waitall", objs))
         return problems
 
     problems = _attempt(body)
@@ -669,9 +673,7 @@ def test_without_a_progress_thread_every_pair_still_arrives():
         got = {s: np.zeros(100, np.uint8) for s in range(SIZE)}
         reqs = [net.Irecv(got[s], s, 51) for s in range(SIZE)]
         sends = [net.Isend(_payload(RANK, d, 100, 5), d, 51) for d in range(SIZE)]
-        MPI.Request.Waitall(sends)
-        for r in reqs:
-            r.Wait()
+        dualmpi.Request.Waitall(reqs + sends)
         problems += [s for s in range(SIZE) if not np.array_equal(got[s], _payload(s, RANK, 100, 5))]
         return problems
 
