@@ -10,14 +10,21 @@ Two channels, both duplicates of the graph communicator (edges: the ranks joined
     ``p2p`` communicator, without header, the user's tag as MPI tag.
 *routed*
     Otherwise a 64-byte header (kind, source rank, tag, route's nodes, position,
-    identifier) and the packed payload travel as one MPI message per rank-to-rank hop on a
-    communicator of the router's own; every rank on the way receives it and sends it on to
-    the rank playing the route's next node.  Hops between two nodes of one rank are local.
+    identifier, context) and the packed payload travel as one MPI message per rank-to-rank
+    hop on a communicator of the router's own; every rank on the way receives it and sends
+    it on to the rank playing the route's next node.  Hops between two nodes of one rank
+    are local.
+
+Contexts: the communicators derived from the network (:mod:`dualmpi.derived`: ``Split``,
+``Create_cart``, ...) share its :class:`Hub` -- routed channel, progress and link counts --
+each as a :class:`Router` of its own under a context id in the header (MPI's contexts: a
+message matches receives of its own communicator only), its ranks translated to the
+network's, its direct channel an MPI communicator of its own ranks.
 
 Receives follow MPI's matching: posted receives in the order posted, arrived messages in the
 order they arrived (per sender the send order: the route is fixed and every hop FIFO), a
 message taken by the earliest posted receive that matches it.  Routed messages arrive
-through the router's progress (:meth:`Router.step`); direct ones stay in MPI until a
+through the router's progress (:meth:`Hub.step`); direct ones stay in MPI until a
 receive takes them (``Mprobe`` then ``Mrecv``: a message longer than the buffer is
 received into scratch and refused, never truncated by MPI -- Open MPI's wheel corrupts
 its heap on a truncated rendezvous message).
@@ -42,12 +49,13 @@ from mpi4py import MPI
 
 from ..errors import DualmpiError, mpi_error
 
-__all__ = ["Router", "Request", "Arrival", "node_pair", "POLL", "HEADER_BYTES"]
+__all__ = ["Hub", "Router", "Request", "Arrival", "node_pair", "POLL", "HEADER_BYTES"]
 
 #: Bytes of a routed message's header: 8 int64 words.
 HEADER_BYTES = 64
-#: Header words.
-_KIND, _SRC, _TAG, _U, _V, _POS, _IDENT = range(7)
+#: Header words: kind, source (network) rank, tag, the route's nodes, the position on it,
+#: a sync send's identifier, the context (the communicator: 0 is the network's own).
+_KIND, _SRC, _TAG, _U, _V, _POS, _IDENT, _CTX = range(8)
 #: Kinds of routed message: data, data whose sender waits for the match (Ssend), the ack.
 DATA, SYNC, ACK = 1, 2, 3
 
@@ -108,12 +116,15 @@ def node_pair(topo, q, a, b, limit=PAIR_NODES):
 
 
 class Arrival:
-    """A message that arrived at this rank and waits for a receive (routed or to itself)."""
+    """A message that arrived at this rank and waits for a receive (routed or to itself):
+    ``src`` its communicator's source rank, ``origin`` the network rank a sync send's
+    acknowledgement goes back to."""
 
-    __slots__ = ("src", "tag", "payload", "sync")
+    __slots__ = ("src", "tag", "payload", "sync", "origin")
 
-    def __init__(self, src, tag, payload, sync):
+    def __init__(self, src, tag, payload, sync, origin):
         self.src, self.tag, self.payload, self.sync = src, tag, payload, sync
+        self.origin = origin
 
 
 class _State:
@@ -255,18 +266,18 @@ class _Route:
 
     __slots__ = ("u", "v", "path", "direct", "first", "tail", "via")
 
-    def __init__(self, router, a, b):
-        topo, q = router.topo, router.q
+    def __init__(self, hub, a, b):
+        topo, q = hub.topo, hub.q
         self.u, self.v = node_pair(topo, q, a, b)
-        self.path = router.path(self.u, self.v)
-        hops, nxt, j = router.walk(self.u, self.v, 0)
+        self.path = hub.path(self.u, self.v)
+        hops, nxt, j = hub.walk(self.u, self.v, 0)
         #: this rank's hops and the next rank (and position), from the start of the route
         self.first = (tuple(hops), nxt, j)
         ranks = [a] + [y // q for x, y in zip(self.path, self.path[1:]) if x // q != y // q]
         self.via = tuple(ranks[1:-1])
         self.direct = a != b and len(ranks) == 2
         #: the receiving rank's local hops after a direct message enters it
-        self.tail = tuple(router.walk(self.u, self.v, j)[0]) if self.direct else ()
+        self.tail = tuple(hub.walk(self.u, self.v, j)[0]) if self.direct else ()
 
 
 class Hub:
@@ -483,6 +494,8 @@ class Hub:
         for router in tuple(self.endpoints.values()):
             if router.posted:
                 did = router._pull_direct() or did
+            if router._direct_sends:
+                did = router._test_direct_sends() or did
         if did:
             self._last = time.monotonic()
         return did
@@ -546,7 +559,8 @@ class Hub:
 
     # -- the progress thread ---------------------------------------------------------------------
     def _busy(self):
-        return self._out_reqs or self.acks or any(r.posted for r in self.endpoints.values())
+        return self._out_reqs or self.acks or any(r.posted or r._direct_sends
+                                                  for r in self.endpoints.values())
 
     def _run(self):
         spin, first, hot, warm, cold = (POLL[k] for k in ("spin", "first", "hot", "warm", "cold"))
@@ -662,6 +676,12 @@ class Router:
         self._main_status = MPI.Status()
         self._direct_in = self._all_direct = None
         self._described = {}
+        #: per destination and per source, what a message needs (:meth:`send_plan`,
+        #: :meth:`recv_plan`): the one-hop path looks it up once
+        self.sends, self.recvs = {}, {}
+        #: (mpi4py request, state, data) of direct sends whose request is the router's
+        #: (:meth:`track`), tested by the hub's progress
+        self._direct_sends = []
         self.freed = False
         hub.attach(self)
 
@@ -694,6 +714,46 @@ class Router:
     def is_direct(self, a, b):
         """True when messages ``a -> b`` cross one link between the two ranks (no header)."""
         return self.route(a, b).direct
+
+    def send_plan(self, dest):
+        """Return (and cache in :attr:`sends`) ``(kind, hops, where)`` of messages to ``dest``:
+        kind 0 to this rank itself, 1 direct, 2 routed; this rank's hops on the route; the
+        watchdog's text for a blocking direct send."""
+        r = self.route(self.rank, dest)
+        kind = 0 if dest == self.rank else (1 if r.direct else 2)
+        plan = self.sends[dest] = (kind, r.first[0], f"a send to rank {dest} (until rank "
+                                   f"{dest} receives it)")
+        return plan
+
+    def recv_plan(self, source):
+        """Return (and cache in :attr:`recvs`) ``(direct, where, peers)`` of messages from
+        ``source`` (``ANY_SOURCE``: direct when every other rank sends directly)."""
+        if source == MPI.ANY_SOURCE:
+            direct = self.all_direct_in()
+        else:
+            direct = self.route(source, self.rank).direct
+        where, peers = self.describe("Recv", source)
+        plan = self.recvs[source] = (direct, where, peers)
+        return plan
+
+    def track(self, req, data, what):
+        """Return a router request completed when mpi4py request ``req`` (a direct send of
+        ``data``) completes (tested by the hub's progress)."""
+        state = _State(self, False, what=what, request=True)
+        with self.hub.lock:
+            self._direct_sends.append((req, state, data))
+        return self.request(state)
+
+    def _test_direct_sends(self):
+        """Complete the tracked direct sends that are done (under the hub's lock)."""
+        done = MPI.Request.Testsome([r for r, _, _ in self._direct_sends])
+        if not done:
+            return False
+        finished = set(done)
+        for i in done:
+            self._complete(self._direct_sends[i][1])
+        self._direct_sends = [x for i, x in enumerate(self._direct_sends) if i not in finished]
+        return True
 
     def direct_in(self):
         """True when some rank sends to this one directly (ANY_SOURCE looks at the channel)."""
@@ -912,34 +972,33 @@ class Router:
         no posted receive could take is probed and received here in MPI (``Mprobe``, then
         ``Mrecv``), as a plain ``Recv``; any other waits for the router's progress.
         """
-        if source != MPI.ANY_SOURCE:
-            fast = self.route(source, self.rank).direct
-        else:
-            fast = self.all_direct_in() and self.peek(source, tag) is None
-        if fast and (not self.posted or not self.intersects(source, tag)):
-            st = status if status is not None else MPI.Status()
+        plan = self.recvs.get(source)
+        if plan is None:
+            plan = self.recv_plan(source)
+        direct, where, peers = plan
+        if direct and (not self.posted or not self.intersects(source, tag)) and \
+                (source != MPI.ANY_SOURCE or self.peek(source, tag) is None):
+            st = status if status is not None else self._main_status
             wd = self.hub.wd
-            if wd.deadline > 0:
-                where, peers = self.describe(what, source)
-                wd.arm(where, peers)
-                try:
-                    msg = self.direct.Mprobe(source, tag, st)
-                finally:
-                    wd.disarm()
-            else:
+            wd.arm(where if what == "Recv" else self.describe(what, source)[0], peers)
+            try:
                 msg = self.direct.Mprobe(source, tag, st)
+            finally:
+                wd.disarm()
             n = st.Get_count(MPI.BYTE)
-            src = st.source
+            payload = None
             if keep_payload:
                 payload = bytearray(n)
                 msg.Recv([payload, MPI.BYTE])
-            elif n > buf.size:
-                msg.Recv([np.empty(n, np.uint8), MPI.BYTE])
-                raise truncated(self.hub.rank, src, n, buf.size)
-            else:
-                payload = None
+            elif n == buf.size:
+                msg.Recv(buf)
+            elif n < buf.size:
                 msg.Recv([buf, n, MPI.BYTE])
-            self.count_tail(src, n)
+            else:
+                msg.Recv([np.empty(n, np.uint8), MPI.BYTE])
+                raise truncated(self.hub.rank, st.source, n, buf.size)
+            if self.hub.q > 1:
+                self.count_tail(st.source, n)
             return n, payload
         state = self.post(source, tag, buf, keep_payload=keep_payload, what=what)
         self.wait_for(state)
