@@ -4,13 +4,15 @@ import argparse
 import sys
 
 from . import __version__
+from . import exec as exec_
 from .commands import app, bench, embed, export, fit, info, model, report, route, run, simulate, soak
 from .errors import DualmpiError, InputError
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
 #: Subcommand modules, in the order ``--help`` lists them.
-COMMANDS = [info, route, embed, simulate, model, run, bench, soak, app, fit, report, export]
+COMMANDS = [info, route, embed, simulate, model, run, bench, soak, app, exec_, fit, report,
+            export]
 
 
 def build_parser():

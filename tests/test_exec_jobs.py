@@ -1,0 +1,250 @@
+"""``dualmpi exec`` end to end: each test launches its own small mpiexec job (pure tier, not ``mpi``).
+
+An ordinary mpi4py program prints the same with plain ``mpiexec python prog.py`` and under
+``dualmpi exec`` (2, 4 and 8 ranks, one and several nodes per rank); every road around
+``MPI.COMM_WORLD``'s methods stops with one line naming the call and a non-zero exit; exit
+codes and exceptions are the program's; the report's figures are ``dualmpi.Comm.stats()``'s.
+"""
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from dualmpi.engine import cloop
+from dualmpi.exec import report as exec_report
+from dualmpi.topology import from_spec
+from mpi_helpers import MPIEXEC, PYTHON, REPO, mpi_cmd, needs_mpiexec, ompi_env, run_job
+
+pytestmark = needs_mpiexec
+
+PROGRAMS = REPO / "tests" / "exec_programs"
+ORDINARY = PROGRAMS / "ordinary.py"
+ROADS = PROGRAMS / "roads.py"
+LIMIT = 150  # MPIEXEC_TIMEOUT of each job (oversubscribed ranks on a loaded machine)
+
+
+def _job(np_, *args, exec_args=None, under_mpi4py=True):
+    """Run ``args`` (a program and its arguments) natively, or under ``dualmpi exec`` with
+    ``exec_args`` (SPEC and options); return the :class:`mpi_helpers.Job`."""
+    if exec_args is None:
+        cmd = mpi_cmd(np_, *args) if under_mpi4py else [MPIEXEC, "-n", np_, PYTHON, *args]
+    else:
+        head = ["-m", "dualmpi", "exec", *exec_args, "--"]
+        cmd = mpi_cmd(np_, *head, *args) if under_mpi4py else \
+            [MPIEXEC, "-n", np_, PYTHON, *head, *args]
+    job = run_job(cmd, ompi_env(LIMIT), timeout=LIMIT + 60)
+    assert not job.timed_out, f"hung ({job.elapsed:.0f} s)\n{job.stdout}\n{job.stderr[-3000:]}"
+    return job
+
+
+_NATIVE = {}
+
+
+def _native(np_, *args):
+    key = (np_, *args)
+    if key not in _NATIVE:
+        _NATIVE[key] = _job(np_, *args)
+    return _NATIVE[key]
+
+
+@pytest.mark.parametrize("ranks, spec, q", [
+    (2, "hypercube:n=1", None),
+    (2, "dualcube:r=2", 4),        # four nodes per rank
+    (4, "dualcube:r=2", None),     # two nodes per rank
+    (8, "dualcube:r=2", None),
+    (8, "metacube:k=1,m=2", 4),
+])
+def test_an_ordinary_program_prints_the_same(ranks, spec, q):
+    """Collectives, object forms, nonblocking with MPI.Request.Waitall, Dup, COMM_SELF and the
+    local queries: the same stdout natively and over the network's links; a report on stderr."""
+    native = _native(ranks, ORDINARY)
+    assert native.returncode == 0, native.stderr[-3000:]
+    extra = [] if q is None else ["--nodes-per-rank", str(q)]
+    job = _job(ranks, ORDINARY, exec_args=[spec, *extra])
+    assert job.returncode == 0, job.stdout + job.stderr[-3000:]
+    assert job.stdout == native.stdout and job.stdout.count("\n") == ranks * 14
+    lines = job.stderr.strip().splitlines()
+    nodes_per_rank = q or from_spec(spec).num_nodes // ranks
+    head = f"dualmpi exec: {ORDINARY} on {spec} ("
+    assert lines[-5].startswith(head), job.stderr
+    assert (f"x {nodes_per_rank} nodes)" in lines[-5]) == (nodes_per_rank > 1)
+    assert "Dup " in lines[-4] and "Iallreduce " in lines[-4] and "alltoall " in lines[-4]
+    assert "Traceback" not in job.stderr
+
+
+def test_the_collectives_tour_runs_unchanged():
+    """examples/collectives_tour.py without a SPEC is plain mpi4py: the same under exec."""
+    tour = REPO / "examples" / "collectives_tour.py"
+    native = _native(4, tour)
+    job = _job(4, tour, exec_args=["dualcube:r=2"])
+    assert native.returncode == 0 and job.returncode == 0, job.stderr[-3000:]
+    assert job.stdout == native.stdout and job.stdout.count("\n") == 4 * 11
+
+
+def test_finalize_is_the_programs():
+    """A program that calls MPI.Finalize itself still gets its report (MPI ends after it)."""
+    native = _job(2, ORDINARY, "finalize")
+    job = _job(2, ORDINARY, "finalize", exec_args=["hypercube:n=1"])
+    assert native.returncode == 0 and job.returncode == 0, job.stderr[-3000:]
+    assert sorted(job.stdout.splitlines()) == sorted(native.stdout.splitlines())
+    assert "rank 1 finalized: True" in job.stdout and "model time" in job.stderr
+
+
+@pytest.mark.parametrize("code", [3, 0])
+def test_exit_codes_are_the_programs(code):
+    """``sys.exit(3)`` on every rank: exit code 3 natively and under exec (no report)."""
+    native = _job(2, ORDINARY, "exit", str(code))
+    job = _job(2, ORDINARY, "exit", str(code), exec_args=["hypercube:n=1"])
+    assert native.returncode == job.returncode == code, job.stderr[-3000:]
+    assert job.stdout == native.stdout
+    assert ("model time" in job.stderr) == (code == 0)
+
+
+@pytest.mark.parametrize("under_mpi4py", [True, False], ids=["python-m-mpi4py", "plain-python"])
+def test_an_exception_ends_the_job_as_under_python_m_mpi4py(under_mpi4py):
+    """The last rank raises while the others wait for it: the same traceback and exit code 1,
+    the job ends (abort) instead of hanging, with or without ``python -m mpi4py``."""
+    native = _job(2, ORDINARY, "raise")
+    job = _job(2, ORDINARY, "raise", exec_args=["hypercube:n=1"], under_mpi4py=under_mpi4py)
+    assert native.returncode == job.returncode == 1, job.stderr[-3000:]
+    assert job.stdout == native.stdout
+
+    def program_frames(stderr):  # from the program's first frame to the exception's line
+        text = stderr[stderr.index("Traceback (most recent call last):"):]
+        text = text[text.index(f'  File "{ORDINARY}", line'):]
+        return text[:text.index("ValueError: raised on rank 1 of 2") + 34]
+
+    assert program_frames(job.stderr) == program_frames(native.stderr)
+    assert job.stderr.count("Traceback (most recent call last):") == 1
+
+
+#: Road -> (exit code, the line's pattern).  Through mpi4py: an MPI.Exception (exit 1 under
+#: python -m mpi4py); from C: the line on stderr and MPI_Abort (exit 2).
+ROAD_LINES = {
+    "intracomm": (1, r"MPI_Allreduce on the program's communicator \(MPI.COMM_WORLD's handle\)"),
+    "subclass": (1, r"MPI_Bcast on the program's communicator \(MPI.COMM_WORLD's handle\)"),
+    "pkl5": (1, r"MPI_(Send|Probe|Mprobe) on the program's communicator"),
+    "unbound": (1, r"MPI_Barrier on the program's communicator"),
+    "fromhandle": (1, r"MPI_Barrier on the program's communicator"),
+    "window": (1, r"MPI_Win_create on the program's communicator"),
+    "allocate": (1, r"MPI_Win_allocate on the program's communicator"),
+    "file": (1, r"MPI_File_open on the program's communicator"),
+    "group": (1, r"MPI_Comm_create_from_group on a group of the program's processes"),
+    "intercomm": (1, r"MPI_Intercomm_create on the program's communicator"),
+    "split": (1, r"UnsupportedError: MPI.COMM_WORLD.Split is not supported under dualmpi exec: "
+                 r"derived communicators"),
+    "cart": (1, r"UnsupportedError: MPI.COMM_WORLD.Create_cart is not supported under dualmpi"),
+    "spawn": (1, r"MPI_Comm_spawn would join the program's processes"),
+    "ctypes-world": (2, r"^dualmpi exec: error: MPI_Barrier on the program's communicator "
+                        r"\(MPI.COMM_WORLD's handle\) outside dualmpi \(called from \S*libffi"),
+    "c-library": (2, r"^dualmpi exec: error: MPI_Bcast on the program's communicator "
+                     r"\(MPI_COMM_WORLD\) outside dualmpi \(called from \S*poke\.so, not through "
+                     r"mpi4py"),
+}
+
+
+@pytest.fixture(scope="module")
+def c_library(tmp_path_factory):
+    """A shared library whose ``poke_world()`` calls MPI_Bcast on MPI_COMM_WORLD (C code)."""
+    cc = cloop.mpicc()
+    if cc is None:
+        pytest.skip("no mpicc")
+    folder = tmp_path_factory.mktemp("poke")
+    src = folder / "poke.c"
+    src.write_text("#include <mpi.h>\nint poke_world(void) { int x = 0;\n"
+                   "  return MPI_Bcast(&x, 1, MPI_INT, 0, MPI_COMM_WORLD); }\n")
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(folder / "poke.so"), str(src)], check=True,
+                   timeout=120)
+    return folder / "poke.so"
+
+
+@pytest.mark.parametrize("road", sorted(ROAD_LINES))
+def test_every_road_around_the_stand_in_stops_with_one_line(road, c_library, tmp_path):
+    """Each road either stops with one line naming the call (and a non-zero exit) or never
+    returns: MPI never moves the program's data outside the links."""
+    extra = {"c-library": [str(c_library)], "file": [str(tmp_path / "out.dat")]}.get(road, [])
+    job = _job(2, ROADS, road, *extra, exec_args=["hypercube:n=1"])
+    code, pattern = ROAD_LINES[road]
+    shown = f"exit {job.returncode}\n{job.stdout}\n{job.stderr[-4000:]}"
+    assert job.returncode == code, shown
+    assert "survived" not in job.stdout, shown
+    found = [line for line in job.stderr.splitlines() if re.search(pattern, line)]
+    assert found, shown
+    if code == 2:  # from C: one line per rank that made the call, nothing else of ours
+        assert all(line.startswith("dualmpi exec: error: ") for line in found)
+    else:  # through mpi4py: the exception's line ends the traceback
+        assert "Traceback" in job.stderr
+        assert all(re.match(r"(mpi4py\.MPI\.Exception|dualmpi\.support\.UnsupportedError): ",
+                            line) for line in found), found
+    assert not (tmp_path / "out.dat").exists()
+
+
+def test_the_roads_run_natively():
+    """The same program without exec: the roads that need no second party run through."""
+    for road in ("intracomm", "subclass", "unbound", "window", "split", "cart"):
+        job = _native(2, ROADS, road)
+        assert job.returncode == 0 and f"survived {road}" in job.stdout, job.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    """calls.py under exec on D_2 and Q_3 (4 ranks, 2 nodes each) with --report, the second
+    compared with the first; and calls.py's main on a dualmpi.Comm with its summed stats()."""
+    folder = tmp_path_factory.mktemp("reports")
+    calls = PROGRAMS / "calls.py"
+    q3 = _job(4, calls, exec_args=["hypercube:n=3", "--report", str(folder / "q3.json")])
+    d2 = _job(4, calls, exec_args=["dualcube:r=2", "--report", str(folder / "d2.json"),
+                                   "--compare-with", str(folder / "q3.json")])
+    direct = _job(4, PROGRAMS / "calls_on_net.py", "dualcube:r=2", "2")
+    native = _native(4, calls)
+    for job in (q3, d2, direct, native):
+        assert job.returncode == 0, job.stdout + job.stderr[-3000:]
+    return {"q3": q3, "d2": d2, "direct": json.loads(direct.stdout), "native": native,
+            "d2_json": json.loads((folder / "d2.json").read_text()),
+            "q3_json": json.loads((folder / "q3.json").read_text())}
+
+
+def test_the_report_is_stats(reports):
+    """The report's link messages, bytes, per-link counts and hop rounds are what
+    dualmpi.Comm.stats() counts for the same calls (summed over the ranks)."""
+    rep, direct = reports["d2_json"], reports["direct"]
+    assert rep["format"] == "dualmpi-exec/1"
+    for key in ("messages", "bytes", "links"):
+        assert rep[key] == direct[key], key
+    assert (rep["hop_rounds"], rep["steps"]) == (direct["rounds"], direct["steps"])
+    assert rep["messages"] > 0
+    model = exec_report.model_time(rep["links"], rep["hop_rounds"], rep["model"]["clock"])
+    assert rep["model"]["time"] == pytest.approx(model["time"])
+    assert rep["model"]["clock"] == {"ts": 2e-6, "tw": 1e-9, "th": 5e-8}
+    assert rep["calls"]["Alltoall"] == 4
+    assert rep["calls"]["allgather"] == 4 and rep["calls"]["Barrier"] == 4
+    assert (rep["spec"], rep["nodes"], rep["ranks"], rep["nodes_per_rank"]) == \
+        ("dualcube:r=2", 8, 4, 2)
+    assert rep["program"] == str(PROGRAMS / "calls.py") and rep["args"] == []
+    assert rep["meta"]["guard"] is True and rep["meta"]["mpi_library"]
+    assert reports["d2"].stdout == reports["native"].stdout  # the program's output
+
+
+def test_compare_with_the_other_networks_report(reports):
+    """--compare-with: rank 0 prints both networks with their ratios (D_2 over Q_3)."""
+    err = reports["d2"].stderr
+    assert "compared with hypercube:n=3" in err
+    d2, q3 = reports["d2_json"], reports["q3_json"]
+    ratio = next(line for line in err.splitlines() if line.strip().startswith("ratio")).split()
+    assert ratio[1] == f"{d2['messages'] / q3['messages']:.3f}"
+    assert d2["compare"]["spec"] == "hypercube:n=3"
+    assert d2["compare"]["report"]["messages"] == q3["messages"]
+
+
+def test_launch_run_exec(tmp_path):
+    """``bash launch/run exec SPEC PROGRAM``: exec's options after SPEC, the rank count from
+    NP (here 4, two nodes each), the program's output and the report."""
+    env = dict(ompi_env(LIMIT), NP="4")
+    job = run_job(["bash", REPO / "launch" / "run", "exec", "dualcube:r=2", "--report",
+                   tmp_path / "r.json", PROGRAMS / "calls.py"], env, timeout=LIMIT + 60)
+    assert job.returncode == 0 and not job.timed_out, job.stdout + job.stderr[-3000:]
+    assert job.stdout == _native(4, PROGRAMS / "calls.py").stdout
+    rep = json.loads((tmp_path / "r.json").read_text())
+    assert (rep["ranks"], rep["nodes_per_rank"], rep["spec"]) == (4, 2, "dualcube:r=2")
