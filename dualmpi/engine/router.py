@@ -59,11 +59,39 @@ _KIND, _SRC, _TAG, _U, _V, _POS, _IDENT, _CTX = range(8)
 #: Kinds of routed message: data, data whose sender waits for the match (Ssend), the ack.
 DATA, SYNC, ACK = 1, 2, 3
 
-#: Polling of the progress thread and of a rank's own waits (seconds): after traffic it
-#: yields (``sleep(0)``) for ``spin``, then sleeps from ``first`` doubling up to ``hot``
-#: while this rank has receives posted, sends unacknowledged or saw traffic within
-#: ``warm``, else up to ``cold``.  A rank's own waits use ``hot`` as their cap.
-POLL = {"spin": 2e-4, "first": 2e-5, "hot": 2e-4, "warm": 0.05, "cold": 2e-3}
+#: Polling of the progress thread (seconds): after traffic it yields (``sleep(0)``) for
+#: ``spin``, then sleeps from ``first`` doubling up to ``hot`` while this rank has receives
+#: posted, sends unacknowledged, a thread waiting in dualmpi or saw traffic within ``warm``,
+#: else up to ``cold``.  A rank's own waits sleep until the progress thread delivers (at most
+#: ``hot``), or, without the thread, poll with the same schedule.  ``DUALMPI_POLL`` (e.g.
+#: ``spin=1e-3,cold=5e-3``) changes them; docs/p2p.md has the measured trade-off.
+POLL = {"spin": 1e-3, "first": 2e-5, "hot": 2e-4, "warm": 0.05, "cold": 2e-3}
+ENV_POLL = "DUALMPI_POLL"
+
+
+def _poll_from_env():
+    """Apply ``DUALMPI_POLL`` (``key=seconds,...``) to :data:`POLL`."""
+    text = os.environ.get(ENV_POLL, "").strip()
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, _, value = item.partition("=")
+        if key not in POLL:
+            raise DualmpiError(f"{ENV_POLL}: unknown key {key!r} (keys: {', '.join(POLL)})")
+        try:
+            POLL[key] = float(value)
+        except ValueError:
+            raise DualmpiError(f"{ENV_POLL}: {key}={value!r} is not a number of seconds") \
+                from None
+
+
+def _fine_timer():
+    """Ask Linux for 1 us timer slack in this thread (default 50 us), so its short sleeps
+    end when asked; elsewhere (or refused) nothing changes."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(29, 1000, 0, 0, 0)  # PR_SET_TIMERSLACK
+    except (OSError, AttributeError):
+        pass
 
 #: Pairs of nodes tried per rank pair (the first ``PAIR_NODES`` nodes of each rank).
 PAIR_NODES = 32
@@ -329,6 +357,11 @@ class Hub:
         self._last = time.monotonic()
         self.failure = None
         self._stop = threading.Event()
+        #: a rank's own waits sleep on this until the progress thread has moved something
+        self._moved = threading.Condition(threading.Lock())
+        self._generation = 0
+        self.waiters = 0
+        _poll_from_env()
         level = MPI.Query_thread()
         if threaded is None:
             threaded = level >= MPI.THREAD_MULTIPLE and os.environ.get(ENV_THREAD, "1") != "0"
@@ -533,13 +566,21 @@ class Hub:
                                f"{self.failure}")
 
     def wait_until(self, done, where, peers):
-        """Advance from this thread until ``done()``, under the watchdog."""
+        """Wait until ``done()``, under the watchdog.
+
+        With the progress thread this thread sleeps until the thread has moved something
+        (or ``hot`` seconds: ``done()`` may look at MPI itself), without it it advances the
+        hub itself, polling.
+        """
         if done():
             return
         self.check()
         wd = self.wd
         wd.arm(where, peers)
         try:
+            if self.threaded:
+                self._sleep_until(done)
+                return
             delay, last = 0.0, time.monotonic()
             spin, first, cap = POLL["spin"], POLL["first"], POLL["hot"]
             while True:
@@ -557,6 +598,24 @@ class Hub:
         finally:
             wd.disarm()
 
+    def _sleep_until(self, done):
+        """Sleep on :attr:`_moved` until ``done()`` (the progress thread runs hot meanwhile)."""
+        moved, cap = self._moved, POLL["hot"]
+        delay = POLL["first"]
+        self.waiters += 1
+        try:
+            while True:
+                generation = self._generation
+                if done():
+                    return
+                self.check()
+                with moved:
+                    if generation == self._generation:
+                        moved.wait(delay)
+                delay = min(cap, delay * 2)
+        finally:
+            self.waiters -= 1
+
     # -- the progress thread ---------------------------------------------------------------------
     def _busy(self):
         return self._out_reqs or self.acks or any(r.posted or r._direct_sends
@@ -565,7 +624,8 @@ class Hub:
     def _run(self):
         spin, first, hot, warm, cold = (POLL[k] for k in ("spin", "first", "hot", "warm", "cold"))
         delay = 0.0
-        lock, stop = self.lock, self._stop
+        lock, stop, moved = self.lock, self._stop, self._moved
+        _fine_timer()
         try:
             while not stop.is_set():
                 did = False
@@ -576,10 +636,14 @@ class Hub:
                         lock.release()
                 if did:
                     delay = 0.0
+                    if self.waiters:
+                        with moved:
+                            self._generation += 1
+                            moved.notify_all()
                 else:
                     idle = time.monotonic() - self._last
                     if idle > spin:
-                        busy = idle < warm or self._busy()
+                        busy = idle < warm or self.waiters or self._busy()
                         delay = min(hot if busy else cold, max(first, delay * 2))
                 time.sleep(delay)
         except Exception as exc:  # noqa: BLE001 - reported to the rank's thread, then abort
