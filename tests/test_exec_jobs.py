@@ -248,3 +248,35 @@ def test_launch_run_exec(tmp_path):
     assert job.stdout == _native(4, PROGRAMS / "calls.py").stdout
     rep = json.loads((tmp_path / "r.json").read_text())
     assert (rep["ranks"], rep["nodes_per_rank"], rep["spec"]) == (4, 2, "dualcube:r=2")
+
+
+def _has_sendrecv():
+    from dualmpi.comm import Comm
+
+    return hasattr(Comm, "Sendrecv")
+
+
+#: The examples need routed point-to-point (issue 24, item 1).
+needs_sendrecv = pytest.mark.skipif(
+    not _has_sendrecv(), reason="dualmpi.Comm has no Sendrecv yet: examples/jacobi.py and "
+    "examples/taskfarm.py need routed point-to-point (issue 24, item 1)")
+
+
+@needs_sendrecv
+@pytest.mark.parametrize("example, args", [("jacobi", ["24", "60"]), ("taskfarm", ["24", "300"])])
+@pytest.mark.parametrize("ranks, spec, q", [(8, "dualcube:r=2", None), (4, "dualcube:r=2", 2),
+                                            (2, "hypercube:n=1", None)])
+def test_the_examples_print_the_same(example, args, ranks, spec, q):
+    """examples/jacobi.py (Sendrecv halos on a rank grid, PROC_NULL at its borders, allreduce)
+    and examples/taskfarm.py (ANY_SOURCE, ANY_TAG, MPI.Status): the same line natively and
+    with their messages routed over the network's links."""
+    program = REPO / "examples" / f"{example}.py"
+    native = _native(ranks, program, *args)
+    extra = [] if q is None else ["--nodes-per-rank", str(q)]
+    job = _job(ranks, program, *args, exec_args=[spec, *extra])
+    assert native.returncode == 0 and job.returncode == 0, job.stdout + job.stderr[-3000:]
+    assert job.stdout == native.stdout and job.stdout.startswith(example)
+    calls = next(line for line in job.stderr.splitlines() if "calls (all ranks)" in line)
+    assert ("Sendrecv" if example == "jacobi" else "recv") in calls
+    messages = next(line for line in job.stderr.splitlines() if "link messages" in line)
+    assert int(re.search(r"link messages (\d+)", messages).group(1)) > 0
