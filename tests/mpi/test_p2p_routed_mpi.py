@@ -22,6 +22,8 @@ import dualmpi
 from dualmpi.commands.route import describe_route
 from dualmpi.engine.router import node_pair
 from dualmpi.errors import DualmpiError
+from dualmpi.topology import from_spec
+from dualmpi.topology.faults import FaultyTopology
 
 MPI = pytest.importorskip("mpi4py.MPI")
 
@@ -34,7 +36,7 @@ NETWORKS = {
     1: [("hypercube:n=1", 2)],
     2: [("hypercube:n=1", 1), ("hypercube:n=2", 2)],
     4: [("hypercube:n=2", 1), ("dualcube:r=2", 2)],
-    8: [("dualcube:r=2", 1), ("metacube:k=2,m=1", 8)],
+    8: [("dualcube:r=2", 1), ("metacube:k=2,m=1", 8), ("dualcube:r=2 without 0-4", 1)],
     32: [("dualcube:r=3", 1)],
 }
 SLOTS = ["net0", "net1"]
@@ -71,8 +73,17 @@ def _net(slot):
         pytest.skip(f"no {slot} network at {SIZE} rank(s)")
     if nets[i] not in _NETS:
         spec, q = nets[i]
-        _NETS[nets[i]] = dualmpi.Comm(WORLD, spec, nodes_per_rank=q, watchdog=90)
+        _NETS[nets[i]] = dualmpi.Comm(WORLD, _topology(spec), nodes_per_rank=q, watchdog=90)
     return _NETS[nets[i]]
+
+
+def _topology(spec):
+    """A spec, or ``"<spec> without u-v"``: the network with link u-v failed (routes detour)."""
+    if " without " not in spec:
+        return spec
+    base, link = spec.split(" without ")
+    u, v = (int(x) for x in link.split("-"))
+    return FaultyTopology(from_spec(base), failed_links=[(u, v)])
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -125,9 +136,10 @@ def _far(net, a):
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("size", [1, 1000, 70000])
-@pytest.mark.parametrize("slot", SLOTS)
+@pytest.mark.parametrize("slot", SLOTS + ["net2"])
 def test_every_pair_gets_its_bytes_over_the_route(slot, size):
-    """Irecv from every rank, Send to every rank: MPI's bytes, and stats() counts the routes."""
+    """Irecv from every rank, Send to every rank: MPI's bytes, and stats() counts the routes
+    (on D_2 with link 0-4 failed: the detours)."""
     net = _net(slot)
 
     def body():
@@ -243,6 +255,50 @@ def test_posted_receives_match_in_order(slot):
             if (a[0], b[0], c[0], sa.tag, sb.tag, sc.tag) != (0, 2, 1, 2, 2, 5):
                 problems.append((s, a[0], b[0], c[0], sa.tag, sb.tag, sc.tag))
         MPI.Request.Waitall(sends)
+        return problems
+
+    problems = _attempt(body)
+    assert _agree(not problems), problems
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("slot", SLOTS)
+def test_any_source_master_worker(slot):
+    """A task farm: rank 0 hands out 6 tasks per worker, one at a time, and takes each
+    result with ANY_SOURCE/ANY_TAG (status.source names the worker); the results are the
+    tasks' squares and each worker's count is what it was sent."""
+    net = _net(slot)
+    tasks = list(range(6 * (SIZE - 1)))
+    stop = 99
+
+    def body():
+        problems = []
+        if RANK == 0:
+            todo, results, given = list(tasks), {}, {w: 0 for w in range(1, SIZE)}
+            for w in range(1, SIZE):
+                net.send(todo.pop(), w, 1)
+                given[w] += 1
+            while len(results) < len(tasks):
+                st = MPI.Status()
+                task, value = net.recv(source=MPI.ANY_SOURCE, tag=MPI.ANY_TAG, status=st)
+                if st.tag != 2 or value != task * task or st.Get_count(MPI.BYTE) <= 0:
+                    problems.append((st.source, st.tag, task, value))
+                results[task] = (value, st.source)
+                if todo:
+                    net.send(todo.pop(), st.source, 1)
+                    given[st.source] += 1
+            for w in range(1, SIZE):
+                net.send(None, w, stop)
+            done = {w: sum(1 for _, src in results.values() if src == w) for w in given}
+            if done != given or sorted(results) != tasks:
+                problems.append(("counts", done, given))
+        else:
+            while True:
+                st = MPI.Status()
+                task = net.recv(source=0, tag=MPI.ANY_TAG, status=st)
+                if st.tag == stop:
+                    break
+                net.send((task, task * task), 0, 2)
         return problems
 
     problems = _attempt(body)
