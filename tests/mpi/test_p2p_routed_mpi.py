@@ -37,7 +37,7 @@ NETWORKS = {
     2: [("hypercube:n=1", 1), ("hypercube:n=2", 2)],
     4: [("hypercube:n=2", 1), ("dualcube:r=2", 2)],
     8: [("dualcube:r=2", 1), ("metacube:k=2,m=1", 8), ("dualcube:r=2 without 0-4", 1)],
-    32: [("dualcube:r=3", 1)],
+    32: [("dualcube:r=3", 1), ("metacube:k=2,m=1", 2)],
 }
 SLOTS = ["net0", "net1"]
 #: Whether a rank has a progress thread (MPI_THREAD_MULTIPLE): forwarding while it is busy.
@@ -634,6 +634,26 @@ def test_ssend_completes_only_once_matched(slot):
             net.Recv(np.zeros(4), s, 21)
         req.Wait()
         return ["complete before the receive"] if early else []
+
+    problems = _attempt(body)
+    assert _agree(not problems), problems
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("slot", SLOTS)
+def test_a_posted_receive_can_be_cancelled(slot):
+    """Irecv from every rank with a tag nobody sends, then Cancel: the waits return with a
+    cancelled status (MPI.Request.Cancel, the router's cancel callback)."""
+    net = _net(slot)
+
+    def body():
+        reqs = [net.Irecv(np.zeros(1), s, 88) for s in range(SIZE)]
+        reqs.append(net.Irecv(np.zeros(1), MPI.ANY_SOURCE, 88))
+        for r in reqs:
+            r.Cancel()
+        statuses = [MPI.Status() for _ in reqs]
+        MPI.Request.Waitall(reqs, statuses)
+        return [i for i, st in enumerate(statuses) if not st.Is_cancelled()]
 
     problems = _attempt(body)
     assert _agree(not problems), problems
