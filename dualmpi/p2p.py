@@ -40,13 +40,6 @@ def _mpi():
     return _MPI
 
 
-def _router(net, what):
-    router = net._router
-    if router is None:
-        raise DualmpiError(f"{what}: the communicator was freed")
-    return router
-
-
 def _rank(net, r, what, name, receive):
     """Return rank ``r`` as an int (a rank, ``PROC_NULL``, ``ANY_SOURCE`` for a receive)."""
     MPI = _mpi()
@@ -68,7 +61,7 @@ def _tag(net, tag, what, receive):
         return tag
     if isinstance(tag, (int, np.integer)) and not isinstance(tag, bool):
         tag = int(tag)
-        if 0 <= tag <= net._router.direct.Get_attr(MPI.TAG_UB) or \
+        if 0 <= tag <= net._router.tag_ub or \
                 (receive and tag == MPI.ANY_TAG):
             return tag
     more = " or MPI.ANY_TAG" if receive else ""
@@ -473,7 +466,7 @@ def iprobe(net, source=None, tag=None, status=None):
 
 
 def mprobe(net, source=None, tag=None, status=None):
-    """Wait for a message and match it (mirrors ``Comm.mprobe``): its ``recv()`` gives the object."""
+    """Wait for a message and match it (mirrors ``Comm.mprobe``); ``recv()`` gives its object."""
     return Mprobe(net, source, tag, status)
 
 
