@@ -167,7 +167,8 @@ class _State:
         self.router, self.recv, self.what = router, recv, what
         self.source, self.tag, self.buf, self.finish = source, tag, buf, finish
         self.keep_payload = keep_payload
-        self.done, self.error, self.cancelled, self.greq, self.payload = False, None, False, None, None
+        self.done, self.error, self.cancelled = False, None, False
+        self.greq = self.payload = None
         self.src, self.rtag, self.nbytes = MPI.ANY_SOURCE, MPI.ANY_TAG, 0
         #: the MPI request (made before the state is published: the progress completes it)
         self.req = _new_request(self) if request else None
