@@ -9,7 +9,6 @@ allreduce before asserting.  Uncaught errors in a real job: ``tests/test_bad_inp
 import numpy as np
 import pytest
 
-from dualmpi.errors import LinkError
 from dualmpi.topology import from_spec
 
 MPI = pytest.importorskip("mpi4py.MPI")
@@ -33,15 +32,11 @@ def _net():
     return Comm(MPI.COMM_WORLD, from_spec(f"hypercube:n={size.bit_length() - 1}"))
 
 
-def _refused_peers(net):
-    """Return peers a node must not talk to.
-
-    A non-neighbour (from 4 ranks on), itself, one past the last node, and MPI's wildcards
-    ANY_SOURCE and PROC_NULL (which MPI itself would accept).
-    """
-    me, topo = net.Get_rank(), net.topology
-    strangers = [v for v in range(topo.num_nodes) if v != me and not topo.is_link(me, v)]
-    return strangers[:1] + [me, topo.num_nodes, MPI.ANY_SOURCE, MPI.PROC_NULL]
+def _bad_peers(net):
+    """Return peers no call may name: one past the last rank, a negative rank other than
+    MPI's wildcards, and (for a send) ``MPI.ANY_SOURCE``.  Non-neighbours and the rank itself
+    are reached by routing since issue 24 (``tests/mpi/test_p2p_routed_mpi.py``)."""
+    return [net.Get_size(), -7]
 
 
 #: Every point-to-point call that names a peer.
@@ -55,20 +50,25 @@ OPS = {
 
 @pytest.mark.mpi(min_size=2)
 @pytest.mark.parametrize("op", list(OPS))
-def test_non_neighbour_is_refused(op):
-    """Each call with a non-neighbour raises LinkError naming both nodes; nothing is sent."""
+def test_a_bad_peer_is_refused(op):
+    """Each call naming a rank the communicator does not have raises one clear error (an
+    MPI.Exception of class ERR_RANK, as MPI itself gives); nothing is sent.  A send to
+    ``MPI.ANY_SOURCE`` is refused too; ``MPI.PROC_NULL`` completes at once, as in MPI."""
     net = _net()
-    me, spec = net.Get_rank(), net.topology.spec
     problems = []
-    for peer in _refused_peers(net):
+    peers = _bad_peers(net) + ([MPI.ANY_SOURCE] if "send" in op.lower() else [])
+    for peer in peers:
         try:
             OPS[op](net, peer)
-            problems.append(f"{op} with node {peer}: not refused")
-        except LinkError as exc:
-            if f"node {me} and node {peer} are not neighbours in {spec}" not in str(exc):
-                problems.append(f"{op} with node {peer}: unclear message {exc}")
+            problems.append(f"{op} with rank {peer}: not refused")
+        except MPI.Exception as exc:
+            if exc.Get_error_class() != MPI.ERR_RANK or "bad" not in str(exc):
+                problems.append(f"{op} with rank {peer}: unclear error {exc}")
         except Exception as exc:  # noqa: BLE001 - any other error is a finding; stay collective
-            problems.append(f"{op} with node {peer}: {type(exc).__name__}: {exc}")
+            problems.append(f"{op} with rank {peer}: {type(exc).__name__}: {exc}")
+    req = OPS[op](net, MPI.PROC_NULL)
+    if req is not None:
+        req.Wait()
     sent = net.stats()["messages"]
     net.Free()
     assert _agree(not problems and sent == 0), (problems, sent)
