@@ -341,6 +341,8 @@ class Hub:
         finally:
             self.wd.disarm()
         self.peers = transport._peer_set
+        #: the largest tag (MPI's TAG_UB, an attribute of the world and its duplicates only)
+        self.tag_ub = int(transport.p2p.Get_attr(MPI.TAG_UB) or 32767)
         self.lock = threading.Lock()
         self.links = _Links(self.lock)
         #: the communicators attached, by context id; messages of a context not (yet)
@@ -765,6 +767,7 @@ class Router:
     wd = property(lambda self: self.hub.wd, doc="The transport's watchdog.")
     topo = property(lambda self: self.hub.topo, doc="The network.")
     q = property(lambda self: self.hub.q, doc="Nodes per rank.")
+    tag_ub = property(lambda self: self.hub.tag_ub, doc="The largest tag (MPI's TAG_UB).")
 
     # -- routes ------------------------------------------------------------------------------
     def route(self, a, b):
@@ -1213,9 +1216,9 @@ class Router:
 
         Waits until every routed message of this context has arrived (``allreduce(send,
         recv, what)``: a sum over the communicator's ranks, its control plane); then the
-        messages no receive took are dropped.  Receives posted before and not yet
-        complete keep the direct channel until they are (MPI's ``Comm_free``: pending
-        operations complete); it is freed then, or with the hub.
+        messages no receive took are dropped.  Receives posted (and tracked direct sends
+        started) before and not yet complete keep the router attached and its direct channel
+        alive (MPI's ``Comm_free``: pending operations complete); it is freed with the hub.
         """
         hub = self.hub
         hub.drain(lambda: (self.originated, self.arrived), allreduce,
@@ -1223,7 +1226,7 @@ class Router:
         with hub.lock:
             self.freed = True
             self.mailbox = []
-            if not self.posted:
+            if not self.posted and not self._direct_sends:
                 hub.endpoints.pop(self.ctx, None)
                 self._retire()
 
