@@ -5,7 +5,8 @@ import sys
 
 from . import __version__
 from . import exec as exec_
-from .commands import app, bench, embed, export, fit, info, model, report, route, run, simulate, soak
+from .commands import (app, bench, embed, export, fit, info, model, report, route, run, simulate,
+                       soak)
 from .errors import DualmpiError, InputError
 
 __all__ = ["main", "build_parser", "COMMANDS"]

@@ -70,7 +70,8 @@ def test_text_is_short_and_names_what_the_report_holds():
     lines = report.text(rep)
     assert lines[0] == "dualmpi exec: prog.py on dualcube:r=2 (8 nodes, 4 ranks x 2 nodes)"
     assert "calls (all ranks): Alltoall 4" in lines[1]
-    assert "link messages 8, bytes 256 over 1 directed links; busiest: 0->1 8 msgs 256 B" in lines[2]
+    assert "link messages 8, bytes 256 over 1 directed links; busiest: 0->1 8 msgs 256 B" \
+        in lines[2]
     assert lines[3].startswith("  hop rounds 3 (paper steps 3")
     assert re.search(r"model time [0-9.]+ us at t_s = 2 us, t_w = 1 ns/B, t_h = 50 ns", lines[4])
     assert len(lines) == 5

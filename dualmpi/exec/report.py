@@ -1,4 +1,4 @@
-"""The report of a ``dualmpi exec`` run: what the program sent over which links, and its model time (pure).
+"""The report of a ``dualmpi exec`` run: what crossed which links, and its model time (pure).
 
 Each rank contributes a record -- the stand-in's calls per method and the link counts of
 its networks' :meth:`dualmpi.Comm.stats` (a rank counts what its nodes send, forwarded
@@ -59,7 +59,7 @@ def add_stats(total, stats):
 
 
 def record_stats(stats):
-    """Return ``stats`` with its links as a sorted list ``[[u, v, messages, bytes], ...]`` (JSON)."""
+    """Return ``stats`` with its links as a sorted list ``[[u, v, messages, bytes]]`` (JSON)."""
     out = {key: int(stats[key]) for key in _COUNTS}
     out["links"] = sorted([u, v, int(m), int(n)] for (u, v), (m, n) in stats["links"].items())
     return out

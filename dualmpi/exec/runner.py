@@ -1,4 +1,4 @@
-"""Run an unmodified mpi4py program with ``MPI.COMM_WORLD`` standing for a network (``dualmpi exec``).
+"""Run an unmodified mpi4py program, ``MPI.COMM_WORLD`` standing for a network (``dualmpi exec``).
 
 The order matters: the guard (:mod:`dualmpi.engine.guard`) is loaded before mpi4py's MPI
 module; then dualmpi's own duplicate of the world carries the network
@@ -174,9 +174,9 @@ def run(args, topo, clock, other=None):
 
     standin = World(handle, net, session, primary=True)
     if guard is None:
-        print("dualmpi exec: warning: --no-guard: calls below mpi4py (MPI.Intracomm(MPI.COMM_WORLD), "
-              "mpi4py.util.pkl5, C extensions, windows, files) are not checked and may move data "
-              "directly", file=sys.stderr, flush=True)
+        print("dualmpi exec: warning: --no-guard: calls below mpi4py "
+              "(MPI.Intracomm(MPI.COMM_WORLD), mpi4py.util.pkl5, C extensions, windows, files) are "
+              "not checked and may move data directly", file=sys.stderr, flush=True)
     else:
         guard.mark(handle, "MPI.COMM_WORLD's handle")
     install(standin)

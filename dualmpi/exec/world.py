@@ -1,4 +1,4 @@
-"""The stand-in for ``MPI.COMM_WORLD`` under ``dualmpi exec``: an ``MPI.Intracomm`` whose calls are a network's.
+"""``MPI.COMM_WORLD`` under ``dualmpi exec``: an ``MPI.Intracomm`` whose calls are a network's.
 
 :class:`World` subclasses :class:`mpi4py.MPI.Intracomm` (as ``mpi4py.util.pkl5.Comm``
 subclasses ``MPI.Comm``) over a duplicate of the world that the guard marks as the
@@ -6,8 +6,8 @@ subclasses ``MPI.Comm``) over a duplicate of the world that the guard marks as t
 :class:`dualmpi.Comm` of the network: the buffer, object, nonblocking and neighbourhood
 collectives and the point-to-point calls that ``dualmpi.Comm`` carries, each counted
 for the report.  ``Dup`` (``Clone``, ``Dup_with_info``) gives another stand-in over a new
-``dualmpi.Comm`` of the same network.  A call ``dualmpi.Comm`` does not carry (``Split``,
-``Create_cart``, ``Spawn``, ...) raises :class:`~dualmpi.support.UnsupportedError` naming it;
+``dualmpi.Comm`` of the same network.  A call ``dualmpi.Comm`` does not carry (``Spawn``,
+``Idup``, persistent collectives, ...) raises :class:`~dualmpi.support.UnsupportedError` naming it;
 queries and local calls (``Get_rank``, ``Get_attr``, ``Set_errhandler``, ``Abort``, ...) are
 those of the handle, as on ``MPI.COMM_WORLD``.  Whatever reaches MPI on the handle by another
 road (``MPI.Intracomm(comm)``, ``mpi4py.util.pkl5``, ``comm.handle`` in C) is the guard's.
