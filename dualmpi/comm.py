@@ -20,7 +20,7 @@ import zlib
 
 import numpy as np
 
-from . import arguments, calls, neighbor, objects, p2p
+from . import arguments, calls, derived, neighbor, objects, p2p
 from .collectives import registry
 from .errors import DualmpiError, InputError, RankCountError
 from .resources import ResourceError
@@ -712,6 +712,72 @@ class Comm:
     def improbe(self, source=None, tag=None, status=None):
         """Match a message if one is there, else None (mirrors ``Comm.improbe``)."""
         return p2p.improbe(self, source, tag, status)
+
+    # -- derived communicators: their traffic stays on the network (dualmpi.derived) ----------
+    def Dup(self, info=None):
+        """Return another :class:`Comm` of this network with these options (collective; its
+        collectives keep the papers' schedules)."""
+        return derived.dup_network(self)
+
+    def Dup_with_info(self, info):
+        """Duplicate (the info hints are not kept; see :meth:`Dup`)."""
+        return derived.dup_network(self)
+
+    def Clone(self):
+        """Duplicate (see :meth:`Dup`)."""
+        return derived.dup_network(self)
+
+    def Split(self, color=0, key=0):
+        """Split by ``color``, ranked by ``key``: a :class:`dualmpi.derived.Intracomm` whose
+        messages cross this network's links (``MPI.UNDEFINED``: ``MPI.COMM_NULL``)."""
+        return derived.Split(self, color, key)
+
+    def Split_type(self, split_type, key=0, info=None):
+        """Split by MPI's ``split_type`` (e.g. ``MPI.COMM_TYPE_SHARED``; see :meth:`Split`)."""
+        return derived.Split_type(self, split_type, key, info)
+
+    def Create(self, group):
+        """The ranks of ``group`` on this network (collective; others get ``MPI.COMM_NULL``)."""
+        return derived.Create(self, group)
+
+    def Create_group(self, group, tag=0):
+        """The ranks of ``group`` on this network (collective over ``group``)."""
+        return derived.Create_group(self, group, tag)
+
+    def Create_cart(self, dims, periods=None, reorder=False):
+        """A Cartesian grid on this network (:class:`dualmpi.derived.Cartcomm`; a grid
+        neighbour that is no network neighbour is reached by routing)."""
+        return derived.Create_cart(self, dims, periods, reorder)
+
+    def Create_graph(self, index, edges, reorder=False):
+        """A graph on this network (:class:`dualmpi.derived.Graphcomm`)."""
+        return derived.Create_graph(self, index, edges, reorder)
+
+    def Create_dist_graph(self, sources, degrees, destinations, weights=None, info=None,
+                          reorder=False):
+        """A distributed graph on this network (:class:`dualmpi.derived.Distgraphcomm`)."""
+        return derived.Create_dist_graph(self, sources, degrees, destinations, weights, info,
+                                         reorder)
+
+    def Create_dist_graph_adjacent(self, sources, destinations, sourceweights=None,
+                                   destweights=None, info=None, reorder=False):
+        """A distributed graph of each rank's neighbours on this network (see
+        :meth:`Create_dist_graph`)."""
+        return derived.Create_dist_graph_adjacent(self, sources, destinations, sourceweights,
+                                                  destweights, info, reorder)
+
+    def Cart_map(self, dims, periods=None):
+        """MPI's rank of this rank in a Cartesian grid (local)."""
+        return derived.Cart_map(self, dims, periods)
+
+    def Graph_map(self, index, edges):
+        """MPI's rank of this rank in a graph (local)."""
+        return derived.Graph_map(self, index, edges)
+
+    def Compare(self, comm):
+        """Compare with another communicator (``MPI.IDENT``, ``CONGRUENT``, ``SIMILAR``,
+        ``UNEQUAL``)."""
+        return derived.Compare(self, comm)
 
     # -- statistics ----------------------------------------------------------------------------
     def stats(self):

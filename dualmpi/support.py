@@ -17,8 +17,13 @@ _P2P = ("point-to-point to any rank, routed over the links (dualmpi.p2p; docs/p2
         "messages between one pair do not overtake")
 _P2P_MODES = ("buffered and ready modes, persistent and partitioned requests and Isendrecv are "
               "not carried (use Send, Isend, Sendrecv: a routed message is buffered already)")
-_DERIVED = ("derived communicators whose traffic stays on the network are not there yet "
-            "(issue 24)")
+_DERIVED = ("a communicator of some of the network's ranks whose messages cross its links, "
+            "routed, non-members forwarding; its collectives MPI's algorithms over them "
+            "(dualmpi.derived; docs/derived.md)")
+_DUP = ("another dualmpi.Comm of the same network and options: its collectives keep the "
+        "papers' schedules")
+_IDUP = ("a duplicate is made collectively at once (a new network communicator or contexts "
+         "agreed by the ranks): use Dup")
 _PERSISTENT = ("MPI-4 persistent collectives: not there yet (a plan is persistent already; "
                "its request needs Start)")
 _INTER = ("one network is one group of ranks: intercommunicators and dynamic processes have no "
@@ -57,12 +62,17 @@ _rows("unsupported", _P2P_MODES,
       "Bsend Rsend Ibsend Irsend Send_init Ssend_init Bsend_init Rsend_init Recv_init "
       "Psend_init Precv_init Isendrecv Isendrecv_replace Attach_buffer Detach_buffer "
       "Flush_buffer Iflush_buffer bsend ibsend")
-_rows("unsupported", _DERIVED,
-      "Dup Dup_with_info Idup Idup_with_info Clone Split Split_type Create Create_group "
-      "Create_from_group Create_cart Create_graph Create_dist_graph Create_dist_graph_adjacent "
+_rows("links", _DUP, "Dup Dup_with_info Clone")
+_rows("links", _DERIVED,
+      "Split Split_type Create Create_group Create_cart Create_graph Create_dist_graph "
+      "Create_dist_graph_adjacent")
+_rows("local", "MPI's answer (no reordering: a rank stays where its nodes are)",
       "Cart_map Graph_map")
-_rows("unsupported", "dualmpi.Comm is not an MPI communicator to compare (compare .comm)",
+_rows("local", "MPI's comparison of the groups (two communicators are at most CONGRUENT)",
       "Compare")
+_rows("unsupported", _IDUP, "Idup Idup_with_info")
+_rows("unsupported", "communicators from a group without a parent need MPI sessions, which "
+      "have no network", "Create_from_group")
 _rows("unsupported", _PERSISTENT,
       "Bcast_init Scatter_init Scatterv_init Gather_init Gatherv_init Allgather_init "
       "Allgatherv_init Alltoall_init Alltoallv_init Alltoallw_init Reduce_init Allreduce_init "
@@ -83,8 +93,8 @@ class UnsupportedError(DualmpiError, AttributeError):
     """A method of ``MPI.Intracomm`` that ``dualmpi.Comm`` does not carry (and why)."""
 
 
-def unsupported(name):
-    """Return the :class:`UnsupportedError` for ``dualmpi.Comm.<name>``, or None.
+def unsupported(name, owner="dualmpi.Comm"):
+    """Return the :class:`UnsupportedError` for ``<owner>.<name>``, or None.
 
     >>> str(unsupported("Spawn")).split(":")[0]
     'dualmpi.Comm.Spawn is not supported'
@@ -94,7 +104,7 @@ def unsupported(name):
     status, note = STATUS.get(name, (None, None))
     if status != "unsupported":
         return None
-    return UnsupportedError(f"dualmpi.Comm.{name} is not supported: {note}")
+    return UnsupportedError(f"{owner}.{name} is not supported: {note}")
 
 
 def markdown():
