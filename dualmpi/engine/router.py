@@ -48,6 +48,7 @@ import numpy as np
 from mpi4py import MPI
 
 from ..errors import DualmpiError, mpi_error
+from .mpi import OTHER_GRACE, ROOT_GRACE
 
 __all__ = ["Hub", "Router", "Request", "Arrival", "node_pair", "POLL", "HEADER_BYTES"]
 
@@ -92,6 +93,9 @@ def _fine_timer():
         ctypes.CDLL(None).prctl(29, 1000, 0, 0, 0)  # PR_SET_TIMERSLACK
     except (OSError, AttributeError):
         pass
+
+#: Tag of the drain's sums (:meth:`Hub.control_sum`) on the transport's control communicator.
+DRAIN_TAG = 7900
 
 #: Pairs of nodes tried per rank pair (the first ``PAIR_NODES`` nodes of each rank).
 PAIR_NODES = 32
@@ -679,6 +683,52 @@ class Hub:
             rounds += 1
             time.sleep(min(1e-3 * rounds, 0.02))
 
+    def control_sum(self, send, recv, what):
+        """Sum the int64 vectors ``send`` of the ranks into ``recv`` (control data), through
+        rank 0 on the transport's control communicator, advancing this hub meanwhile.
+
+        Nonblocking, unlike the transport's own reduction: without the progress thread a
+        rank that waits here must still forward the messages of the ranks that have not
+        arrived yet.  Under the watchdog: rank 0 names the ranks that have not sent.
+        """
+        ctl, size = self.transport.ctl, self.size
+        send = np.ascontiguousarray(send, dtype=np.int64)
+        if self.rank == 0:
+            parts = np.zeros((max(size - 1, 0), send.size), np.int64)
+            reqs = [ctl.Irecv(parts[r - 1], r, DRAIN_TAG) for r in range(1, size)]
+            self._progress_until(reqs, list(range(1, size)), what, ROOT_GRACE)
+            recv[...] = send + parts.sum(axis=0)
+            reqs = [ctl.Isend(recv, r, DRAIN_TAG) for r in range(1, size)]
+            self._progress_until(reqs, list(range(1, size)), f"{what} (sending the sums)",
+                                 ROOT_GRACE)
+        else:
+            reqs = [ctl.Isend(send, 0, DRAIN_TAG), ctl.Irecv(recv, 0, DRAIN_TAG)]
+            self._progress_until(reqs, [0, 0], f"{what} (waiting for rank 0's answer)",
+                                 OTHER_GRACE)
+
+    def _progress_until(self, reqs, peers, what, grace):
+        """Test ``reqs`` (``peers[i]``: whom request ``i`` waits for) until all are done,
+        advancing the hub when it has no thread; the watchdog names the peers left."""
+        wd = self.wd
+        start, delay = time.monotonic(), POLL["first"]
+        left = list(range(len(reqs)))
+        try:
+            while left:
+                wd.state = (start, what, tuple(sorted({peers[i] for i in left})), grace)
+                done = MPI.Request.Testsome([reqs[i] for i in left]) or []
+                if done:
+                    left = [i for j, i in enumerate(left) if j not in set(done)]
+                    continue
+                if not self.threaded:
+                    with self.lock:
+                        if self.step():
+                            delay = POLL["first"]
+                            continue
+                time.sleep(delay)
+                delay = min(POLL["hot"], delay * 2)
+        finally:
+            wd.disarm()
+
     def close(self):
         """Wait (collectively) until every routed message in flight has arrived, then stop.
 
@@ -689,9 +739,7 @@ class Hub:
             _LIVE.remove(self)
         if self.routed == MPI.COMM_NULL:
             return
-        transport = self.transport
-        self.drain(lambda: (self.originated, self.arrived),
-                   lambda a, b, what: transport.allreduce(a, b, MPI.SUM, what),
+        self.drain(lambda: (self.originated, self.arrived), self.control_sum,
                    "the end of point-to-point")
         self._stop.set()
         if self.thread is not None:

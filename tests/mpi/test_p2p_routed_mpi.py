@@ -727,22 +727,55 @@ def test_free_waits_for_messages_in_flight(slot):
     assert _agree(not problems), problems
 
 
+def _unthreaded(spec, q):
+    """Return a ``dualmpi.Comm`` whose router has no progress thread."""
+    old = os.environ.get("DUALMPI_PROGRESS_THREAD")
+    os.environ["DUALMPI_PROGRESS_THREAD"] = "0"
+    try:
+        return dualmpi.Comm(WORLD, _topology(spec), nodes_per_rank=q, watchdog=90)
+    finally:
+        if old is None:
+            del os.environ["DUALMPI_PROGRESS_THREAD"]
+        else:
+            os.environ["DUALMPI_PROGRESS_THREAD"] = old
+
+
+@pytest.mark.mpi(min_size=4)
+def test_without_a_progress_thread_free_still_forwards():
+    """No progress thread: the ranks in the middle of a route call Free at once, the sender
+    sends 1 s later; their drain keeps forwarding, so the receiver gets the message and
+    every Free returns."""
+    spec, q = NETWORKS[SIZE][0]
+    net = _unthreaded(spec, q)
+    a, b, via = _middle_pair(net)
+    if not via:
+        net.Free()
+        pytest.skip("no route crosses another rank")
+
+    def body():
+        problems = []
+        if RANK == a:
+            time.sleep(1.0)
+            net.Send(np.arange(3.0), b, 9)
+        elif RANK == b:
+            got = np.zeros(3)
+            net.Recv(got, a, 9)
+            if got.tolist() != [0.0, 1.0, 2.0]:
+                problems.append(got)
+        net.Free()
+        return problems
+
+    problems = _attempt(body)
+    assert _agree(not problems), (a, b, via, problems)
+
+
 @pytest.mark.mpi
 def test_without_a_progress_thread_every_pair_still_arrives():
     """DUALMPI_PROGRESS_THREAD=0: progress only inside dualmpi calls, every pair delivered."""
     nets = NETWORKS.get(SIZE, [])
     if not nets:
         pytest.skip(f"no network at {SIZE} rank(s)")
-    spec, q = nets[0]
-    old = os.environ.get("DUALMPI_PROGRESS_THREAD")
-    os.environ["DUALMPI_PROGRESS_THREAD"] = "0"
-    try:
-        net = dualmpi.Comm(WORLD, spec, nodes_per_rank=q, watchdog=90)
-    finally:
-        if old is None:
-            del os.environ["DUALMPI_PROGRESS_THREAD"]
-        else:
-            os.environ["DUALMPI_PROGRESS_THREAD"] = old
+    net = _unthreaded(*nets[0])
 
     def body():
         problems = [] if net._router.thread is None else ["a thread was started"]
