@@ -116,8 +116,17 @@ class _Wire:
         return self.ep.post(source, self.tag, keep_payload=True, what=self.what)
 
     def wait(self, state):
-        """Wait for a posted receive; return its bytes (a uint8 array) or None."""
-        self.ep.wait_for(state)
+        """Wait for a posted receive; return its bytes (a uint8 array) or None.
+
+        Without the router's progress thread this rank advances the hub while it waits
+        (never a blocking MPI wait: the messages of others may have to pass through it).
+        """
+        ep = self.ep
+        if ep.hub.threaded:
+            ep.wait_for(state)
+        elif not state.done:
+            where, peers = ep.describe(state.what, state.source)
+            ep.hub.wait_until(lambda: state.done, where, peers)
         if state.error is not None:
             raise state.error
         if state.keep_payload:
@@ -130,15 +139,21 @@ class _Wire:
         return None
 
     def finish(self):
-        """Wait for the sends still in MPI (their buffers may change afterwards)."""
-        if self.reqs:
-            wd = self.ep.wd
+        """Wait for the sends still in MPI (their buffers may change afterwards; without the
+        progress thread, advancing the hub meanwhile)."""
+        if not self.reqs:
+            return
+        hub, MPI, reqs = self.ep.hub, self.MPI, self.reqs
+        if hub.threaded:
+            wd = hub.wd
             wd.arm(f"{self.what} (its sends)", ())
             try:
-                self.MPI.Request.Waitall(self.reqs)
+                MPI.Request.Waitall(reqs)
             finally:
                 wd.disarm()
-            self.reqs = []
+        else:
+            hub.wait_until(lambda: MPI.Request.Testall(reqs), f"{self.what} (its sends)", ())
+        self.reqs = []
 
     def exchange(self, data, dest, buf, source):
         """Send ``data`` to ``dest`` and receive ``buf`` from ``source`` (MPI's Sendrecv)."""
@@ -170,7 +185,7 @@ def _agree(comm, method, sig, problem, out=None, inn=None):
         mine = np.zeros(n, np.int64) if problem is not None else \
             np.ascontiguousarray(out, np.int64)
         got = np.zeros(n, np.int64)
-        comm._control(comm.comm.Alltoall, mine, got, what=f"{method} (its counts)")
+        comm._control("Alltoall", mine, got, what=f"{method} (its counts)")
         if problem is None and not np.array_equal(got, np.asarray(inn, np.int64)):
             mismatch = 1
     code = 0 if problem is not None else \
@@ -179,7 +194,7 @@ def _agree(comm, method, sig, problem, out=None, inn=None):
                     comm.rank + 1 if problem is not None else 0,
                     comm.rank + 1 if mismatch else 0], np.int64)
     total = np.zeros(4, np.int64)
-    comm._control(comm.comm.Allreduce, vec, total, MPI.MAX, what=method)
+    comm._control("Allreduce", vec, total, MPI.MAX, what=method)
     if problem is not None:
         raise problem
     if total[2]:
@@ -670,7 +685,7 @@ def Reduce_scatter(comm, sendbuf, recvbuf, recvcounts=None, op=None):
                                                                r, n), op, name))
     mine = np.array([-1 if call is None else call.vector["recv"]], np.int64)
     every = np.zeros(n, np.int64)
-    comm._control(comm.comm.Allgather, mine, every, what=f"{name} (its counts)")
+    comm._control("Allgather", mine, every, what=f"{name} (its counts)")
     out = inn = counts = None
     if call is not None:
         given = call.vector["counts"] is not None

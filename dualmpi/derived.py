@@ -30,6 +30,8 @@ the communicator has arrived; receives posted before it still complete.  A commu
 lives on its network: freeing the network frees it.
 """
 
+import time
+
 from . import collectives_p2p as coll
 from . import objects, p2p
 from .errors import DualmpiError, mpi_error
@@ -38,7 +40,7 @@ from .support import unsupported
 __all__ = ["Intracomm", "Cartcomm", "Graphcomm", "Distgraphcomm", "dup_network", "Split",
            "Split_type", "Create", "Create_group", "Create_cart", "Create_graph",
            "Create_dist_graph", "Create_dist_graph_adjacent", "Cart_map", "Graph_map",
-           "Compare", "NONBLOCKING"]
+           "Compare", "control", "NONBLOCKING"]
 
 #: The nonblocking collectives, which a derived communicator does not carry (and why).
 NONBLOCKING = ("derived communicators run their collectives as blocking algorithms over "
@@ -87,19 +89,55 @@ def _derive(parent, what, make, cls):
     wd.arm(f"{what} (making the communicator: has every rank of it called {what}?)", ())
     try:
         new = make(base)
-        if new == MPI.COMM_NULL:
-            return MPI.COMM_NULL
-        group, world = new.Get_group(), net._transport.ctl.Get_group()
-        ranks = MPI.Group.Translate_ranks(group, list(range(group.Get_size())), world)
-        group.Free()
-        world.Free()
-        ctx = net._router.hub.agree_context(lambda a, b: new.Allreduce(a, b, MPI.MAX), 2)
+    finally:
+        wd.disarm()
+    if new == MPI.COMM_NULL:
+        return MPI.COMM_NULL
+    group, world = new.Get_group(), net._transport.ctl.Get_group()
+    ranks = MPI.Group.Translate_ranks(group, list(range(group.Get_size())), world)
+    group.Free()
+    world.Free()
+    ctx = net._router.hub.agree_context(
+        lambda a, b: control(net, new, "Allreduce", (a, b, MPI.MAX), f"{what} (its contexts)"),
+        2)
+    wd.arm(f"{what} (duplicating the new communicator)", ())
+    try:
         direct = new.Dup()
     finally:
         wd.disarm()
     obj = cls.__new__(cls)
     obj._setup(net, new, ranks, ctx, direct)
     return obj
+
+
+def control(net, comm, name, args, what):
+    """Run MPI collective ``name`` (``Allreduce``, ``Alltoall``, ``Allgather``) of control data
+    on ``comm`` under the watchdog, while this rank keeps forwarding the network's messages.
+
+    With the router's progress thread the blocking call (mpi4py releases the GIL: the
+    thread forwards meanwhile); without it the nonblocking one, the hub advanced between
+    tests -- a member waiting for the others must still forward the messages they wait for.
+    """
+    hub = net._router.hub
+    wd = net._transport.watchdog
+    wd.arm(f"{what} on a derived communicator (the ranks' agreement: has every rank of the "
+           "communicator called it?)", ())
+    try:
+        if hub.threaded:
+            return getattr(comm, name)(*args)
+        req = getattr(comm, "I" + name.lower())(*args)
+        delay = 1e-5
+        while not req.Test():
+            with hub.lock:
+                moved = hub.step()
+            if moved:
+                delay = 1e-5
+            else:
+                time.sleep(delay)
+                delay = min(2 * delay, 1e-3)
+        return None
+    finally:
+        wd.disarm()
 
 
 def _topo(make):
@@ -284,16 +322,10 @@ class Intracomm:
         if self.net._router is None:
             raise DualmpiError(f"{what}: the communicator's network was freed")
 
-    def _control(self, call, *args, what):
-        """Run a control-plane MPI call on the twin under the watchdog."""
+    def _control(self, name, *args, what):
+        """Run control-plane MPI collective ``name`` on the twin (see :func:`control`)."""
         self._live(what)
-        wd = self.net._transport.watchdog
-        wd.arm(f"{what} on a derived communicator (the ranks' agreement: has every rank of "
-               "the communicator called it?)", ())
-        try:
-            return call(*args)
-        finally:
-            wd.disarm()
+        return control(self.net, self.comm, name, args, what)
 
     def _next_tag(self, span=1):
         """Return the first of ``span`` tags of the next collective call (every rank counts
@@ -444,14 +476,10 @@ class Intracomm:
         comm, self.comm = self.comm, None
         if self.net._router is None:  # the network went first, and its communicators with it
             return
-        wd = self.net._transport.watchdog
+        net = self.net
 
         def total(send, recv, what):
-            wd.arm(f"{what} (has every rank of the communicator called Free?)", ())
-            try:
-                comm.Allreduce(send, recv, MPI.SUM)
-            finally:
-                wd.disarm()
+            control(net, comm, "Allreduce", (send, recv, MPI.SUM), f"{what} (Free)")
 
         for router in routers:  # the collectives' last: their direct channel is the twin
             router.release(total)

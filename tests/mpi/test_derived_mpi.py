@@ -831,3 +831,46 @@ def test_free_with_messages_in_flight(slot):
     if left:
         problems.append(("left behind", left))
     assert _agree(not problems), problems
+
+
+def _unthreaded(spec, q):
+    """Return a ``dualmpi.Comm`` whose router has no progress thread."""
+    import os
+
+    old = os.environ.get("DUALMPI_PROGRESS_THREAD")
+    os.environ["DUALMPI_PROGRESS_THREAD"] = "0"
+    try:
+        return dualmpi.Comm(WORLD, spec, nodes_per_rank=q, watchdog=90)
+    finally:
+        if old is None:
+            del os.environ["DUALMPI_PROGRESS_THREAD"]
+        else:
+            os.environ["DUALMPI_PROGRESS_THREAD"] = old
+
+
+@pytest.mark.mpi
+def test_without_a_progress_thread_parts_still_work():
+    """DUALMPI_PROGRESS_THREAD=0: a part's control plane and waits advance the router (a member
+    waiting for the others still forwards), so collectives on halves whose routes cross the
+    other half equal MPI's; Free and the network's Free drain every message."""
+    spec, q = NETWORKS[SIZE][0]
+    net = _unthreaded(spec, q)
+    color, key = SPLITS["halves"](RANK, SIZE)
+    part, ref = net.Split(color, key), WORLD.Split(color, key)
+    cases = ("allreduce", "allreduce_ring", "alltoallv", "bcast", "gatherv", "scan",
+             "reduce_scatter_no_counts", "objects")
+
+    def body():
+        problems = [] if net._router.thread is None else ["a thread was started"]
+        want = [CASES[c](ref) for c in cases]  # MPI's first: it blocks without forwarding
+        got = [CASES[c](part) for c in cases]
+        for c, a, b in zip(cases, got, want):
+            if len(a) != len(b) or not all(np.array_equal(x, y) for x, y in zip(a, b)):
+                problems.append((c, a, b))
+        return problems
+
+    problems = _attempt(body)
+    part.Free()
+    net.Free()  # its drain forwards the other part's last messages too
+    ref.Free()
+    assert _agree(not problems), problems
