@@ -57,14 +57,15 @@ def _native(np_, *args):
     (8, "metacube:k=1,m=2", 4),
 ])
 def test_an_ordinary_program_prints_the_same(ranks, spec, q):
-    """Collectives, object forms, nonblocking with MPI.Request.Waitall, Dup, COMM_SELF and the
-    local queries: the same stdout natively and over the network's links; a report on stderr."""
+    """Collectives, object forms, nonblocking with MPI.Request.Waitall, Dup, array.array and
+    mmap buffers, COMM_SELF and the local queries: the same stdout natively and over the
+    network's links; a report on stderr."""
     native = _native(ranks, ORDINARY)
     assert native.returncode == 0, native.stderr[-3000:]
     extra = [] if q is None else ["--nodes-per-rank", str(q)]
     job = _job(ranks, ORDINARY, exec_args=[spec, *extra])
     assert job.returncode == 0, job.stdout + job.stderr[-3000:]
-    assert job.stdout == native.stdout and job.stdout.count("\n") == ranks * 14
+    assert job.stdout == native.stdout and job.stdout.count("\n") == ranks * 15
     lines = job.stderr.strip().splitlines()
     nodes_per_rank = q or from_spec(spec).num_nodes // ranks
     head = f"dualmpi exec: {ORDINARY} on {spec} ("
@@ -81,6 +82,20 @@ def test_the_collectives_tour_runs_unchanged():
     job = _job(4, tour, exec_args=["dualcube:r=2"])
     assert native.returncode == 0 and job.returncode == 0, job.stderr[-3000:]
     assert job.stdout == native.stdout and job.stdout.count("\n") == 4 * 11
+
+
+def test_rank_0_reads_standard_input():
+    """mpiexec hands stdin to rank 0; under exec the program reads it as before."""
+    def job(*exec_args):
+        head = ["-m", "dualmpi", "exec", *exec_args, "--"] if exec_args else []
+        proc = subprocess.run([str(c) for c in mpi_cmd(2, *head, ORDINARY, "stdin")],
+                              input="a line for rank 0\n", capture_output=True, text=True,
+                              env=ompi_env(LIMIT), cwd=REPO, timeout=LIMIT + 60)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return sorted(line for line in proc.stdout.splitlines() if " read " in line)
+
+    assert job("hypercube:n=1") == job() == ["rank 0 read 'a line for rank 0'",
+                                             "rank 1 read 'a line for rank 0'"]
 
 
 def test_finalize_is_the_programs():
@@ -194,6 +209,15 @@ def test_every_road_around_the_stand_in_stops_with_one_line(road, c_library, tmp
         assert all(re.match(r"(mpi4py\.MPI\.Exception|dualmpi\.support\.UnsupportedError): ",
                             line) for line in found), found
     assert not (tmp_path / "out.dat").exists()
+
+
+def test_without_the_guard_the_road_goes_through():
+    """``--no-guard``: one warning line, and MPI.Intracomm(MPI.COMM_WORLD) moves the data
+    directly, unseen by the report -- what the guard is there to stop."""
+    job = _job(2, ROADS, "intracomm", exec_args=["hypercube:n=1", "--no-guard"])
+    assert job.returncode == 0 and "survived intracomm" in job.stdout, job.stderr[-3000:]
+    assert job.stderr.count("dualmpi exec: warning: --no-guard") == 2  # one per rank
+    assert re.search(r"link messages 0, bytes 0 ", job.stderr), job.stderr
 
 
 def test_the_roads_run_natively():

@@ -18,6 +18,8 @@ MPI module).
 
 from mpi4py import MPI
 
+from ..engine.router import Request as RoutedRequest
+from ..request import Request as NetRequest
 from ..support import STATUS, UnsupportedError
 
 __all__ = ["World", "Request", "CARRIED", "LOCAL", "install", "unsupported_call"]
@@ -134,13 +136,9 @@ class _RequestType(type):
     """``isinstance(x, MPI.Request)`` stays true of mpi4py's requests and dualmpi's."""
 
     def __instancecheck__(cls, obj):
-        from ..request import Request as NetRequest
-
         return isinstance(obj, (_BaseRequest, NetRequest))
 
     def __subclasscheck__(cls, sub):
-        from ..request import Request as NetRequest
-
         return issubclass(sub, (_BaseRequest, NetRequest))
 
 
@@ -152,13 +150,11 @@ def _many(name):
     of dualmpi (a nonblocking collective's, or a routed point-to-point one, which dualmpi's lists
     advance), else mpi4py's own."""
     base = getattr(_BaseRequest, name)
+    ours = (NetRequest, RoutedRequest)
 
     def method(cls, requests, *args, **kwargs):
-        from ..engine.router import Request as RoutedRequest
-        from ..request import Request as NetRequest
-
         requests = list(requests) if not isinstance(requests, list) else requests
-        if any(isinstance(r, (NetRequest, RoutedRequest)) for r in requests):
+        if any(isinstance(r, ours) for r in requests):
             return getattr(NetRequest, name)(requests, *args, **kwargs)
         return base(requests, *args, **kwargs)
 

@@ -4,8 +4,10 @@ Collectives (buffer, object, nonblocking with ``MPI.Request.Waitall``), a ``Dup`
 calls, and the local queries; rank 0 prints every rank's results, so the output is the same
 under ``mpiexec python ordinary.py`` and under ``dualmpi exec``.  ``ordinary.py exit N`` ends
 with ``sys.exit(N)``, ``ordinary.py raise`` with an exception on the last rank,
-``ordinary.py finalize`` with ``MPI.Finalize()``.
+``ordinary.py finalize`` with ``MPI.Finalize()``; ``ordinary.py stdin`` reads a line on rank 0.
 """
+import array
+import mmap
 import sys
 
 import numpy as np
@@ -57,6 +59,15 @@ lines.append(f"Dup: rank {dup.Get_rank()}/{dup.Get_size()} Bcast {z.tolist()} "
              f"allreduce {dup.allreduce(rank)}")
 dup.Free()
 
+ints, total = array.array("i", [rank, 1]), array.array("i", [0, 0])
+comm.Allreduce(ints, total)
+mine, region = mmap.mmap(-1, 8), mmap.mmap(-1, 8 * size)  # bytes, both of them
+mine[:] = array.array("d", [rank + 0.5]).tobytes()
+comm.Allgather(mine, region)
+lines.append(f"array.array {total.tolist()} mmap {list(memoryview(region).cast('d'))}")
+mine.close()
+region.close()
+
 lines.append(f"self {MPI.COMM_SELF.allreduce(rank)} name {comm.Get_name()} "
              f"wtime {MPI.Wtime() > 0} host {bool(MPI.Get_processor_name())} "
              f"tag_ub {comm.Get_attr(MPI.TAG_UB) >= 32767}")
@@ -67,6 +78,9 @@ if rank == 0:
         for line in mine:
             print(f"rank {r}: {line}")
 sys.stdout.flush()
+if sys.argv[1:2] == ["stdin"]:  # rank 0 reads standard input, every rank prints it
+    text = comm.bcast(sys.stdin.readline().strip() if rank == 0 else None, root=0)
+    print(f"rank {rank} read {text!r}", flush=True)
 if sys.argv[1:2] == ["finalize"]:
     MPI.Finalize()
     print(f"rank {rank} finalized: {MPI.Is_finalized()}", flush=True)
