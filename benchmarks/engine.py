@@ -62,8 +62,9 @@ def buffers(coll, ranks, size, rng):
         return rng.integers(0, 255, size * ranks, dtype=np.uint8), np.zeros(size, np.uint8)
     if coll == "allgather":
         return rng.integers(0, 255, size, dtype=np.uint8), np.zeros(size * ranks, np.uint8)
-    if coll == "allreduce":  # bytes summed modulo 256 (MPI.SUM on MPI.UNSIGNED_CHAR)
-        return rng.integers(0, 255, size, dtype=np.uint8), np.zeros(size, np.uint8)
+    if coll == "allreduce":  # doubles of integer values (sums exact in any order), MPI.SUM
+        n = max(1, size // 8)
+        return rng.integers(0, 100, n).astype(np.float64), np.zeros(n)
     return rng.integers(0, 255, size * ranks, dtype=np.uint8), np.zeros(size * ranks, np.uint8)
 
 

@@ -690,9 +690,12 @@ def _mpi_op(combine):
     if predefined is None:
         return None
     name, dtype = predefined
-    # the C types every MPI defines MPI's operations on (not float16 nor long double)
+    # C types of 32 bits and more, float and double (complex): not float16 nor long double,
+    # nor 8- and 16-bit integers, whose MPI_SUM the Open MPI 5.0.11 wheel computes with
+    # saturating vector adds from 16 elements on (uint8 200 + 100 gives 255, not 44: C's
+    # arithmetic, which MPI defines and numpy computes, wraps)
     mpitype = MPI._typedict.get(dtype.char) if dtype.isnative and \
-        dtype.char in "bBhHiIlLqQfdFD?" else None
+        dtype.char in "iIlLqQfdFD" else None
     if mpitype is None or not mpitype.is_predefined or mpitype.Get_size() != dtype.itemsize:
         return None  # no named MPI type: numpy combines
     return getattr(MPI, name).handle, mpitype.handle, dtype.itemsize

@@ -272,3 +272,27 @@ def test_bad_reductions_raise_everywhere(case):
     y = np.empty(5)
     net.Allreduce(x, y)
     assert _agree(ok and np.all(y == SIZE)), errs
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint16, np.int16, np.int32])
+def test_integer_sums_wrap_as_in_c(dtype):
+    """MPI defines SUM with C's arithmetic, which wraps; the Open MPI 5.0.11 wheel's own
+    kernels saturate 8- and 16-bit sums from 16 elements on (uint8: 255 where C gives the
+    sum modulo 256), so dualmpi combines those types with numpy and only wider ones with
+    MPI_Reduce_local: every rank gets the wrapped sum, whatever MPI.COMM_WORLD says."""
+    world = MPI.COMM_WORLD
+    size, rank = world.Get_size(), world.Get_rank()
+    net = dualmpi.Comm(world, f"hypercube:n={size.bit_length() - 1}") \
+        if size & (size - 1) == 0 else None
+    if net is None:
+        pytest.skip("needs a power-of-two number of ranks")
+    info = np.iinfo(dtype)
+    n = 64
+    a = np.full(n, info.max // 2 + 3 + rank, dtype=dtype)
+    got = np.zeros_like(a)
+    net.Allreduce(a, got)
+    net.Free()
+    exact = sum(np.full(n, info.max // 2 + 3 + r, dtype=np.int64) for r in range(size))
+    wrapped = ((exact - info.min) % (1 << (8 * a.itemsize)) + info.min).astype(dtype)
+    assert bool(world.allreduce(int(np.array_equal(got, wrapped)), op=MPI.MIN))
