@@ -34,8 +34,15 @@ other): a rank's own bad argument, ranks that disagree on the root, sizes, datat
 operation, counts that do not match between two ranks -- every rank raises the same
 :class:`~dualmpi.errors.InputError` instead of waiting.  Only control data (verdicts and
 counts) ever moves by MPI directly; user data moves over the links.
+
+The nonblocking forms (``Ibcast``, ..., ``Ineighbor_*``) run the same functions in a
+:class:`Worker` thread of the communicator, in the order they were started, with a control
+communicator and a tag range of their own.
 """
 
+import queue
+import threading
+import time
 import zlib
 
 import numpy as np
@@ -48,7 +55,7 @@ __all__ = [
     "Alltoall", "Alltoallv", "Alltoallw", "Reduce", "Allreduce", "Reduce_scatter_block",
     "Reduce_scatter", "Scan", "Exscan", "Neighbor_allgather", "Neighbor_allgatherv",
     "Neighbor_alltoall", "Neighbor_alltoallv", "Neighbor_alltoallw", "neighbor_allgather",
-    "neighbor_alltoall", "RING_ALLREDUCE_ABOVE", "ALGORITHMS",
+    "neighbor_alltoall", "RING_ALLREDUCE_ABOVE", "ALGORITHMS", "control", "Worker",
 ]
 
 #: An Allreduce of at least this many bytes (and one element per rank) runs the ring.
@@ -74,6 +81,48 @@ def _mpi():
     return MPI
 
 
+# -- control plane and waits ----------------------------------------------------------------------
+def control(net, comm, name, args, what, watch=True):
+    """Run MPI collective ``name`` (``Allreduce``, ``Alltoall``, ``Allgather``) of control data
+    on ``comm``, under the watchdog (``watch``), while this rank keeps forwarding the
+    network's messages.
+
+    With the router's progress thread the blocking call (mpi4py releases the GIL: the
+    thread forwards meanwhile); without it the nonblocking one, the hub advanced between
+    tests -- a member waiting for the others must still forward the messages they wait for.
+    """
+    hub = net._router.hub
+    wd = net._transport.watchdog
+    if watch:
+        wd.arm(f"{what} on a derived communicator (the ranks' agreement: has every rank of "
+               "the communicator called it?)", ())
+    try:
+        if hub.threaded:
+            return getattr(comm, name)(*args)
+        req = getattr(comm, "I" + name.lower())(*args)
+        _poll(hub, req.Test)
+        return None
+    finally:
+        if watch:
+            wd.disarm()
+
+
+def _poll(hub, done):
+    """Return once ``done()``: sleeping while the progress thread works, else advancing the
+    hub between tests (no watchdog: the caller's wait, if any, has it)."""
+    delay = 1e-5
+    while not done():
+        moved = False
+        if not hub.threaded:
+            with hub.lock:
+                moved = hub.step()
+        if moved:
+            delay = 1e-5
+        else:
+            time.sleep(delay)
+            delay = min(2 * delay, 2e-4 if hub.threaded else 1e-3)
+
+
 # -- the messages of one call ---------------------------------------------------------------------
 class _Wire:
     """One collective call's messages on a communicator's collective context (ranks: its own).
@@ -85,7 +134,7 @@ class _Wire:
     order of arrival can deadlock.
     """
 
-    __slots__ = ("comm", "ep", "tag", "rank", "reqs", "what", "MPI")
+    __slots__ = ("comm", "ep", "tag", "rank", "reqs", "what", "MPI", "worker")
 
     def __init__(self, comm, what, tags=1):
         self.comm, self.ep, self.what = comm, comm._coll, f"{what} on a derived communicator"
@@ -93,6 +142,9 @@ class _Wire:
         self.rank = comm.rank
         self.reqs = []
         self.MPI = _mpi()
+        #: run by a nonblocking collective's worker thread (:class:`Worker`): links counted
+        #: under the hub's lock, waits that poll and arm no watchdog
+        self.worker = getattr(comm, "worker", False)
 
     def send(self, data, dest):
         """Start sending uint8 array ``data`` to rank ``dest``."""
@@ -102,7 +154,11 @@ class _Wire:
             return
         r = ep.route(self.rank, dest)
         if r.direct:
-            ep.count_main(r.first[0], data.size)
+            if self.worker:
+                with ep.hub.lock:
+                    ep.hub._count(r.first[0], data.size)
+            else:
+                ep.count_main(r.first[0], data.size)
             self.reqs.append(ep.direct.Isend([data, MPI.BYTE], dest, self.tag))
         else:
             ep.send_routed(data, dest, self.tag)
@@ -122,7 +178,9 @@ class _Wire:
         (never a blocking MPI wait: the messages of others may have to pass through it).
         """
         ep = self.ep
-        if ep.hub.threaded:
+        if self.worker:
+            _poll(ep.hub, lambda: state.done)
+        elif ep.hub.threaded:
             ep.wait_for(state)
         elif not state.done:
             where, peers = ep.describe(state.what, state.source)
@@ -144,7 +202,9 @@ class _Wire:
         if not self.reqs:
             return
         hub, MPI, reqs = self.ep.hub, self.MPI, self.reqs
-        if hub.threaded:
+        if self.worker:
+            _poll(hub, lambda: MPI.Request.Testall(reqs))
+        elif hub.threaded:
             wd = hub.wd
             wd.arm(f"{self.what} (its sends)", ())
             try:
@@ -905,3 +965,84 @@ def neighbor_allgather(comm, sendobj):
 def neighbor_alltoall(comm, sendobj):
     """Item ``j`` to out-neighbour ``j``; one item per in-neighbour (``neighbor_alltoall``)."""
     return _neighbour_objects(comm, "neighbor_alltoall", sendobj)
+
+
+# -- nonblocking collectives ------------------------------------------------------------------------
+class _View:
+    """A communicator as its nonblocking collectives' worker sees it: a control communicator
+    and a tag sequence of their own (the upper half of the tags; blocking calls use the lower
+    half), waits that poll (the user's ``Wait`` has the watchdog)."""
+
+    worker = True
+
+    def __init__(self, target):
+        self._target = target
+        self.comm = target._nbctl
+        self._tag = target._tag_ub // 2
+
+    def __getattr__(self, name):
+        return getattr(self._target, name)
+
+    def _control(self, name, *args, what):
+        self._target._live(what)
+        return control(self._target.net, self.comm, name, args, what, watch=False)
+
+    def _next_tag(self, span=1):
+        t = self._tag
+        if t + span >= self._target._tag_ub:
+            t = self._target._tag_ub // 2
+        self._tag = t + span
+        return t
+
+
+class Worker:
+    """Runs a derived communicator's nonblocking collectives, one after another in the order
+    they were started (every rank starts them in the same order, as MPI requires), in a
+    thread of its own, while the caller goes on; each is the blocking algorithm, its
+    agreement on a control communicator of its own.  Needs ``MPI_THREAD_MULTIPLE``.
+
+    Parameters
+    ----------
+    comm : dualmpi.derived.Intracomm
+    """
+
+    def __init__(self, comm):
+        self.comm = comm
+        self.view = _View(comm)
+        self.jobs = queue.Queue()
+        self.thread = None
+
+    def submit(self, method, run):
+        """Queue ``run(view)`` (the collective); return its request (an ``MPI.Request``:
+        ``Wait``/``Test`` raise the collective's error, if any)."""
+        from .engine.router import _State
+
+        ep = self.comm._coll
+        state = _State(ep, False, what=f"{method} on a derived communicator", request=True)
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._loop, name="dualmpi-collectives",
+                                           daemon=True)
+            self.thread.start()
+        self.jobs.put((run, state))
+        return ep.request(state)
+
+    def _loop(self):
+        ep = self.comm._coll
+        while True:
+            job = self.jobs.get()
+            if job is None:
+                return
+            run, state = job
+            try:
+                run(self.view)
+            except Exception as exc:  # noqa: BLE001 - raised by the request's Wait/Test
+                state.error = exc
+            with ep.hub.lock:
+                ep._complete(state)
+
+    def close(self):
+        """Wait until every queued collective has run, then stop the thread."""
+        if self.thread is not None:
+            self.jobs.put(None)
+            self.thread.join()
+            self.thread = None

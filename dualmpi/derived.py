@@ -23,14 +23,13 @@ and destinations both ways (a status reports ranks of this communicator).
 
 *Collectives* run MPI's algorithms over this point-to-point
 (:mod:`dualmpi.collectives_p2p` names them: binomial trees, recursive doubling, rings,
-pairwise exchange, dissemination); the object forms pickle and call those.  ``Dup`` of the
+pairwise exchange, dissemination); the object forms pickle and call those; the nonblocking
+forms run them in a worker thread (:class:`dualmpi.collectives_p2p.Worker`).  ``Dup`` of the
 network itself is another :class:`dualmpi.Comm` (:func:`dup_network`), whose collectives
 keep the papers' schedules.  ``Free`` is collective: it returns once every routed message of
 the communicator has arrived; receives posted before it still complete.  A communicator
 lives on its network: freeing the network frees it.
 """
-
-import time
 
 from . import collectives_p2p as coll
 from . import objects, p2p
@@ -40,18 +39,14 @@ from .support import unsupported
 __all__ = ["Intracomm", "Cartcomm", "Graphcomm", "Distgraphcomm", "dup_network", "Split",
            "Split_type", "Create", "Create_group", "Create_cart", "Create_graph",
            "Create_dist_graph", "Create_dist_graph_adjacent", "Cart_map", "Graph_map",
-           "Compare", "control", "NONBLOCKING"]
+           "Compare"]
 
-#: The nonblocking collectives, which a derived communicator does not carry (and why).
-NONBLOCKING = ("derived communicators run their collectives as blocking algorithms over "
-               "routed point-to-point; call the blocking collective (nonblocking ones: "
-               "the network's own dualmpi.Comm)")
-_NONBLOCKING_NAMES = frozenset(
-    "Ibcast Iscatter Iscatterv Igather Igatherv Iallgather Iallgatherv Ialltoall Ialltoallv "
-    "Ialltoallw Ireduce Iallreduce Ireduce_scatter_block Ireduce_scatter Iscan Iexscan Ibarrier "
-    "Ineighbor_allgather Ineighbor_allgatherv Ineighbor_alltoall Ineighbor_alltoallv "
-    "Ineighbor_alltoallw Neighbor_allgather_init Neighbor_allgatherv_init "
-    "Neighbor_alltoall_init Neighbor_alltoallv_init Neighbor_alltoallw_init".split())
+#: Persistent neighbourhood collectives, which a derived communicator does not carry (why).
+_PERSISTENT = ("MPI-4 persistent collectives are not carried (call the blocking or "
+               "nonblocking one)")
+_PERSISTENT_NAMES = frozenset(
+    "Neighbor_allgather_init Neighbor_allgatherv_init Neighbor_alltoall_init "
+    "Neighbor_alltoallv_init Neighbor_alltoallw_init".split())
 
 
 def _mpi():
@@ -98,46 +93,16 @@ def _derive(parent, what, make, cls):
     group.Free()
     world.Free()
     ctx = net._router.hub.agree_context(
-        lambda a, b: control(net, new, "Allreduce", (a, b, MPI.MAX), f"{what} (its contexts)"),
+        lambda a, b: coll.control(net, new, "Allreduce", (a, b, MPI.MAX), f"{what} (its contexts)"),
         2)
     wd.arm(f"{what} (duplicating the new communicator)", ())
     try:
-        direct = new.Dup()
+        direct, nbctl = new.Dup(), new.Dup()
     finally:
         wd.disarm()
     obj = cls.__new__(cls)
-    obj._setup(net, new, ranks, ctx, direct)
+    obj._setup(net, new, ranks, ctx, direct, nbctl)
     return obj
-
-
-def control(net, comm, name, args, what):
-    """Run MPI collective ``name`` (``Allreduce``, ``Alltoall``, ``Allgather``) of control data
-    on ``comm`` under the watchdog, while this rank keeps forwarding the network's messages.
-
-    With the router's progress thread the blocking call (mpi4py releases the GIL: the
-    thread forwards meanwhile); without it the nonblocking one, the hub advanced between
-    tests -- a member waiting for the others must still forward the messages they wait for.
-    """
-    hub = net._router.hub
-    wd = net._transport.watchdog
-    wd.arm(f"{what} on a derived communicator (the ranks' agreement: has every rank of the "
-           "communicator called it?)", ())
-    try:
-        if hub.threaded:
-            return getattr(comm, name)(*args)
-        req = getattr(comm, "I" + name.lower())(*args)
-        delay = 1e-5
-        while not req.Test():
-            with hub.lock:
-                moved = hub.step()
-            if moved:
-                delay = 1e-5
-            else:
-                time.sleep(delay)
-                delay = min(2 * delay, 1e-3)
-        return None
-    finally:
-        wd.disarm()
 
 
 def _topo(make):
@@ -270,7 +235,7 @@ class Intracomm:
     rank, size : int
     """
 
-    def _setup(self, net, comm, ranks, ctx, direct):
+    def _setup(self, net, comm, ranks, ctx, direct, nbctl):
         self.net, self.comm = net, comm
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
         self.ranks = tuple(int(r) for r in ranks)
@@ -282,6 +247,8 @@ class Intracomm:
         self._tag = 0
         self._tag_ub = min(self._coll.tag_ub, 1 << 30)
         self._name = ""
+        #: the nonblocking collectives' control communicator and worker (made on first use)
+        self._nbctl, self._worker = nbctl, None
 
     def __repr__(self):
         state = "freed" if self._coll is None else f"rank {self.rank} of {self.size}"
@@ -305,11 +272,11 @@ class Intracomm:
 
     def __getattr__(self, name):
         """A method of ``MPI.Intracomm`` a derived communicator does not carry: say so, and why."""
-        if name in _NONBLOCKING_NAMES:
+        if name in _PERSISTENT_NAMES:
             from .support import UnsupportedError
 
             raise UnsupportedError(f"{type(self).__name__}.{name} of a derived communicator is "
-                                   f"not supported: {NONBLOCKING}")
+                                   f"not supported: {_PERSISTENT}")
         err = unsupported(name, owner=f"{type(self).__name__} (a derived communicator)")
         if err is not None:
             raise err
@@ -325,16 +292,30 @@ class Intracomm:
     def _control(self, name, *args, what):
         """Run control-plane MPI collective ``name`` on the twin (see :func:`control`)."""
         self._live(what)
-        return control(self.net, self.comm, name, args, what)
+        return coll.control(self.net, self.comm, name, args, what)
 
     def _next_tag(self, span=1):
-        """Return the first of ``span`` tags of the next collective call (every rank counts
-        its calls alike, as MPI requires)."""
+        """Return the first of ``span`` tags of the next blocking collective call (every rank
+        counts its calls alike, as MPI requires; the lower half of the tags, the nonblocking
+        ones have the upper half)."""
         t = self._tag
-        if t + span >= self._tag_ub:
+        if t + span >= self._tag_ub // 2:
             t = 0
         self._tag = t + span
         return t
+
+    def _start(self, method, run):
+        """Start a nonblocking collective: ``run(comm)`` in the worker; return its request."""
+        MPI = _mpi()
+        self._live(method)
+        if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+            from .support import UnsupportedError
+
+            raise UnsupportedError(f"{type(self).__name__}.{method} of a derived communicator "
+                                   "needs MPI_THREAD_MULTIPLE (its worker thread calls MPI)")
+        if self._worker is None:
+            self._worker = coll.Worker(self)
+        return self._worker.submit(method, run)
 
     # -- queries (no data move) -----------------------------------------------------------------
     def Get_rank(self):
@@ -472,17 +453,22 @@ class Intracomm:
         if self._coll is None:
             raise mpi_error("Free: the communicator was freed already", "ERR_COMM",
                             DualmpiError)
+        if self._worker is not None:  # its nonblocking collectives run to their end first
+            self._worker.close()
+            self._worker = None
         routers, self._router, self._coll = (self._router, self._coll), None, None
         comm, self.comm = self.comm, None
+        nbctl, self._nbctl = self._nbctl, None
         if self.net._router is None:  # the network went first, and its communicators with it
             return
         net = self.net
 
         def total(send, recv, what):
-            control(net, comm, "Allreduce", (send, recv, MPI.SUM), f"{what} (Free)")
+            coll.control(net, comm, "Allreduce", (send, recv, MPI.SUM), f"{what} (Free)")
 
         for router in routers:  # the collectives' last: their direct channel is the twin
             router.release(total)
+        nbctl.Free()
 
     def free(self):
         """Free the communicator (see :meth:`Free`)."""
@@ -695,6 +681,78 @@ class Intracomm:
         return objects.exscan(self, sendobj, op)
 
 
+    # -- nonblocking collectives (the blocking algorithms, run by a worker thread) ---------------
+    def Ibarrier(self):
+        """Start a barrier; return an ``MPI.Request``."""
+        return self._start("Ibarrier", coll.Barrier)
+
+    def Ibcast(self, buf, root=0):
+        """Start a broadcast."""
+        return self._start("Ibcast", lambda c: coll.Bcast(c, buf, root))
+
+    def Iscatter(self, sendbuf, recvbuf, root=0):
+        """Start a scatter."""
+        return self._start("Iscatter", lambda c: coll.Scatter(c, sendbuf, recvbuf, root))
+
+    def Iscatterv(self, sendbuf, recvbuf, root=0):
+        """Start a scatter of one size per rank."""
+        return self._start("Iscatterv", lambda c: coll.Scatterv(c, sendbuf, recvbuf, root))
+
+    def Igather(self, sendbuf, recvbuf, root=0):
+        """Start a gather."""
+        return self._start("Igather", lambda c: coll.Gather(c, sendbuf, recvbuf, root))
+
+    def Igatherv(self, sendbuf, recvbuf, root=0):
+        """Start a gather of one size per rank."""
+        return self._start("Igatherv", lambda c: coll.Gatherv(c, sendbuf, recvbuf, root))
+
+    def Iallgather(self, sendbuf, recvbuf):
+        """Start an allgather."""
+        return self._start("Iallgather", lambda c: coll.Allgather(c, sendbuf, recvbuf))
+
+    def Iallgatherv(self, sendbuf, recvbuf):
+        """Start an allgather of one size per rank."""
+        return self._start("Iallgatherv", lambda c: coll.Allgatherv(c, sendbuf, recvbuf))
+
+    def Ialltoall(self, sendbuf, recvbuf):
+        """Start a total exchange."""
+        return self._start("Ialltoall", lambda c: coll.Alltoall(c, sendbuf, recvbuf))
+
+    def Ialltoallv(self, sendbuf, recvbuf):
+        """Start a total exchange with a count per pair."""
+        return self._start("Ialltoallv", lambda c: coll.Alltoallv(c, sendbuf, recvbuf))
+
+    def Ialltoallw(self, sendbuf, recvbuf):
+        """Start a total exchange with a datatype per pair."""
+        return self._start("Ialltoallw", lambda c: coll.Alltoallw(c, sendbuf, recvbuf))
+
+    def Ireduce(self, sendbuf, recvbuf, op=None, root=0):
+        """Start a reduction at ``root``."""
+        return self._start("Ireduce", lambda c: coll.Reduce(c, sendbuf, recvbuf, op, root))
+
+    def Iallreduce(self, sendbuf, recvbuf, op=None):
+        """Start an allreduce."""
+        return self._start("Iallreduce", lambda c: coll.Allreduce(c, sendbuf, recvbuf, op))
+
+    def Ireduce_scatter_block(self, sendbuf, recvbuf, op=None):
+        """Start a reduce-scatter of equal blocks."""
+        return self._start("Ireduce_scatter_block",
+                           lambda c: coll.Reduce_scatter_block(c, sendbuf, recvbuf, op))
+
+    def Ireduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=None):
+        """Start a reduce-scatter."""
+        return self._start("Ireduce_scatter",
+                           lambda c: coll.Reduce_scatter(c, sendbuf, recvbuf, recvcounts, op))
+
+    def Iscan(self, sendbuf, recvbuf, op=None):
+        """Start an inclusive prefix reduction."""
+        return self._start("Iscan", lambda c: coll.Scan(c, sendbuf, recvbuf, op))
+
+    def Iexscan(self, sendbuf, recvbuf, op=None):
+        """Start an exclusive prefix reduction."""
+        return self._start("Iexscan", lambda c: coll.Exscan(c, sendbuf, recvbuf, op))
+
+
 class _Topocomm(Intracomm):
     """What the topology communicators share: degrees, edges and neighbourhood collectives."""
 
@@ -736,6 +794,31 @@ class _Topocomm(Intracomm):
     def Neighbor_alltoallw(self, sendbuf, recvbuf):
         """The neighbourhood exchange with a datatype per neighbour."""
         coll.Neighbor_alltoallw(self, sendbuf, recvbuf)
+
+    def Ineighbor_allgather(self, sendbuf, recvbuf):
+        """Start :meth:`Neighbor_allgather`; return an ``MPI.Request``."""
+        return self._start("Ineighbor_allgather",
+                           lambda c: coll.Neighbor_allgather(c, sendbuf, recvbuf))
+
+    def Ineighbor_allgatherv(self, sendbuf, recvbuf):
+        """Start :meth:`Neighbor_allgatherv`."""
+        return self._start("Ineighbor_allgatherv",
+                           lambda c: coll.Neighbor_allgatherv(c, sendbuf, recvbuf))
+
+    def Ineighbor_alltoall(self, sendbuf, recvbuf):
+        """Start :meth:`Neighbor_alltoall`."""
+        return self._start("Ineighbor_alltoall",
+                           lambda c: coll.Neighbor_alltoall(c, sendbuf, recvbuf))
+
+    def Ineighbor_alltoallv(self, sendbuf, recvbuf):
+        """Start :meth:`Neighbor_alltoallv`."""
+        return self._start("Ineighbor_alltoallv",
+                           lambda c: coll.Neighbor_alltoallv(c, sendbuf, recvbuf))
+
+    def Ineighbor_alltoallw(self, sendbuf, recvbuf):
+        """Start :meth:`Neighbor_alltoallw`."""
+        return self._start("Ineighbor_alltoallw",
+                           lambda c: coll.Neighbor_alltoallw(c, sendbuf, recvbuf))
 
     def neighbor_allgather(self, sendobj):
         """Every in-neighbour's object (None from ``MPI.PROC_NULL``)."""
