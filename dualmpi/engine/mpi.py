@@ -102,6 +102,7 @@ class MPITransport:
         #: the control plane (barriers, verdicts, timings): messages through rank 0, so a wait
         #: can always name the ranks that have not answered
         self.ctl = comm.Dup()
+        self.watchdog.listen(self.ctl.Dup())  # the watchdogs ask each other before aborting
         self.watchdog.disarm()
         self._roll_call(self.ctl)
         self.watchdog.arm("building the graph communicator", ())

@@ -3,11 +3,24 @@
 import sys
 import threading
 import time
+import weakref
 
-__all__ = ["Watchdog", "DEFAULT_DEADLINE"]
+import numpy as np
+
+__all__ = ["Watchdog", "DEFAULT_DEADLINE", "ASK_SECONDS"]
 
 #: Seconds a rank may wait in one round (or one control-plane call) before the job is aborted.
 DEFAULT_DEADLINE = 120.0
+
+#: Seconds a watchdog that fires waits for the answers of the ranks it asks (at most; less for
+#: a deadline under 8 s): a rank whose watchdog does not answer in time has stopped answering.
+ASK_SECONDS = 4.0
+
+#: Tags of the watchdogs' own communicator: a question, its answer.
+_QUESTION, _ANSWER = 1, 2
+#: int64 words of an answer: question number, waiting (0/1), round (-1: elsewhere), peers
+#: waited for (count, then up to 60 of them).
+_WORDS = 64
 
 
 class Watchdog:
@@ -42,11 +55,50 @@ class Watchdog:
         self.state = None
         self.fired = False
         self.closed = False
+        #: the watchdogs' own communicator (:meth:`listen`), or None
+        self.comm = None
+        self._question = None
+        self._replies, self._number = [], 0
+        self._mpi = threading.Lock()  # the thread's MPI calls against :meth:`close`
+        self._wake = threading.Event()
         self._thread = None
         if deadline and deadline > 0:
             self._thread = threading.Thread(target=self._watch, name="dualmpi-watchdog",
                                             daemon=True)
             self._thread.start()
+
+    def listen(self, comm):
+        """Answer the other ranks' watchdogs on ``comm`` and ask them before aborting.
+
+        ``comm`` (a communicator of the watchdogs' own, made collectively; freed by
+        :meth:`close`) joins the ranks' watchdogs: each answers, from its thread, a
+        question of another rank's with what its rank is waiting for (while it waits in
+        dualmpi: the thread's MPI calls progress the rank's messages, and must not do so
+        for a rank that has stopped progressing them).  A watchdog that fires asks the
+        ranks its rank waits for, then the ranks those wait for, and so on, and names
+        the end of the chain — a rank that does not answer within :data:`ASK_SECONDS`
+        (stopped, or busy outside dualmpi), or one that answers it is not waiting (in no
+        watched wait) — so the diagnostic names the rank that stopped answering,
+        whichever rank's deadline passes first.  Needs
+        ``MPI_THREAD_MULTIPLE`` (mpi4py's default); with less, or with no deadline, the
+        watchdog does not listen (``comm`` is freed).
+        """
+        from mpi4py import MPI
+
+        if self._thread is None or MPI.Query_thread() != MPI.THREAD_MULTIPLE:
+            comm.Free()
+            return
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        self._status = MPI.Status()
+        self._qbuf = np.zeros(2, dtype=np.int64)
+        with self._mpi:
+            self._question = comm.Recv_init(self._qbuf, MPI.ANY_SOURCE, _QUESTION)
+            self._question.Start()
+            self.comm = comm
+        _LISTENING.add(self)
+        _stop_at_finalize(MPI)
+        threading.Thread(target=self._listen, name="dualmpi-watchdog-answers",
+                         daemon=True).start()
 
     def arm(self, where, waiting_for, grace=None):
         """Start the clock: waiting in ``where`` (a round index or a text) for ``waiting_for``.
@@ -77,13 +129,33 @@ class Watchdog:
         """The wait is over."""
         self.state = None
 
-    def close(self):
-        """Stop watching (the thread ends at its next tick)."""
+    def close(self, free=True):
+        """Stop watching (the thread ends at once) and stop listening (``free``: free ``comm``)."""
         self.state = None
         self.closed = True
+        self._wake.set()
+        if self.comm is None or not self._mpi.acquire(timeout=5.0):
+            return  # (not acquired: a question blocked in MPI, the job is being aborted)
+        try:
+            comm, self.comm = self.comm, None
+            if comm is None:
+                return
+            _LISTENING.discard(self)
+            self._question.Cancel()
+            self._question.Wait()
+            self._question.Free()
+            self._replies = []  # sends complete on their own (or die with MPI_Finalize)
+            if free:
+                comm.Free()
+        finally:
+            self._mpi.release()
 
-    def diagnostic(self, state, now):
-        """Return the one-line diagnostic for a wait that passed the deadline."""
+    def diagnostic(self, state, now, chain=""):
+        """Return the one-line diagnostic for a wait that passed the deadline.
+
+        ``chain``: what the ranks waited for answered (see :meth:`trace`), put before
+        "aborting the job".
+        """
         start, where, peers = state[:3]
         place = f"in round {where}" if isinstance(where, int) else f"in {where}"
         if peers:
@@ -94,7 +166,7 @@ class Watchdog:
         else:
             whom = " for the other ranks to join"
         return (f"dualmpi: watchdog: {self.who} has waited {now - start:.1f} s "
-                f"(deadline {self.deadline:g} s) {place}{whom}; aborting the job")
+                f"(deadline {self.deadline:g} s) {place}{whom}{chain}; aborting the job")
 
     def limit(self, state):
         """Return when a wait fires: the deadline plus 0.1 s per round (at most 5 s).
@@ -116,15 +188,199 @@ class Watchdog:
             state = _current(self.state)
             now = time.monotonic()
             wait = tick if state is None else max(0.0, min(tick, self.limit(state) - now))
-            time.sleep(wait)
+            self._wake.wait(wait)
             state = _current(self.state)
             now = time.monotonic()
-            if state is not None and now >= self.limit(state) and not self.fired:
-                self.fired = True
-                print(self.diagnostic(state, now), file=self.stream, flush=True)
-                time.sleep(0.5)  # let the launcher forward the line before the job is killed
-                self.abort(3)
+            if self.closed or state is None or now < self.limit(state) or self.fired:
+                continue
+            self.fired = True
+            chain = self._trace_at_most(state)
+            if self.closed or _current(self.state) is None or \
+                    _current(self.state)[:2] != state[:2]:
+                self.fired = False  # the wait ended while the others were asked
+                continue
+            print(self.diagnostic(state, time.monotonic(), chain), file=self.stream,
+                  flush=True)
+            time.sleep(0.5)  # let the launcher forward the line before the job is killed
+            self.abort(3)
+            return
+
+    # -- asking the other ranks' watchdogs (see :meth:`listen`) ---------------------------------
+    def _listen(self):
+        """Thread body: answer questions while the rank waits (a thread of its own, so that an
+        MPI call that blocks never keeps :meth:`_watch` from aborting the job).
+
+        Only while the rank waits in dualmpi: MPI calls from this thread progress the rank's
+        messages, which must not hide a rank that has stopped progressing them.
+        """
+        tick = min(0.25, self.deadline / 8)
+        while not self.closed:
+            self._wake.wait(tick)
+            if _current(self.state) is not None:
+                self.answer()
+
+    def answer(self):
+        """Answer every question that has arrived with what this rank waits for (thread)."""
+        if not self._mpi.acquire(timeout=0.1):
+            return
+        try:
+            if self.comm is None:
                 return
+            while self._question.Test(self._status):
+                asker = self._status.Get_source()
+                reply = self._state_words(int(self._qbuf[0]))
+                self._replies.append((self.comm.Isend(reply, asker, _ANSWER), reply))
+                self._question.Start()
+            self._replies = [(r, b) for r, b in self._replies if not r.Test()]
+        finally:
+            self._mpi.release()
+
+    def _state_words(self, number):
+        """Return the answer to question ``number``: this rank's wait, as int64 words."""
+        words = np.zeros(_WORDS, dtype=np.int64)
+        words[0] = number
+        state = _current(self.state)
+        if state is not None:
+            where, peers = state[1], tuple(state[2])[:_WORDS - 4]
+            words[1] = 1
+            words[2] = where if isinstance(where, int) else -1
+            words[3] = len(peers)
+            words[4:4 + len(peers)] = peers
+        return words
+
+    def ask(self, ranks, seconds):
+        """Ask ``ranks`` what they wait for; return ``{rank: (round, peers) or () or None}``.
+
+        ``(round, peers)``: waiting (round -1: elsewhere than in a plan's round); ``()``:
+        not waiting in dualmpi; ``None``: no answer within ``seconds`` (questions from the
+        other ranks are answered meanwhile).
+        """
+        with self._mpi:
+            if self.comm is None:
+                return {r: None for r in ranks}
+            self._number += 1
+            number, comm = self._number, self.comm
+            question = np.array([number, 0], dtype=np.int64)
+            bufs = {r: np.zeros(_WORDS, dtype=np.int64) for r in ranks}
+            reqs = {r: comm.Irecv(bufs[r], r, _ANSWER) for r in ranks}
+            self._replies += [(comm.Isend(question, r, _QUESTION), question) for r in ranks]
+        got, until = {}, time.monotonic() + seconds
+        while len(got) < len(ranks) and time.monotonic() < until and not self.closed:
+            self.answer()
+            with self._mpi:
+                if self.comm is None:
+                    break
+                for r, req in reqs.items():
+                    if r in got or not req.Test():
+                        continue
+                    words = bufs[r]
+                    if words[0] != number:  # a late answer to an earlier question
+                        reqs[r] = comm.Irecv(words, r, _ANSWER)
+                        continue
+                    got[r] = (int(words[2]), tuple(int(p) for p in words[4:4 + words[3]])) \
+                        if words[1] else ()
+            time.sleep(0.02)
+        with self._mpi:
+            for r, req in reqs.items():
+                if r not in got and self.comm is not None:
+                    req.Cancel()
+                    req.Wait()
+        return {r: got.get(r) for r in ranks}
+
+    def trace(self, state):
+        """Return what ends the chain of waits from this rank's (text for :meth:`diagnostic`).
+
+        Asks the ranks this rank waits for (every other rank when the wait names none),
+        then those they wait for, and so on (each rank once).  The end: the ranks that do
+        not answer; else a rank that answers it is not waiting, and any other rank that
+        does not answer (the rest are asked then).  Empty when the ranks wait for one
+        another (a rank that skipped a send and moved on: the wait names it) or when not
+        listening.
+        """
+        if self.comm is None:
+            return ""
+        peers = tuple(state[2]) or tuple(range(self.size))
+        seconds = min(ASK_SECONDS, max(1.0, self.deadline / 2))
+        parent, answers, frontier = {}, {}, [p for p in peers if p != self.rank]
+        seen = set(frontier) | {self.rank}
+        while frontier and not self.closed:
+            heard = self.ask(frontier, seconds)
+            answers.update(heard)
+            silent = [r for r in frontier if heard[r] is None]
+            if silent:
+                return _path(silent, parent, answers) + _silent(silent)
+            nxt = []
+            for r in frontier:
+                for p in heard[r][1] if heard[r] else ():
+                    if p not in seen:
+                        seen.add(p)
+                        parent[p] = r
+                        nxt.append(p)
+            frontier = nxt
+        idle = [r for r, a in answers.items() if a == ()]
+        end = _path(idle, parent, answers) + f"; rank {idle[0]} answers it is not waiting" \
+            if idle else ""
+        rest = [r for r in range(self.size) if r not in seen]
+        if rest and not self.closed:  # the chain ends at a live rank: is another one silent?
+            heard = self.ask(rest, seconds)
+            silent = [r for r in rest if heard[r] is None]
+            if silent:
+                return end + _silent(silent)
+        return end  # empty: the ranks wait for one another, the wait itself says most
+
+    def _trace_at_most(self, state):
+        """:meth:`trace` in a thread of its own, given up (empty) when it takes too long.
+
+        Questions are MPI calls: were one to block, the watchdog still aborts the job.
+        """
+        out = []
+        helper = threading.Thread(target=lambda: out.append(self.trace(state)),
+                                  name="dualmpi-watchdog-trace", daemon=True)
+        helper.start()
+        helper.join(4 * min(ASK_SECONDS, max(1.0, self.deadline / 2)) + 2.0)
+        return out[0] if out else ""
+
+
+def _silent(ranks):
+    """Return ``"; rank r does not answer"`` (or ranks ...)."""
+    if len(ranks) == 1:
+        return f"; rank {ranks[0]} does not answer"
+    return f"; ranks {', '.join(map(str, ranks))} do not answer"
+
+
+def _path(ends, parent, answers):
+    """Return ``"; rank a waits in round k for rank b, ..."``: the chain to ``ends[0]``."""
+    steps, r = [], ends[0]
+    while r in parent:
+        p = parent[r]
+        where = answers[p][0]
+        steps.append(f"rank {p} waits{f' in round {where}' if where >= 0 else ''} for rank {r}")
+        r = p
+    return "; " + ", ".join(reversed(steps)) if steps else ""
+
+
+#: The watchdogs that listen (stopped before MPI_Finalize: their threads call MPI).
+_LISTENING = weakref.WeakSet()
+_FINALIZE_HOOK = []
+
+
+def _stop_at_finalize(MPI):
+    """Close every listening watchdog when MPI_Finalize starts (once per process).
+
+    MPI_Finalize first deletes ``MPI_COMM_SELF``'s attributes: the delete callback of
+    one set here stops the threads before MPI is gone (explicit ``MPI.Finalize()`` or
+    mpi4py's at exit).
+    """
+    if _FINALIZE_HOOK:
+        return
+
+    def stop(comm, keyval, value):
+        for dog in list(_LISTENING):
+            dog.close(free=False)
+
+    keyval = MPI.Comm.Create_keyval(delete_fn=stop)
+    MPI.COMM_SELF.Set_attr(keyval, True)
+    _FINALIZE_HOOK.append(keyval)
 
 
 class _Tracked:
