@@ -248,6 +248,8 @@ def _agree(comm, method, sig, problem, out=None, inn=None):
         comm._control("Alltoall", mine, got, what=f"{method} (its counts)")
         if problem is None and not np.array_equal(got, np.asarray(inn, np.int64)):
             mismatch = 1
+    if sig is not None:  # a count may be a Python int on one rank, a numpy one on another
+        sig = tuple(int(x) if isinstance(x, (int, np.integer)) else x for x in sig)
     code = 0 if problem is not None else \
         (zlib.crc32(repr((method, sig)).encode()) << 16) + 1
     vec = np.array([code, -code if problem is None else -(1 << 60),

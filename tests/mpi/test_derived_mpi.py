@@ -118,6 +118,13 @@ def c_bcast_vector_type(comm):
     return [buf]
 
 
+def c_bcast_mixed_specs(comm):
+    n, r = comm.Get_size(), comm.Get_rank()
+    buf = _ints(comm, 7, np.int32) if r == 0 else np.zeros(7, np.int32)
+    comm.Bcast([buf, np.int64(7), MPI.INT] if r % 2 else buf, root=0)  # the same message
+    return [buf]
+
+
 def c_scatter(comm):
     n = comm.Get_size()
     send = np.arange(n * 5, dtype=np.float64) * 3 if comm.Get_rank() == 0 else None
@@ -957,3 +964,29 @@ def test_nonblocking_neighbourhood_on_a_grid_equals_mpi():
     cart.Free()
     ref.Free()
     assert _agree(not problems), problems
+
+
+@pytest.mark.mpi
+def test_every_carried_method_of_intracomm_is_there():
+    """Each method dualmpi.Comm carries (support.STATUS) exists on a derived communicator too;
+    an unsupported one raises UnsupportedError naming it."""
+    from dualmpi import derived
+    from dualmpi.support import STATUS
+
+    part, _ = _part("net0", "halves")
+    missing = [name for name, (status, _) in STATUS.items()
+               if status != "unsupported" and not hasattr(part, name)]
+    wrong = []
+    for name, (status, _) in STATUS.items():
+        if status == "unsupported":
+            try:
+                getattr(part, name)
+                wrong.append(name)
+            except UnsupportedError as exc:
+                if name not in str(exc):
+                    wrong.append(name)
+    topo = [name for cls, names in ((derived.Cartcomm, "Get_topo Shift Sub Neighbor_alltoall"),
+                                    (derived.Graphcomm, "Get_neighbors Neighbor_allgather"),
+                                    (derived.Distgraphcomm, "Get_dist_neighbors Ineighbor_alltoallw"))
+            for name in names.split() if not hasattr(cls, name)]
+    assert _agree(not missing and not wrong and not topo), (missing, wrong, topo)
