@@ -140,7 +140,7 @@ class Alarm:
                 self._unexpected(msg, t, what)
 
     def _kept(self, t):
-        """Remove and return the kept messages about call ``t``; alarm on ones about earlier calls."""
+        """Remove and return the kept messages about call ``t`` (alarm on earlier calls' ones)."""
         count = int(self.ring[0])
         if not count:
             return []
@@ -285,8 +285,8 @@ class Alarm:
 def describe(reason, finder, peer, where, seq):
     """Return the text of an alarm: what rank ``finder`` found about rank ``peer`` in call ``seq``.
 
-    >>> describe(MISMATCH, 3, 1, 2, 17)
-    'rank 3 got a message of another call from rank 1 in round 2 of call 17 (the ranks called different collectives or passed different arguments); the received data is not used'
+    >>> describe(MISMATCH, 3, 1, 2, 17)  # doctest: +ELLIPSIS
+    'rank 3 got a message of another call from rank 1 in round 2 of call 17 (the ranks ...'
     """
     if reason == MISMATCH:
         return (f"rank {finder} got a message of another call from rank {peer} in round "
