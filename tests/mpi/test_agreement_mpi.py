@@ -24,6 +24,7 @@ NETS = {
     4: [("hypercube:n=2", 1), ("metacube:k=2,m=1", 16)],
     8: [("dualcube:r=2", 1), ("dualcube:r=3", 4)],
     32: [("dualcube:r=3", 1)],
+    64: [("metacube:k=2,m=1", 1)],
 }
 
 #: Seconds within which every rank must have its error (the watchdog is at 60).
@@ -135,7 +136,9 @@ def test_repeated_calls_that_differ_are_caught(what):
     """Item 3 of issue 23: after a signature has been agreed, one rank's call differs in
     what its plan does not show — a dtype of the same size, another operation, another
     method whose plan has the same shape — and no rank returns the mixed data."""
-    spec, q = _nets()[0] if _nets() else ("hypercube:n=1", 1)
+    if not _nets():
+        pytest.skip(f"no network for {SIZE} ranks")
+    spec, q = _nets()[0]
 
     if what == "scatter-root-none":
         # mpi4py reads recvbuf=None at the root as IN_PLACE: correct, repeated, no error
@@ -177,7 +180,9 @@ def test_a_rank_that_skips_a_call_of_a_loop():
     """One rank skips one Allreduce of a loop: calls are matched in order, as MPI matches
     them, so the ranks combine call k with call k; where the counts part, every rank raises
     (before: four calls of wrong sums, then the watchdog)."""
-    spec, q = _nets()[0] if _nets() else ("hypercube:n=1", 1)
+    if not _nets():
+        pytest.skip(f"no network for {SIZE} ranks")
+    spec, q = _nets()[0]
 
     def program(net):
         for i in range(6):
@@ -195,7 +200,7 @@ def test_correct_programs_are_not_disturbed():
     different speeds (rank 0 sleeps): ranks ahead send notices and vectors about later calls,
     which the others keep for their turn; every result equals MPI's."""
     ok = True
-    for spec, q in _nets() or [("hypercube:n=0", 1)]:
+    for spec, q in _nets() or ([("hypercube:n=0", 1)] if SIZE == 1 else []):
         net = dualmpi.Comm(WORLD, spec, nodes_per_rank=q, watchdog=60)
         for i in range(4):
             if RANK == 0 and i % 2:
