@@ -47,7 +47,7 @@ def _mpi():
     return MPI
 
 
-class Comm:
+class Comm(p2p.PointToPoint):
     """A communicator whose collectives travel only over the links of a network.
 
     Parameters
@@ -617,101 +617,6 @@ class Comm:
         if self._allreduce_costs is None:
             self._allreduce_costs = costs(self.topology, self.q)
         return choose(nbytes, self._allreduce_costs)
-
-    # -- point to point: any rank, routed over the links (dualmpi.p2p) -------------------------
-    def Send(self, buf, dest, tag=0):
-        """Send ``buf`` to rank ``dest``, routed over the links (mirrors ``Comm.Send``)."""
-        p2p.Send(self, buf, dest, tag)
-
-    def Ssend(self, buf, dest, tag=0):
-        """Send and return once a receive matched it (mirrors ``Comm.Ssend``)."""
-        p2p.Ssend(self, buf, dest, tag)
-
-    def Isend(self, buf, dest, tag=0):
-        """Start a send; return an ``MPI.Request`` (mirrors ``Comm.Isend``)."""
-        return p2p.Isend(self, buf, dest, tag)
-
-    def Issend(self, buf, dest, tag=0):
-        """Start a synchronous send; return an ``MPI.Request`` (mirrors ``Comm.Issend``)."""
-        return p2p.Issend(self, buf, dest, tag)
-
-    def Recv(self, buf, source=None, tag=None, status=None):
-        """Receive into ``buf`` (mirrors ``Comm.Recv``: ``ANY_SOURCE``, ``ANY_TAG`` by default)."""
-        p2p.Recv(self, buf, source, tag, status)
-
-    def Irecv(self, buf, source=None, tag=None):
-        """Start a receive; return an ``MPI.Request`` (mirrors ``Comm.Irecv``)."""
-        return p2p.Irecv(self, buf, source, tag)
-
-    def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=None, recvtag=None,
-                 status=None):
-        """Send and receive in one call (mirrors ``Comm.Sendrecv``)."""
-        p2p.Sendrecv(self, sendbuf, dest, sendtag, recvbuf, source, recvtag, status)
-
-    def Sendrecv_replace(self, buf, dest, sendtag=0, source=None, recvtag=None, status=None):
-        """Send ``buf``, then receive into it (mirrors ``Comm.Sendrecv_replace``)."""
-        p2p.Sendrecv_replace(self, buf, dest, sendtag, source, recvtag, status)
-
-    def Probe(self, source=None, tag=None, status=None):
-        """Wait until a message can be received (mirrors ``Comm.Probe``)."""
-        return p2p.Probe(self, source, tag, status)
-
-    def Iprobe(self, source=None, tag=None, status=None):
-        """Return whether a message can be received now (mirrors ``Comm.Iprobe``)."""
-        return p2p.Iprobe(self, source, tag, status)
-
-    def Mprobe(self, source=None, tag=None, status=None):
-        """Wait for a message and match it (mirrors ``Comm.Mprobe``)."""
-        return p2p.Mprobe(self, source, tag, status)
-
-    def Improbe(self, source=None, tag=None, status=None):
-        """Match a message if one is there, else None (mirrors ``Comm.Improbe``)."""
-        return p2p.Improbe(self, source, tag, status)
-
-    def send(self, obj, dest, tag=0):
-        """Send a Python object (mirrors ``Comm.send``)."""
-        p2p.send(self, obj, dest, tag)
-
-    def ssend(self, obj, dest, tag=0):
-        """Send an object synchronously (mirrors ``Comm.ssend``)."""
-        p2p.ssend(self, obj, dest, tag)
-
-    def isend(self, obj, dest, tag=0):
-        """Start sending an object (mirrors ``Comm.isend``)."""
-        return p2p.isend(self, obj, dest, tag)
-
-    def issend(self, obj, dest, tag=0):
-        """Start sending an object synchronously (mirrors ``Comm.issend``)."""
-        return p2p.issend(self, obj, dest, tag)
-
-    def recv(self, buf=None, source=None, tag=None, status=None):
-        """Receive a Python object (mirrors ``Comm.recv``)."""
-        return p2p.recv(self, buf, source, tag, status)
-
-    def irecv(self, buf=None, source=None, tag=None):
-        """Start receiving an object; ``wait()`` returns it (mirrors ``Comm.irecv``)."""
-        return p2p.irecv(self, buf, source, tag)
-
-    def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=None, recvtag=None,
-                 status=None):
-        """Send an object and receive one (mirrors ``Comm.sendrecv``)."""
-        return p2p.sendrecv(self, sendobj, dest, sendtag, recvbuf, source, recvtag, status)
-
-    def probe(self, source=None, tag=None, status=None):
-        """Wait until a message can be received (mirrors ``Comm.probe``)."""
-        return p2p.probe(self, source, tag, status)
-
-    def iprobe(self, source=None, tag=None, status=None):
-        """Return whether a message can be received now (mirrors ``Comm.iprobe``)."""
-        return p2p.iprobe(self, source, tag, status)
-
-    def mprobe(self, source=None, tag=None, status=None):
-        """Wait for a message and match it (mirrors ``Comm.mprobe``)."""
-        return p2p.mprobe(self, source, tag, status)
-
-    def improbe(self, source=None, tag=None, status=None):
-        """Match a message if one is there, else None (mirrors ``Comm.improbe``)."""
-        return p2p.improbe(self, source, tag, status)
 
     # -- derived communicators: their traffic stays on the network (dualmpi.derived) ----------
     def Dup(self, info=None):

@@ -217,7 +217,7 @@ def Compare(a, b):
 
 
 # -- the communicator ------------------------------------------------------------------------------
-class Intracomm:
+class Intracomm(p2p.PointToPoint):
     """A communicator of some of a network's ranks whose traffic crosses the network's links.
 
     Made by the derivation methods of :class:`dualmpi.Comm` and of this class (never
@@ -473,101 +473,6 @@ class Intracomm:
     def free(self):
         """Free the communicator (see :meth:`Free`)."""
         self.Free()
-
-    # -- point to point (dualmpi.p2p, ranks of this communicator) ---------------------------------
-    def Send(self, buf, dest, tag=0):
-        """Send ``buf`` to rank ``dest``, routed over the links."""
-        p2p.Send(self, buf, dest, tag)
-
-    def Ssend(self, buf, dest, tag=0):
-        """Send and return once a receive matched it."""
-        p2p.Ssend(self, buf, dest, tag)
-
-    def Isend(self, buf, dest, tag=0):
-        """Start a send; return an ``MPI.Request``."""
-        return p2p.Isend(self, buf, dest, tag)
-
-    def Issend(self, buf, dest, tag=0):
-        """Start a synchronous send; return an ``MPI.Request``."""
-        return p2p.Issend(self, buf, dest, tag)
-
-    def Recv(self, buf, source=None, tag=None, status=None):
-        """Receive into ``buf`` (``ANY_SOURCE``, ``ANY_TAG`` by default)."""
-        p2p.Recv(self, buf, source, tag, status)
-
-    def Irecv(self, buf, source=None, tag=None):
-        """Start a receive; return an ``MPI.Request``."""
-        return p2p.Irecv(self, buf, source, tag)
-
-    def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=None, recvtag=None,
-                 status=None):
-        """Send and receive in one call."""
-        p2p.Sendrecv(self, sendbuf, dest, sendtag, recvbuf, source, recvtag, status)
-
-    def Sendrecv_replace(self, buf, dest, sendtag=0, source=None, recvtag=None, status=None):
-        """Send ``buf``, then receive into it."""
-        p2p.Sendrecv_replace(self, buf, dest, sendtag, source, recvtag, status)
-
-    def Probe(self, source=None, tag=None, status=None):
-        """Wait until a message can be received."""
-        return p2p.Probe(self, source, tag, status)
-
-    def Iprobe(self, source=None, tag=None, status=None):
-        """Return whether a message can be received now."""
-        return p2p.Iprobe(self, source, tag, status)
-
-    def Mprobe(self, source=None, tag=None, status=None):
-        """Wait for a message and match it."""
-        return p2p.Mprobe(self, source, tag, status)
-
-    def Improbe(self, source=None, tag=None, status=None):
-        """Match a message if one is there, else None."""
-        return p2p.Improbe(self, source, tag, status)
-
-    def send(self, obj, dest, tag=0):
-        """Send a Python object."""
-        p2p.send(self, obj, dest, tag)
-
-    def ssend(self, obj, dest, tag=0):
-        """Send an object synchronously."""
-        p2p.ssend(self, obj, dest, tag)
-
-    def isend(self, obj, dest, tag=0):
-        """Start sending an object."""
-        return p2p.isend(self, obj, dest, tag)
-
-    def issend(self, obj, dest, tag=0):
-        """Start sending an object synchronously."""
-        return p2p.issend(self, obj, dest, tag)
-
-    def recv(self, buf=None, source=None, tag=None, status=None):
-        """Receive a Python object."""
-        return p2p.recv(self, buf, source, tag, status)
-
-    def irecv(self, buf=None, source=None, tag=None):
-        """Start receiving an object; ``wait()`` returns it."""
-        return p2p.irecv(self, buf, source, tag)
-
-    def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=None, recvtag=None,
-                 status=None):
-        """Send an object and receive one."""
-        return p2p.sendrecv(self, sendobj, dest, sendtag, recvbuf, source, recvtag, status)
-
-    def probe(self, source=None, tag=None, status=None):
-        """Wait until a message can be received."""
-        return p2p.probe(self, source, tag, status)
-
-    def iprobe(self, source=None, tag=None, status=None):
-        """Return whether a message can be received now."""
-        return p2p.iprobe(self, source, tag, status)
-
-    def mprobe(self, source=None, tag=None, status=None):
-        """Wait for a message and match it."""
-        return p2p.mprobe(self, source, tag, status)
-
-    def improbe(self, source=None, tag=None, status=None):
-        """Match a message if one is there, else None."""
-        return p2p.improbe(self, source, tag, status)
 
     # -- collectives (dualmpi.collectives_p2p: MPI's algorithms over the routed messages) --------
     def Barrier(self):

@@ -20,6 +20,7 @@ from . import msgbuffer
 from .errors import DualmpiError, mpi_error
 
 __all__ = [
+    "PointToPoint",
     "Send", "Ssend", "Isend", "Issend", "Recv", "Irecv", "Sendrecv", "Sendrecv_replace",
     "Probe", "Iprobe", "Mprobe", "Improbe", "Message",
     "send", "ssend", "isend", "issend", "recv", "irecv", "sendrecv", "probe", "iprobe",
@@ -473,3 +474,101 @@ def mprobe(net, source=None, tag=None, status=None):
 def improbe(net, source=None, tag=None, status=None):
     """Match a message if one is there (mirrors ``Comm.improbe``), else None."""
     return Improbe(net, source, tag, status)
+
+class PointToPoint:
+    """The point-to-point methods, in mpi4py's names, of ``dualmpi.Comm`` and its derived
+    communicators (each hands off to this module's function of the same name)."""
+
+    def Send(self, buf, dest, tag=0):
+        """Send ``buf`` to rank ``dest``, routed over the links (mirrors ``Comm.Send``)."""
+        Send(self, buf, dest, tag)
+
+    def Ssend(self, buf, dest, tag=0):
+        """Send and return once a receive matched it (mirrors ``Comm.Ssend``)."""
+        Ssend(self, buf, dest, tag)
+
+    def Isend(self, buf, dest, tag=0):
+        """Start a send; return an ``MPI.Request`` (mirrors ``Comm.Isend``)."""
+        return Isend(self, buf, dest, tag)
+
+    def Issend(self, buf, dest, tag=0):
+        """Start a synchronous send; return an ``MPI.Request`` (mirrors ``Comm.Issend``)."""
+        return Issend(self, buf, dest, tag)
+
+    def Recv(self, buf, source=None, tag=None, status=None):
+        """Receive into ``buf`` (mirrors ``Comm.Recv``: ``ANY_SOURCE``, ``ANY_TAG`` by default)."""
+        Recv(self, buf, source, tag, status)
+
+    def Irecv(self, buf, source=None, tag=None):
+        """Start a receive; return an ``MPI.Request`` (mirrors ``Comm.Irecv``)."""
+        return Irecv(self, buf, source, tag)
+
+    def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=None, recvtag=None,
+                 status=None):
+        """Send and receive in one call (mirrors ``Comm.Sendrecv``)."""
+        Sendrecv(self, sendbuf, dest, sendtag, recvbuf, source, recvtag, status)
+
+    def Sendrecv_replace(self, buf, dest, sendtag=0, source=None, recvtag=None, status=None):
+        """Send ``buf``, then receive into it (mirrors ``Comm.Sendrecv_replace``)."""
+        Sendrecv_replace(self, buf, dest, sendtag, source, recvtag, status)
+
+    def Probe(self, source=None, tag=None, status=None):
+        """Wait until a message can be received (mirrors ``Comm.Probe``)."""
+        return Probe(self, source, tag, status)
+
+    def Iprobe(self, source=None, tag=None, status=None):
+        """Return whether a message can be received now (mirrors ``Comm.Iprobe``)."""
+        return Iprobe(self, source, tag, status)
+
+    def Mprobe(self, source=None, tag=None, status=None):
+        """Wait for a message and match it (mirrors ``Comm.Mprobe``)."""
+        return Mprobe(self, source, tag, status)
+
+    def Improbe(self, source=None, tag=None, status=None):
+        """Match a message if one is there, else None (mirrors ``Comm.Improbe``)."""
+        return Improbe(self, source, tag, status)
+
+    def send(self, obj, dest, tag=0):
+        """Send a Python object (mirrors ``Comm.send``)."""
+        send(self, obj, dest, tag)
+
+    def ssend(self, obj, dest, tag=0):
+        """Send an object synchronously (mirrors ``Comm.ssend``)."""
+        ssend(self, obj, dest, tag)
+
+    def isend(self, obj, dest, tag=0):
+        """Start sending an object (mirrors ``Comm.isend``)."""
+        return isend(self, obj, dest, tag)
+
+    def issend(self, obj, dest, tag=0):
+        """Start sending an object synchronously (mirrors ``Comm.issend``)."""
+        return issend(self, obj, dest, tag)
+
+    def recv(self, buf=None, source=None, tag=None, status=None):
+        """Receive a Python object (mirrors ``Comm.recv``)."""
+        return recv(self, buf, source, tag, status)
+
+    def irecv(self, buf=None, source=None, tag=None):
+        """Start receiving an object; ``wait()`` returns it (mirrors ``Comm.irecv``)."""
+        return irecv(self, buf, source, tag)
+
+    def sendrecv(self, sendobj, dest, sendtag=0, recvbuf=None, source=None, recvtag=None,
+                 status=None):
+        """Send an object and receive one (mirrors ``Comm.sendrecv``)."""
+        return sendrecv(self, sendobj, dest, sendtag, recvbuf, source, recvtag, status)
+
+    def probe(self, source=None, tag=None, status=None):
+        """Wait until a message can be received (mirrors ``Comm.probe``)."""
+        return probe(self, source, tag, status)
+
+    def iprobe(self, source=None, tag=None, status=None):
+        """Return whether a message can be received now (mirrors ``Comm.iprobe``)."""
+        return iprobe(self, source, tag, status)
+
+    def mprobe(self, source=None, tag=None, status=None):
+        """Wait for a message and match it (mirrors ``Comm.mprobe``)."""
+        return mprobe(self, source, tag, status)
+
+    def improbe(self, source=None, tag=None, status=None):
+        """Match a message if one is there, else None (mirrors ``Comm.improbe``)."""
+        return improbe(self, source, tag, status)
