@@ -6,7 +6,8 @@ sizes, a SHA-256 digest of every array of the :class:`~dualmpi.engine.plan.RankP
 (store size, every round's message segments, copies and combines, user copies, link
 counts).  The digests were written by the compiler as it was before the issue-13
 rework (commit 56e2dd2), so a faster compiler must produce the same plans byte for
-byte.  Regenerate (only when a plan is *meant* to change) with::
+byte.  The rounds of pipelined plans (``packets > 1``) were re-written when pieces came to be
+cut at the same offsets in every block (issue 23: ``tests/test_plan_races.py``).  Regenerate (only when a plan is *meant* to change) with::
 
     .venv/bin/python tests/test_plan_compile.py --write
 """

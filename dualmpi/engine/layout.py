@@ -200,6 +200,31 @@ class Layout:
         return split_sizes(self.matrix[origin // q, target // q], q * q,
                            (origin % q) * q + target % q)
 
+    def largest(self):
+        """Return the bytes of the call's largest block (the same on every rank).
+
+        Pipelined plans cut every block at multiples of one piece length derived from it
+        (:meth:`dualmpi.engine.plan.RankPlan.bind`).
+
+        >>> Layout("alltoall", p=4, q=2, nbytes=10).largest()
+        3
+        >>> Layout("scatter", p=4, q=2, nbytes=np.array([5, 9])).largest()
+        5
+        """
+        coll, q = self.collective, self.q
+        if coll == "reduce-segments":
+            return self.nbytes
+        if coll == "alltoallv":
+            top = int(self.matrix.max(initial=0))
+        elif self.counts is not None:
+            top = int(self.counts.max(initial=0))
+        else:
+            top = self.nbytes
+        if coll == "reduce-scatter":
+            return -(-(top // self.itemsize) // q) * self.itemsize
+        parts = q * q if coll == "alltoallv" else pieces_per_rank(coll, q)
+        return -(-top // parts)
+
     # -- the user's buffers ------------------------------------------------------------------
     def inputs(self, rank):
         """Return ``(node, origin, target, offset)`` of the blocks rank ``rank`` copies in.

@@ -87,7 +87,10 @@ class RankPlan:
         """Return the :class:`BoundPlan` for the sizes of ``layout`` (a :class:`Layout`).
 
         ``packets > 1`` pipelines: every row becomes ``packets`` pieces, piece ``j`` of
-        a row of round ``k`` moving in round ``k + j``.  ``positions`` (one integer per
+        a row of round ``k`` moving in round ``k + j``.  Pieces are cut at the same byte
+        offsets in every block (multiples of the largest block's ``1/packets``, the last
+        piece taking the rest), so each piece of a slot is a copy of the unpipelined plan
+        shifted by ``j`` rounds and no round reads bytes another of its messages writes.  ``positions`` (one integer per
         slot) places the slots elsewhere than at their store offsets — absolute addresses
         in the user's buffers for zero-copy runs; segments are then merged in that space.
         """
@@ -387,6 +390,13 @@ def _bind(plan, layout, packets, positions=None):
         p, [(rows[k]["src"], rows[k]["dst"], rows[k]["round"], rows[k]["msg"], row_len[k])
             for k in ("send", "local")])
 
+    # piece j of every block is bytes [j*unit, (j+1)*unit) of it (the last piece: the
+    # rest), whatever the block's length: a slot that holds blocks of different lengths one
+    # after the other (a transit buffer) is then touched piece by piece in the same places,
+    # so piece j of a later block never lands where piece j' > j of an earlier one is still
+    # being read or written in the same round
+    unit = max(1, -(-layout.largest() // packets))
+
     def expand(r, length, *cols):
         """Cut rows into pieces: returns round, order, piece, and (offset, length) per column."""
         n = r["round"].size
@@ -396,8 +406,8 @@ def _bind(plan, layout, packets, positions=None):
         piece = np.tile(np.arange(packets, dtype=np.int64), n)
         rep = np.repeat(np.arange(n), packets)
         total = length[rep]
-        start = total // packets * piece + np.minimum(piece, total % packets)
-        plen = total // packets + (piece < total % packets)
+        start = np.minimum(piece * unit, total)
+        plen = np.where(piece == packets - 1, total, np.minimum(start + unit, total)) - start
         return (r["round"][rep] + piece, r["order"][rep], piece, plen,
                 [where[r[c]][rep] + start for c in cols])
 
