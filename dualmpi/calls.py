@@ -390,7 +390,8 @@ def icollective(comm, imethod, method, read):
 
     if comm._engine is None:
         raise DualmpiError(f"{imethod}: the communicator was freed")
-    comm._transport.alarm.check()
+    # a call number, and a notice to the others (a rank that makes this call blocking hears it)
+    comm._transport.alarm.nonblocking(imethod)
     desc = registry.by_mpi(method)
     progress = comm._progress()
     call, problem = _read(read)

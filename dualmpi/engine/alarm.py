@@ -22,6 +22,17 @@ waits:
   the others at their next call.  A rank still finishing an earlier call finishes it
   first: the ranks that are ahead have sent everything that call needs.
 
+* **nonblocking calls** take a call number too (:meth:`Alarm.nonblocking`), and say so:
+  rank 0 sends every rank a *nonblocking notice*, every other rank sends one to rank 0.
+  MPI never matches a nonblocking collective with a blocking one, so a rank that hears
+  such a notice for a call it makes blocking raises the alarm (rank 0 in every case, and
+  every rank when rank 0 is the one that starts the nonblocking call).  A rank drops the
+  notices about its own nonblocking calls: it remembers the last :data:`HISTORY` of them
+  (older notices are dropped unread: the rank they came from then still waits in the
+  agreement of its call, under the watchdog).  The line is drained at every nonblocking
+  start, and a rank waiting for a nonblocking request also waits on the line
+  (:func:`dualmpi.engine.nonblocking.block`), so it hears an alarm at once.
+
 After an alarm the communicator is *unusable* (every later call raises the first
 error's text): ranks stopped mid-plan, with messages in flight.  An error found by the
 agreement itself leaves it usable: no rank has sent anything.
@@ -37,14 +48,16 @@ from mpi4py import MPI
 
 from ..errors import DualmpiError
 
-__all__ = ["Alarm", "WORDS", "NOTICE", "VECTOR", "VERDICT", "ALARM"]
+__all__ = ["Alarm", "WORDS", "NOTICE", "VECTOR", "VERDICT", "ALARM", "NONBLOCKING", "HISTORY"]
 
 #: int64 words of a message on the alarm line.
 WORDS = 24
 #: Kinds of message.
-NOTICE, VECTOR, VERDICT, ALARM = 1, 2, 3, 4
+NOTICE, VECTOR, VERDICT, ALARM, NONBLOCKING = 1, 2, 3, 4, 5
 #: Reasons of an alarm.
-MISMATCH, DISAGREE, MPI_FAILED = 1, 2, 3
+MISMATCH, DISAGREE, MPI_FAILED, MIXED = 1, 2, 3, 4
+#: A rank's nonblocking call numbers remembered (notices about them are dropped).
+HISTORY = 4096
 #: Messages about later calls kept while a round waits.
 RING = 1024
 #: Offset of a message's payload (a vector, or a verdict's max then min).
@@ -74,6 +87,10 @@ class Alarm:
         #: ``[count, capacity, messages...]``: notices and vectors about later calls
         self.ring = np.zeros(2 + RING * WORDS, dtype=np.int64)
         self.ring[1] = RING
+        #: ``history[t % HISTORY] == t`` when call ``t`` was a nonblocking one of this rank
+        self.history = np.full(HISTORY, -1, dtype=np.int64)
+        #: nonblocking notices in flight (request, message)
+        self._notices = []
         #: the first error's text once the line has carried an alarm (the communicator is
         #: then unusable), else None
         self.broken = None
@@ -168,14 +185,70 @@ class Alarm:
 
     def _unexpected(self, msg, t, what):
         """Handle a message the agreement of call ``t`` did not wait for: keep it, or alarm."""
-        kind, seq, src = int(msg[0]), int(msg[1]), int(msg[2])
-        if seq > t and kind in (NOTICE, VECTOR, ALARM):  # about a later call: its turn comes
+        kind, seq = int(msg[0]), int(msg[1])
+        if kind == NONBLOCKING and self.ours(seq):
+            return
+        if seq > t and kind in (NOTICE, VECTOR, ALARM, NONBLOCKING):  # a later call's
             self._keep(msg)
             return
+        self._disagree(msg, what)
+
+    def _disagree(self, msg, what):
+        """Raise what message ``msg`` about a call this rank has made means (an alarm)."""
+        kind, seq, src = int(msg[0]), int(msg[1]), int(msg[2])
         if kind == ALARM:
             self._alarmed(msg, what)
-        # a notice or vector about a call this rank has run without agreement
-        self.raise_alarm(DISAGREE, src, what=what, seq=seq)
+        # a notice or vector about a call this rank has run without agreement, or a
+        # nonblocking notice about a call it made blocking
+        self.raise_alarm(MIXED if kind == NONBLOCKING else DISAGREE, src, what=what, seq=seq)
+
+    def ours(self, seq):
+        """True when call ``seq`` was a nonblocking call of this rank (or too old to tell)."""
+        return bool(self.history[seq % HISTORY] == seq) or seq <= self.seq[0] - HISTORY
+
+    # -- nonblocking calls --------------------------------------------------------------------
+    def nonblocking(self, what):
+        """Take the next call number for a nonblocking collective and send its notices.
+
+        Drains the line first (dropping notices about this rank's earlier nonblocking
+        calls, keeping those about later calls); raises the alarm when another rank has
+        made this call a blocking one (its agreement's notice or vector is here).
+        """
+        self.check()
+        t = int(self.seq[0]) + 1
+        if self.size == 1:
+            self.seq[0] = t
+            return t
+        self.drain(what)
+        self.seq[0] = t
+        self.history[t % HISTORY] = t
+        for msg in self._kept(t):
+            if msg[0] != NONBLOCKING:
+                self._disagree(msg, what)
+        self._notices = [(req, m) for req, m in self._notices if not req.Test()]
+        for dest in (range(1, self.size) if self.rank == 0 else (0,)):
+            self._notices.append(self._send(NONBLOCKING, t, dest, keep=True))
+        return t
+
+    def drain(self, what):
+        """Handle every message the line holds now, without waiting."""
+        line = self.line
+        if line is None:
+            return
+        while line.Test():
+            msg = self.buf.copy()
+            line.Start()
+            self.take(msg, what)
+
+    def take(self, msg, what):
+        """Take a message heard outside an agreement: drop, keep (a later call's) or alarm."""
+        kind, seq = int(msg[0]), int(msg[1])
+        if kind == NONBLOCKING and self.ours(seq):
+            return
+        if seq > self.seq[0]:  # about a later call: this one's data is not in question
+            self._keep(msg)
+            return
+        self._disagree(msg, what)
 
     def _hear(self, what, waiting_for):
         """Wait (watched) for the line's next message; return it and listen again."""
@@ -189,12 +262,13 @@ class Alarm:
         self.line.Start()
         return msg
 
-    def _send(self, kind, seq, dest, reason=0, peer=0, where=0, payload=()):
-        """Start sending one message on the line; return its request."""
+    def _send(self, kind, seq, dest, reason=0, peer=0, where=0, payload=(), keep=False):
+        """Start sending one message on the line; return its request (``keep``: and the message)."""
         msg = np.zeros(WORDS, dtype=np.int64)
         msg[:PAYLOAD] = (kind, seq, self.rank, reason, peer, where)
         msg[PAYLOAD:PAYLOAD + len(payload)] = payload
-        return self.comm.Isend([msg, MPI.INT64_T], dest, _TAG)  # the request holds msg
+        req = self.comm.Isend([msg, MPI.INT64_T], dest, _TAG)
+        return (req, msg) if keep else req
 
     def _finish(self, sends, what):
         """Wait (watched) for sends of the line."""
@@ -241,21 +315,13 @@ class Alarm:
             msg = self.buf.copy()
             if self.line is not None:
                 self.line.Start()
-        if msg[0] == ALARM:
-            self._alarmed(msg, what)
-        self.raise_alarm(DISAGREE, int(msg[2]), what=what, seq=int(msg[1]))
+        self._disagree(msg, what)
 
     def poll(self, what):
-        """Handle what the line brought while a Python round waited (as the compiled loop does)."""
+        """Handle what the line brought while a round waited in Python (as the compiled loop does)."""
         msg = self.buf.copy()
-        if msg[1] > self.seq[0]:  # about a later call: this one's data is not in question
-            self.line.Start()
-            self._keep(msg)
-            return
         self.line.Start()
-        if msg[0] == ALARM:
-            self._alarmed(msg, what)
-        self.raise_alarm(DISAGREE, int(msg[2]), what=what, seq=int(msg[1]))
+        self.take(msg, what)
 
     def _alarmed(self, msg, what):
         """An alarm arrived: the communicator is unusable; raise its text."""
@@ -271,6 +337,9 @@ class Alarm:
 
     def free(self):
         """Stop listening and free the line's communicator."""
+        if self._notices:
+            self._finish([req for req, _ in self._notices], "freeing the communicator")
+            self._notices = []
         if self.line is not None:
             try:
                 self.line.Cancel()
@@ -292,6 +361,10 @@ def describe(reason, finder, peer, where, seq):
         return (f"rank {finder} got a message of another call from rank {peer} in round "
                 f"{where} of call {seq} (the ranks called different collectives or passed "
                 "different arguments); the received data is not used")
+    if reason == MIXED:
+        return (f"rank {peer} started a nonblocking collective as call {seq} where rank "
+                f"{finder} made a blocking one (MPI never matches the two: the ranks called "
+                "different collectives)")
     if reason == MPI_FAILED:
         return (f"rank {finder} failed in round {where} of call {seq}: "
                 f"{MPI.Get_error_string(peer)} (the ranks called different collectives or "

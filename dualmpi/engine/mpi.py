@@ -31,7 +31,7 @@ _TAG_MOD = 1 << 15
 (_A_NROUNDS, _A_NREQ, _A_REQS, _A_NMOVE, _A_MOVES, _A_STORE, _A_PROGRESS, _A_BASE, _A_NRECV,
  _A_TRAIL, _A_SIGNATURE, _A_FLAGS, _A_NPRE, _A_PRE, _A_NPOST, _A_POST, _A_CALLS, _A_NMID, _A_MID,
  _A_SEQ, _A_SIGWORD, _A_WBUF, _A_RING, _A_INDEX, _A_TBASE, _A_NCOMB, _A_COMBS, _A_OP, _A_TYPE,
- _A_ITEM, _A_FIELDS) = range(31)
+ _A_ITEM, _A_HIST, _A_FIELDS) = range(32)
 #: Flags of a compiled call: its first segment (advance the call number, write the signature),
 #: check the trailers after each round, count the call, wait on the alarm line too.
 _F_START, _F_CHECK, _F_COUNT, _F_WATCH = 1, 2, 4, 8
@@ -439,6 +439,7 @@ class MPIRunner:
             a[_A_SIGWORD] = self._sig_addr
             a[_A_WBUF] = alarm.buf.ctypes.data
             a[_A_RING] = alarm.ring.ctypes.data
+            a[_A_HIST] = alarm.history.ctypes.data
             a[_A_INDEX] = index.ctypes.data
             if self._c_op is not None:
                 a[_A_NCOMB] = ncomb.ctypes.data + first * ncomb.itemsize

@@ -44,6 +44,9 @@ CACHE_SIZE = 64
 
 #: Every :class:`Progress` not yet freed, in creation order (any wait advances them all).
 _LIVE = []
+#: Messages of failed requests still in MPI's hands when their Progress was freed (the
+#: buffers must outlive them).
+_ABANDONED = []
 
 # stages of a request: the agreement is a gather to rank 0 (_AGREE) and its answers (_ANSWER)
 _START, _AGREE, _ANSWER, _ROUNDS, _DONE = 0, 1, 2, 3, 4
@@ -217,7 +220,14 @@ class Progress:
         self._busy = False
         #: statuses of a round's Testall, reused: a failed message's error is read from them
         self._statuses = []
+        # an alarm leaves the communicator unusable: its requests fail with the alarm's text
+        transport.alarm.listeners.append(self._alarmed)
         _LIVE.append(self)
+
+    def _alarmed(self, text):
+        """The communicator became unusable (:mod:`dualmpi.engine.alarm`): fail every request."""
+        for req in tuple(self.active):
+            self._fail(req, DualmpiError(f"{req.what}: the communicator is unusable: {text}"))
 
     # -- starting ----------------------------------------------------------------------------
     def start(self, bound, send=None, recv=None, combine=None, agree=None, check=None,
@@ -501,7 +511,12 @@ class Progress:
     def free(self):
         """Wait for the active requests (their errors stay with them), free the communicators."""
         for req in tuple(self.active):
-            self.wait(req)
+            try:
+                self.wait(req)
+            except DualmpiError:
+                if self.transport.alarm.broken is None:
+                    raise
+                # the line brought an alarm: every request has failed with its text
         for comp in self._cache.values():
             comp.retired = True
             if comp.users == 0:
@@ -509,6 +524,9 @@ class Progress:
         self._cache.clear()
         if self in _LIVE:
             _LIVE.remove(self)
+        # messages cancelled or never matched (requests that failed) keep their buffers alive
+        _ABANDONED.extend(orphan for orphan in self._orphans if not _quiet_testall(orphan[0]))
+        self._orphans = []
         if self.data != MPI.COMM_NULL:
             self.data.Free()
             self.ctl.Free()
@@ -531,7 +549,8 @@ def poll_all():
 def block(extra=(), watch=None, status=None):
     """Block until one posted request of an active nonblocking collective, or of ``extra``, is done.
 
-    Waits on all of them at once with ``MPI_Waitany`` (no spinning; with
+    Waits on all of them at once with ``MPI_Waitany`` (and on the alarm lines of their
+    communicators: :mod:`dualmpi.engine.alarm`; no spinning; with
     ``mpi_yield_when_idle`` the rank yields its core), under the watchdog of ``watch``'s
     transport, naming what ``watch`` (a :class:`PlanRequest`) waits for.  Returns the
     index in ``extra`` (the caller's own ``MPI.Request`` objects) of the request that
@@ -541,16 +560,23 @@ def block(extra=(), watch=None, status=None):
     could not be told from those that succeeded; its plan request fails here, an error
     of a request of ``extra`` is raised.
     """
-    reqs, owners = [], []
+    reqs, owners, alarms = [], [], []
     for prog in _LIVE:
         for req in prog.active:
             reqs += req.reqs
             owners += [req] * len(req.reqs)
+        alarm = prog.transport.alarm
+        if prog.active and alarm.line is not None and alarm not in alarms:
+            alarms.append(alarm)
     n = len(reqs)
     if extra:
         reqs += extra
     if not reqs:
         return -1
+    # the alarm lines of the communicators whose requests are waited for: a rank waiting for
+    # a nonblocking call hears at once that another made it a blocking one (alarm.py)
+    m = len(reqs)
+    reqs += [alarm.line for alarm in alarms]
     wd = None
     if watch is not None and not watch.done:
         wd = watch.progress.transport.watchdog
@@ -571,4 +597,8 @@ def block(extra=(), watch=None, status=None):
     finally:
         if wd is not None:
             wd.disarm()
+    if i != MPI.UNDEFINED and i >= m:
+        alarm = alarms[i - m]
+        alarm.poll(getattr(watch, "what", None) or "a nonblocking collective")
+        return -1
     return i - n if i != MPI.UNDEFINED and i >= n else -1

@@ -39,7 +39,7 @@ enum {
     A_NROUNDS, A_NREQ, A_REQS, A_NMOVE, A_MOVES, A_STORE, A_PROGRESS, A_BASE,
     A_NRECV, A_TRAIL, A_SIGNATURE, A_FLAGS, A_NPRE, A_PRE, A_NPOST, A_POST, A_CALLS,
     A_NMID, A_MID, A_SEQ, A_SIGWORD, A_WBUF, A_RING, A_INDEX, A_TBASE, A_NCOMB, A_COMBS,
-    A_OP, A_TYPE, A_ITEM, A_FIELDS
+    A_OP, A_TYPE, A_ITEM, A_HIST, A_FIELDS
 };
 /* F_START: the call's first segment (advance the call number, write the signature);
  * F_CHECK: check the trailers; F_COUNT: count the call; F_WATCH: wait on the alarm line. */
@@ -50,6 +50,10 @@ enum { F_START = 1, F_CHECK = 2, F_COUNT = 4, F_WATCH = 8 };
 /* Alarm-line messages: int64 words [kind, call number, sender, ...]; a notice of an agreement
  * for a later call is kept in the ring for the caller (dualmpi/engine/alarm.py: the layout). */
 #define MSG_WORDS 24
+/* The kind of a nonblocking call's notice, and how many of its own nonblocking call numbers a
+ * rank remembers (A_HIST: hist[t % HISTORY] == t when call t was nonblocking here). */
+#define KIND_NONBLOCKING 5
+#define HISTORY 4096
 
 int dualmpi_fields(void) { return A_FIELDS; }
 int dualmpi_alarm_code(void) { return DUALMPI_ALARM; }
@@ -66,11 +70,16 @@ static uint64_t call_signature(uint64_t base, int64_t seq)
     return base ^ ((uint64_t)seq * 0x9E3779B97F4A7C15ULL);
 }
 
-/* The alarm line delivered a message into wbuf: keep it in the ring and listen again when it
- * is about a later call (another rank is ahead: this call's data is not in question); else
- * the caller must read it (1). */
-static int heard(MPI_Request *line, const int64_t *wbuf, int64_t *ring, int64_t seq)
+/* The alarm line delivered a message into wbuf: drop a notice about one of this rank's own
+ * nonblocking calls, keep a message about a later call in the ring (another rank is ahead:
+ * this call's data is not in question), and listen again (0); else the caller must read it
+ * (1). */
+static int heard(MPI_Request *line, const int64_t *wbuf, int64_t *ring, int64_t seq,
+                 const int64_t *hist)
 {
+    if (wbuf[0] == KIND_NONBLOCKING && (hist[wbuf[1] % HISTORY] == wbuf[1]
+                                        || wbuf[1] <= seq - HISTORY))
+        return MPI_Start(line) == MPI_SUCCESS ? 0 : 1;
     if (wbuf[1] > seq && ring[0] < ring[1]) {
         memcpy(ring + 2 + ring[0] * MSG_WORDS, wbuf, MSG_WORDS * sizeof(int64_t));
         ring[0] += 1;
@@ -98,6 +107,7 @@ int dualmpi_run(const int64_t *a)
     int64_t *seqp = (int64_t *)(intptr_t)a[A_SEQ];
     const int64_t *wbuf = (const int64_t *)(intptr_t)a[A_WBUF];
     int64_t *ring = (int64_t *)(intptr_t)a[A_RING];
+    const int64_t *hist = (const int64_t *)(intptr_t)a[A_HIST];
     int *index = (int *)(intptr_t)a[A_INDEX];
     const int *ncomb = (const int *)(intptr_t)a[A_NCOMB];
     const int64_t *combs = (const int64_t *)(intptr_t)a[A_COMBS];
@@ -145,7 +155,7 @@ int dualmpi_run(const int64_t *a)
                 for (int j = 0; j < out; j++) {
                     if (index[j] != n)
                         left -= 1;
-                    else if (heard(reqs + n, wbuf, ring, seq)) {
+                    else if (heard(reqs + n, wbuf, ring, seq, hist)) {
                         progress[0] = 0;
                         return DUALMPI_ALARM;
                     }

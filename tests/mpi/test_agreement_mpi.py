@@ -194,6 +194,61 @@ def test_a_rank_that_skips_a_call_of_a_loop():
     assert _agree(_every_rank_raised(outs)), outs
 
 
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("case", range(2))
+@pytest.mark.parametrize("who", ["first", "last"])
+def test_a_nonblocking_call_among_repeated_blocking_ones(case, who):
+    """The last item of issue 22: after two Allreduces, one rank starts an Iallreduce and
+    waits for it where the others make a third Allreduce (a repeated signature: no argument
+    check).  MPI never matches the two; every rank raises at once, naming the nonblocking
+    call (before: the watchdog).  Rank 0 hears every other rank's nonblocking notice, every
+    rank hears rank 0's."""
+    if case >= len(_nets()):
+        pytest.skip("no network")
+    spec, q = _nets()[case]
+    odd = 0 if who == "first" else SIZE - 1
+
+    def program(net):
+        for _ in range(3):
+            if RANK == odd and _ == 2:
+                a = np.arange(3.0) + RANK
+                net.Iallreduce(a, np.zeros(3)).Wait()
+            else:
+                _allreduce(net)
+
+    outs = _run(spec, q, program)
+    assert _agree(_every_rank_raised(outs, "nonblocking")), outs
+
+
+@pytest.mark.mpi
+def test_nonblocking_and_blocking_calls_mixed_correctly():
+    """A correct program mixing nonblocking and blocking calls of one signature, requests
+    left open across blocking calls, ranks at different speeds: the nonblocking notices are
+    dropped by the ranks that made those calls nonblocking too, no rank raises, every result
+    equals MPI's."""
+    ok = True
+    for spec, q in _nets() or ([("hypercube:n=0", 1)] if SIZE == 1 else []):
+        net = dualmpi.Comm(WORLD, spec, nodes_per_rank=q, watchdog=60)
+        for i in range(4):
+            if RANK == 0 and i % 2:
+                time.sleep(0.05)
+            a = np.arange(4, dtype=np.float64) + RANK + i
+            early, mine, late, ref = (np.zeros(4) for _ in range(4))
+            req = net.Iallreduce(a, early)
+            net.Allreduce(a, mine)
+            req2 = net.Iallreduce(a * 2, late)
+            buf = np.arange(3.0) if RANK == 0 else np.zeros(3)
+            net.Bcast(buf, root=0)
+            req.Wait()
+            req2.Wait()
+            WORLD.Allreduce(a, ref)
+            ok = ok and np.array_equal(early, ref) and np.array_equal(mine, ref)
+            ok = ok and np.array_equal(late, 2 * ref) and np.array_equal(buf, np.arange(3.0))
+        net.Barrier()
+        net.Free()
+    assert _agree(ok)
+
+
 @pytest.mark.mpi
 def test_correct_programs_are_not_disturbed():
     """A correct program mixing new and repeated signatures of every kind, with ranks at
