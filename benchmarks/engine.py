@@ -16,6 +16,11 @@ starting each repeat with the next variant (A B C D, B C D A, ...):
   loop called directly where it is built, and ``floor-python``, the same loop in Python;
   ``floor-rounds``, where the call copies its own block, the rounds alone;
 * ``native``: the MPI library's own collective on the same buffers;
+* ``native-schedule``: native MPI on the same schedule's messages — the plan's messages
+  sent as a plain mpi4py program would (``Irecv``/``Isend`` per round, ``Waitall``:
+  ``floor.schedule_loop``), so ``native-schedule/native`` is what the network's schedule
+  costs against MPI's own algorithm, and ``floor/native-schedule`` what persistent requests
+  and the C loop save;
 * ``before`` (``--before``): the per-message engine dualmpi had before the compiled
   plans (commit 4043cad, extracted with ``git archive``), on the same schedule;
 * ``against`` (``--against COMMIT``): ``dualmpi.Comm`` of another commit (extracted the
@@ -43,7 +48,7 @@ import dualmpi  # noqa: E402
 from dualmpi.collectives import COLLECTIVES  # noqa: E402
 from dualmpi.engine import cloop  # noqa: E402
 from dualmpi.topology import from_spec  # noqa: E402
-from floor import floor_loop, neighbor_loop, python_loop  # noqa: E402
+from floor import floor_loop, neighbor_loop, python_loop, schedule_loop  # noqa: E402
 from results_io import run_meta, write_results  # noqa: E402
 
 BEFORE = "4043cad"
@@ -54,31 +59,79 @@ def calls_for(size):
     return 20 if size <= 1024 else 10 if size <= 65536 else 4
 
 
+#: Every collective the benchmark times (``--collectives all``): the papers' four, then the
+#: rest of MPI's (v-variants with equal counts; reductions on doubles with MPI.SUM).
+ALL = ("bcast", "scatter", "allgather", "alltoall", "gather", "scatterv", "gatherv",
+       "allgatherv", "alltoallv", "allreduce", "reduce", "scan", "exscan",
+       "reduce_scatter_block", "barrier")
+_REDUCING = ("allreduce", "reduce", "scan", "exscan", "reduce_scatter_block")
+
+
 def buffers(coll, ranks, size, rng):
-    """Return ``(send, recv)`` for one collective at one block size (uint8)."""
+    """Return ``(send, recv)`` for one collective at one block size (uint8; doubles to reduce)."""
+    def data(n):
+        return rng.integers(0, 255, n, dtype=np.uint8)
+
+    if coll == "barrier":
+        return None, None
     if coll == "bcast":
-        return rng.integers(0, 255, size, dtype=np.uint8), None
-    if coll == "scatter":
-        return rng.integers(0, 255, size * ranks, dtype=np.uint8), np.zeros(size, np.uint8)
-    if coll == "allgather":
-        return rng.integers(0, 255, size, dtype=np.uint8), np.zeros(size * ranks, np.uint8)
-    if coll == "allreduce":  # doubles of integer values (sums exact in any order), MPI.SUM
+        return data(size), None
+    if coll in ("scatter", "scatterv"):
+        return data(size * ranks), np.zeros(size, np.uint8)
+    if coll in ("gather", "gatherv", "allgather", "allgatherv"):
+        return data(size), np.zeros(size * ranks, np.uint8)
+    if coll in _REDUCING:  # doubles of integer values (sums exact in any order), MPI.SUM
         n = max(1, size // 8)
+        if coll == "reduce_scatter_block":
+            return rng.integers(0, 100, n * ranks).astype(np.float64), np.zeros(n)
         return rng.integers(0, 100, n).astype(np.float64), np.zeros(n)
-    return rng.integers(0, 255, size * ranks, dtype=np.uint8), np.zeros(size * ranks, np.uint8)
+    return data(size * ranks), np.zeros(size * ranks, np.uint8)
 
 
 def api_call(target, coll, send, recv):
     """Return a function calling ``coll`` on ``target`` (a dualmpi.Comm or an MPI communicator)."""
+    ranks = target.Get_size()
+    if coll == "barrier":
+        return lambda: target.Barrier()
     if coll == "bcast":
         return lambda: target.Bcast(send, 0)
     if coll == "scatter":
         return lambda: target.Scatter(send, recv, 0)
+    if coll == "gather":
+        return lambda: target.Gather(send, recv, 0)
     if coll == "allgather":
         return lambda: target.Allgather(send, recv)
-    if coll == "allreduce":
-        return lambda: target.Allreduce(send, recv)
-    return lambda: target.Alltoall(send, recv)
+    if coll == "alltoall":
+        return lambda: target.Alltoall(send, recv)
+    if coll in ("scatterv", "gatherv", "allgatherv"):
+        piece = send.size // ranks if coll == "scatterv" else send.size
+        counts = [piece] * ranks
+        if coll == "scatterv":
+            return lambda: target.Scatterv([send, counts], recv, 0)
+        if coll == "gatherv":
+            return lambda: target.Gatherv(send, [recv, counts], 0)
+        return lambda: target.Allgatherv(send, [recv, counts])
+    if coll == "alltoallv":
+        counts = [send.size // ranks] * ranks
+        return lambda: target.Alltoallv([send, counts], [recv, counts])
+    method = {"allreduce": "Allreduce", "reduce": "Reduce", "scan": "Scan", "exscan": "Exscan",
+              "reduce_scatter_block": "Reduce_scatter_block"}[coll]
+    if coll == "reduce":
+        return lambda: target.Reduce(send, recv, root=0)
+    return lambda: getattr(target, method)(send, recv)
+
+
+def same_results(coll, rank, send, send2, recv, recv2):
+    """True when dualmpi's results equal native MPI's (what MPI defines of them)."""
+    if coll == "barrier":
+        return True
+    if coll == "bcast":
+        return np.array_equal(send, send2)
+    if coll in ("gather", "gatherv", "reduce") and rank != 0:
+        return True  # nothing is defined off the root
+    if coll == "exscan" and rank == 0:
+        return True  # undefined on rank 0
+    return np.array_equal(recv, recv2)
 
 
 def extract(world, commit, name):
@@ -152,7 +205,7 @@ def main():
     parser.add_argument("--json", required=True)
     parser.add_argument("--sizes", default="8,1024,65536,1048576")
     parser.add_argument("--collectives", default=",".join(COLLECTIVES),
-                        help="comma-separated, of the defaults and allreduce")
+                        help="comma-separated, of " + ", ".join(ALL) + "; or all")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--before", action="store_true", help="also time the engine of " + BEFORE)
     parser.add_argument("--against", metavar="COMMIT",
@@ -164,7 +217,10 @@ def main():
     me, ranks = world.Get_rank(), world.Get_size()
     topo = from_spec(args.spec)
     sizes = [int(s) for s in args.sizes.split(",")]
-    colls = args.collectives.split(",")
+    colls = list(ALL) if args.collectives == "all" else args.collectives.split(",")
+    unknown = sorted(set(colls) - set(ALL))
+    if unknown:
+        raise SystemExit(f"--collectives: unknown {', '.join(unknown)} (choose from {', '.join(ALL)})")
     load = [os.getloadavg()]
     net = dualmpi.Comm(world, topo)  # as a user gets it: the watchdog on
     old = load_before(world) if args.before else None
@@ -177,26 +233,27 @@ def main():
             send, recv = buffers(coll, ranks, size, rng)
             ours = api_call(net, coll, send, recv)
             # the results must be the native ones before anything is timed
-            send2 = send.copy()
+            send2 = None if send is None else send.copy()
             recv2 = None if recv is None else np.zeros_like(recv)
             ours()
             api_call(world, coll, send2, recv2)()
-            same = np.array_equal(send, send2) if coll == "bcast" else np.array_equal(recv, recv2)
+            same = same_results(coll, me, send, send2, recv, recv2)
             if not world.allreduce(int(same), op=MPI.MIN):
                 raise SystemExit(f"{coll} {size}: dualmpi differs from native MPI")
             ours()
             ours()  # the same buffers again: the call now runs its zero-copy plan where it can
             runner = net._last_runner  # the floor runs exactly the requests the call runs
             variants = {"dualmpi": ours, "floor": floor_loop(runner),
-                        "native": api_call(world, coll, send2, recv2)}
+                        "native": api_call(world, coll, send2, recv2),
+                        "native-schedule": schedule_loop(runner)}
             if getattr(runner, "_c", None) is not None:
                 variants["floor-python"] = python_loop(runner)
                 # every rank times the same variants (the root of a scatter alone copies)
                 if world.allreduce(len(runner.own_copies()), op=MPI.MAX):
                     variants["floor-rounds"] = floor_loop(runner, own=False)
             if against is not None:
-                other = api_call(against, coll, send.copy(), None if recv is None
-                                 else np.zeros_like(recv))
+                other = api_call(against, coll, None if send is None else send.copy(),
+                                 None if recv is None else np.zeros_like(recv))
                 other()
                 other()
                 variants["against"] = other
@@ -216,14 +273,17 @@ def main():
                     times[name].append(time_calls(call, k, world))
             if cleanup is not None:
                 cleanup()
-            if "floor-neighbor" in variants:
-                variants["floor-neighbor"].free()
+            for name in ("floor-neighbor", "native-schedule"):
+                variants[name].free() if name in variants else None
             med = {name: statistics.median(ts) for name, ts in times.items()}
             row = {"collective": coll, "size": size, "calls_per_repeat": k,
                    "packets": runner.bound.packets, "times": times, "median": med,
                    "dualmpi/floor": med["dualmpi"] / med["floor"],
                    "dualmpi/native": med["dualmpi"] / med["native"],
-                   "floor/native": med["floor"] / med["native"]}
+                   "floor/native": med["floor"] / med["native"],
+                   "floor/native-schedule": med["floor"] / med["native-schedule"],
+                   "native-schedule/native": med["native-schedule"] / med["native"],
+                   "rounds": len(runner.bound.rounds)}
             if "floor-neighbor" in med:
                 row["neighbor/floor"] = med["floor-neighbor"] / med["floor"]
             row["compiled_loop"] = "floor-python" in med
@@ -247,7 +307,8 @@ def main():
                 print(f"{coll:9s} {size:>8} dualmpi {med['dualmpi'] * 1e6:9.1f} us  floor "
                       f"{med['floor'] * 1e6:9.1f}  native {med['native'] * 1e6:9.1f}  "
                       f"dualmpi/floor {row['dualmpi/floor']:5.2f}  dualmpi/native "
-                      f"{row['dualmpi/native']:6.2f}{extra}", flush=True)
+                      f"{row['dualmpi/native']:6.2f}  schedule/native "
+                      f"{row['native-schedule/native']:6.2f}{extra}", flush=True)
     net.Free()
     if against is not None:
         against.Free()

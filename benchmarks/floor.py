@@ -8,14 +8,17 @@ the rank's own block from its send to its receive buffer, which the collective n
 no watchdog, no statistics.  Where the engine's compiled loop is built
 (:mod:`dualmpi.engine.cloop`) the floor is that C loop called directly; ``python_loop``
 is the same in Python.  It is what the topology's schedule costs on this host, the
-reference for dualmpi's own overhead (``benchmarks/engine.py``).
+reference for dualmpi's own overhead (``benchmarks/engine.py``).  ``schedule_loop`` is
+*native MPI on the same schedule's messages*: the plan's messages (payload only, no
+trailer) sent the way a plain mpi4py program would send them, ``Irecv``/``Isend`` per
+round and a ``Waitall``.
 """
 
 import ctypes
 
 from mpi4py import MPI
 
-__all__ = ["floor_loop", "python_loop", "neighbor_loop"]
+__all__ = ["floor_loop", "python_loop", "neighbor_loop", "schedule_loop"]
 
 
 def floor_loop(runner, own=True):
@@ -121,4 +124,48 @@ def neighbor_loop(runner):
                 move()
             req.Wait()
     run.free = lambda: ([r.Free() for r in reqs], [t.Free() for t in types])
+    return run
+
+
+def schedule_loop(runner):
+    """Return the schedule's messages sent as a plain mpi4py program would (no dualmpi).
+
+    Per round: an ``Irecv`` from and an ``Isend`` to each peer of the round (the same
+    bytes as the plan's message, without its 8-byte trailer; several segments as one
+    hindexed datatype), the local moves, ``Waitall``, then the round's combines (a
+    reduction).  New requests every round, as a hand-written program makes them: the
+    difference to :func:`python_loop` is what persistent requests save.
+    """
+    graph = runner.transport.graph
+    store = runner.store
+    types = []
+
+    def spec(offs, lens):
+        if offs.size == 0:
+            return [store[0:0], MPI.BYTE]
+        if offs.size == 1:
+            a = int(offs[0])
+            return [store[a:a + int(lens[0])], MPI.BYTE]
+        dtype = MPI.BYTE.Create_hindexed(lens.tolist(), offs.tolist()).Commit()
+        types.append(dtype)
+        return [store, 1, dtype]
+
+    extra = {k: (move, combine) for k, _, move, combine, _, _, _ in runner._loop}
+    rounds = []
+    for rnd in runner.bound.rounds:
+        tag = rnd.index % 32768
+        move, combine = extra.get(rnd.index, (None, None))
+        rounds.append(([(spec(o, n), peer, tag) for peer, o, n in rnd.recvs],
+                       [(spec(o, n), peer, tag) for peer, o, n in rnd.sends], move, combine))
+    irecv, isend, waitall = graph.Irecv, graph.Isend, MPI.Request.Waitall
+
+    def run():
+        for recvs, sends, move, combine in rounds:
+            reqs = [irecv(*r) for r in recvs] + [isend(*s) for s in sends]
+            if move is not None:
+                move()
+            waitall(reqs)
+            if combine is not None:
+                combine()
+    run.free = lambda: [t.Free() for t in types]
     return run
