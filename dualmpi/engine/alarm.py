@@ -55,7 +55,7 @@ WORDS = 24
 #: Kinds of message.
 NOTICE, VECTOR, VERDICT, ALARM, NONBLOCKING = 1, 2, 3, 4, 5
 #: Reasons of an alarm.
-MISMATCH, DISAGREE, MPI_FAILED, MIXED = 1, 2, 3, 4
+MISMATCH, DISAGREE, MPI_FAILED, MIXED, MIXED_HERE = 1, 2, 3, 4, 5
 #: A rank's nonblocking call numbers remembered (notices about them are dropped).
 HISTORY = 4096
 #: Messages about later calls kept while a round waits.
@@ -198,6 +198,9 @@ class Alarm:
         kind, seq, src = int(msg[0]), int(msg[1]), int(msg[2])
         if kind == ALARM:
             self._alarmed(msg, what)
+        if kind in (NOTICE, VECTOR) and self.history[seq % HISTORY] == seq:
+            # another rank's agreement of a blocking call this rank made nonblocking
+            self.raise_alarm(MIXED_HERE, src, what=what, seq=seq)
         # a notice or vector about a call this rank has run without agreement, or a
         # nonblocking notice about a call it made blocking
         self.raise_alarm(MIXED if kind == NONBLOCKING else DISAGREE, src, what=what, seq=seq)
@@ -223,8 +226,10 @@ class Alarm:
         self.seq[0] = t
         self.history[t % HISTORY] = t
         for msg in self._kept(t):
-            if msg[0] != NONBLOCKING:
-                self._disagree(msg, what)
+            if msg[0] == ALARM:
+                self._alarmed(msg, what)
+            if msg[0] != NONBLOCKING:  # another rank's agreement of a blocking call t
+                self.raise_alarm(MIXED_HERE, int(msg[2]), what=what, seq=t)
         self._notices = [(req, m) for req, m in self._notices if not req.Test()]
         for dest in (range(1, self.size) if self.rank == 0 else (0,)):
             self._notices.append(self._send(NONBLOCKING, t, dest, keep=True))
@@ -364,6 +369,10 @@ def describe(reason, finder, peer, where, seq):
     if reason == MIXED:
         return (f"rank {peer} started a nonblocking collective as call {seq} where rank "
                 f"{finder} made a blocking one (MPI never matches the two: the ranks called "
+                "different collectives)")
+    if reason == MIXED_HERE:
+        return (f"rank {finder} started a nonblocking collective as call {seq} where rank "
+                f"{peer} made a blocking one (MPI never matches the two: the ranks called "
                 "different collectives)")
     if reason == MPI_FAILED:
         return (f"rank {finder} failed in round {where} of call {seq}: "
