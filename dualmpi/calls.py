@@ -20,6 +20,7 @@ hand off to module functions.  Both:
 """
 
 import zlib
+from collections import OrderedDict
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from .collectives import registry
 from .errors import DualmpiError, InputError
 from .resources import ResourceError
 
-__all__ = ["collective", "icollective", "agree", "verdict", "with_op", "memory_problem"]
+__all__ = ["collective", "icollective", "agree", "verdict", "with_op", "memory_problem", "Tally"]
 
 #: Width of the argument-check vector: code, six signature fields, memory flag, problem flag.
 WIDTH = 9
@@ -416,10 +417,14 @@ def icollective(comm, imethod, method, read):
         bound, sig, start = None, None, {}
     else:
         call.pack()
+        # the blocking call's algorithm (Comm._runner): the same messages
+        algorithm = None if desc.combines else comm.algorithms.get(name)
         bound, sig = comm._engine.bind(comm.rank, name, call.nbytes, call.root, comm.variant,
-                                       itemsize=call.itemsize, combines=desc.combines,
-                                       salt=_salt(imethod, call.sig))
-        start = dict(send=call.send, recv=call.recv, finish=call.unpack,
+                                       algorithm, itemsize=call.itemsize,
+                                       combines=desc.combines, salt=_salt(imethod, call.sig))
+        start = dict(send=call.send, recv=call.recv,
+                     finish=_counted(comm, bound, name, call.nbytes, call.root, algorithm,
+                                     call.itemsize, call.unpack),
                      combine=None if call.op is None else call.op[2])
     preq = progress.start(bound, agree=flat, check=check,
                           signature=sig, what=imethod, **start)
@@ -442,7 +447,8 @@ class _Chain:
         self.table = np.zeros((comm.size, row.size), dtype=np.int64)
         self.row = row
         flat = _check_vector(comm, method + " counts", (row.size,), None, None)
-        bound, sig = comm._engine.bind(comm.rank, "allgather", row.nbytes, 0, comm.variant,
+        ring = comm.algorithms.get("allgather")  # the blocking table's (Comm._runner)
+        bound, sig = comm._engine.bind(comm.rank, "allgather", row.nbytes, 0, comm.variant, ring,
                                        salt=_salt(method + " counts"))
         #: the data's tag, taken now (before the counts' request, which may finish at once):
         #: the ranks' counts arrive in other orders
@@ -454,8 +460,9 @@ class _Chain:
         self.counts = progress.start(bound, send=row.view(np.uint8),
                                      recv=self.table.view(np.uint8).reshape(-1),
                                      agree=flat, check=check,
-                                     finish=self._sizes, signature=sig,
-                                     what=f"{imethod} (its counts)")
+                                     finish=_counted(comm, bound, "allgather", row.nbytes, 0,
+                                                     ring, 1, self._sizes),
+                                     signature=sig, what=f"{imethod} (its counts)")
         self.seq = self.counts.seq
 
     def _sizes(self):
@@ -469,9 +476,11 @@ class _Chain:
                                            sdispls=sdispls, rdispls=rdispls,
                                            itemsize=call.itemsize, combines=desc.combines,
                                            salt=_salt(self.what))
+            finish = _counted(comm, bound, desc.name, nbytes, root, None, call.itemsize,
+                              call.unpack)
             self.data = self.progress.start(bound, send=call.send, recv=call.recv,
                                             combine=None if call.op is None else call.op[2],
-                                            finish=call.unpack, signature=sig, what=self.what,
+                                            finish=finish, signature=sig, what=self.what,
                                             seq=self.data_seq)
         except (InputError, DualmpiError) as exc:
             self.error = exc
@@ -494,3 +503,83 @@ class _Chain:
         """What the call waits for (for the watchdog): its current request's."""
         current = self.data if self.data is not None else self.counts
         return current.waiting()
+
+
+# -- what the nonblocking calls sent (stats) -----------------------------------------------------
+def _counted(comm, bound, name, nbytes, root, algorithm, itemsize, finish):
+    """Return the ``finish`` of a nonblocking call's request: count the call in ``comm``'s
+    :class:`Tally` (as the blocking runner counts its calls), then run ``finish``."""
+    rounds, steps, step_bytes = comm._engine.cost(name, nbytes, root, comm.variant, algorithm,
+                                                  itemsize)
+    tally = comm._nb_tally
+
+    def counted():
+        tally.add(bound, rounds, steps, step_bytes)
+        return finish()
+
+    return counted
+
+
+class Tally:
+    """What a communicator's completed nonblocking collectives sent, counted as the blocking
+    runners count theirs (:meth:`dualmpi.Comm.stats`).
+
+    A call that completes (its request's plan ran to the end, every message sent and
+    received) adds its bound plan's per-link messages and bytes, one collective, and its
+    schedule's hop rounds, steps and step bytes (:meth:`Engine.cost
+    <dualmpi.engine.core.Engine.cost>`).  Per plan the counts are kept as a call count (the
+    plan's small link arrays held); past :data:`KEEP` plans the oldest are folded into
+    per-link totals.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> plan = NS(link_src=np.array([0]), link_dst=np.array([1]),
+    ...           link_messages=np.array([2]), link_bytes=np.array([64]))
+    >>> t = Tally(); t.add(plan, 3, 3, 96); t.add(plan, 3, 3, 96)
+    >>> t.counts()
+    ({(0, 1): (4, 128)}, {'collectives': 2, 'rounds': 6, 'steps': 6, 'step_bytes': 192})
+    """
+
+    #: Plans counted one by one before the oldest are folded into totals.
+    KEEP = 256
+
+    def __init__(self):
+        self._plans = OrderedDict()
+        self._links = {}
+        self._totals = dict.fromkeys(("collectives", "rounds", "steps", "step_bytes"), 0)
+
+    def add(self, bound, rounds, steps, step_bytes):
+        """Count one completed call of ``bound`` (a :class:`~dualmpi.engine.plan.BoundPlan`)."""
+        key = id(bound.link_src)  # held below: the id is not reused while counted
+        entry = self._plans.get(key)
+        if entry is None:
+            entry = self._plans[key] = [bound.link_src, bound.link_dst, bound.link_messages,
+                                        bound.link_bytes, 0, rounds, steps, step_bytes]
+            while len(self._plans) > self.KEEP:
+                self._fold(self._plans.popitem(last=False)[1])
+        entry[4] += 1
+
+    def _fold(self, entry):
+        src, dst, msgs, nbytes, calls, rounds, steps, step_bytes = entry
+        links = self._links
+        for s, d, m, n in zip(src.tolist(), dst.tolist(), msgs.tolist(), nbytes.tolist()):
+            m0, n0 = links.get((s, d), (0, 0))
+            links[(s, d)] = (m0 + m * calls, n0 + n * calls)
+        totals = self._totals
+        totals["collectives"] += calls
+        totals["rounds"] += rounds * calls
+        totals["steps"] += steps * calls
+        totals["step_bytes"] += step_bytes * calls
+
+    def counts(self):
+        """Return ``(links, totals)``: ``{(u, v): (messages, bytes)}`` and ``{"collectives",
+        "rounds", "steps", "step_bytes"}`` of every call counted so far."""
+        keep = self._links, self._totals
+        self._links, self._totals = dict(keep[0]), dict(keep[1])
+        try:
+            for entry in self._plans.values():
+                self._fold(entry)
+            return self._links, self._totals
+        finally:
+            self._links, self._totals = keep

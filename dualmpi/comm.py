@@ -131,6 +131,8 @@ class Comm(p2p.PointToPoint):
         from .engine.nonblocking import Progress
 
         self._nb = Progress(self._transport)
+        #: what the completed nonblocking collectives sent (stats())
+        self._nb_tally = calls.Tally()
         neighbor.attach(self)
         from .engine.router import Router
 
@@ -691,10 +693,16 @@ class Comm(p2p.PointToPoint):
         A dict: ``collectives`` (calls), ``messages`` and ``bytes`` (link messages and
         payload bytes leaving this rank's nodes, forwarded ones included),
         ``rounds`` and ``steps`` (the schedules' hop rounds and paper steps, summed
-        over calls), ``checksum_failures`` (with ``verify``) and ``links``:
-        ``{(u, v): (messages, bytes)}`` per directed link.
+        over calls), ``step_bytes`` (per call, the sum over its schedule's steps of the
+        step's largest message in bytes: a collective's model time is ``steps*t_s +
+        step_bytes*t_w + rounds*t_h``, :mod:`dualmpi.model.steps`),
+        ``checksum_failures`` (with ``verify``) and ``links``:
+        ``{(u, v): (messages, bytes)}`` per directed link.  A nonblocking collective counts
+        once it has completed, exactly as the blocking call does (a v-variant: two
+        collectives, the all-gather of its counts and its data).
         """
-        links, total = {}, {"collectives": 0, "rounds": 0, "steps": 0, "checksum_failures": 0}
+        links, total = {}, {"collectives": 0, "rounds": 0, "steps": 0, "step_bytes": 0,
+                            "checksum_failures": 0}
         if self._engine is not None:
             total.update(self._engine.retired)
             links = {k: tuple(v) for k, v in self._engine.retired_links.items()}
@@ -702,6 +710,7 @@ class Comm(p2p.PointToPoint):
             if not run.calls:
                 continue
             b = run.bound
+            total["step_bytes"] += run.step_bytes * run.calls
             if b is None:  # streamed: totals only, under the key ("all", "all")
                 m0, n0 = links.get(("all", "all"), (0, 0))
                 links[("all", "all")] = (m0 + run.messages_per_call * run.calls,
@@ -718,9 +727,14 @@ class Comm(p2p.PointToPoint):
             total["rounds"] += run.hop_rounds * run.calls
             total["steps"] += run.steps * run.calls
             total["checksum_failures"] += run.checksum_failures
-        for key, (m, n) in self._p2p.items():
-            m0, n0 = links.get(key, (0, 0))
-            links[key] = (m0 + m, n0 + n)
+        # the nonblocking collectives that completed, counted as the blocking ones
+        nb_links, nb_total = self._nb_tally.counts()
+        for key, value in nb_total.items():
+            total[key] += value
+        for source in (nb_links, self._p2p):
+            for key, (m, n) in source.items():
+                m0, n0 = links.get(key, (0, 0))
+                links[key] = (m0 + m, n0 + n)
         out = dict(total)
         base = self._baseline or {}
         for name in total:

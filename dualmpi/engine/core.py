@@ -85,9 +85,9 @@ class Engine:
         self.pipelined = pipelined
         self.options = options
         #: What runners dropped from the cache had counted: ``{(src, dst): [messages, bytes]}``
-        #: and ``{"collectives", "rounds", "steps", "checksum_failures"}``.
+        #: and ``{"collectives", "rounds", "steps", "step_bytes", "checksum_failures"}``.
         self.retired_links, self.retired = {}, dict.fromkeys(
-            ("collectives", "rounds", "steps", "checksum_failures"), 0)
+            ("collectives", "rounds", "steps", "step_bytes", "checksum_failures"), 0)
         self.ranks = topo.num_nodes // q
         self.packets_above, self.packet_bytes, self.max_packets = (packets_above, packet_bytes,
                                                                    max_packets)
@@ -97,6 +97,7 @@ class Engine:
         self.evictions = 0
         self._bound = OrderedDict()
         self._bound_only = OrderedDict()
+        self._costs = OrderedDict()
 
     def schedule(self, collective, root=0, variant="corrected", algorithm=None):
         """Return the cached array schedule of ``collective`` (root a *node*).
@@ -115,6 +116,40 @@ class Engine:
         sched = self.schedule(collective, root, variant, algorithm)
         busy = [r for r in sched.rounds if r.size]
         return len(busy), len({r.step for r in busy})
+
+    def cost(self, collective, nbytes, root_rank=0, variant="corrected", algorithm=None,
+             itemsize=1):
+        """Return ``(hop rounds, steps, step bytes)`` of one call: the coefficients of its model
+        time ``steps*t_s + step_bytes*t_w + hop_rounds*t_h`` (cached).
+
+        ``step bytes`` sums over the schedule's steps the largest message any node sends in
+        the step, its blocks at the sizes of this call (:func:`dualmpi.model.steps.step_bytes`;
+        the same on every rank); ``nbytes`` as for :meth:`runner`.
+
+        >>> from dualmpi.topology import from_spec
+        >>> from dualmpi.engine.local import LocalTransport
+        >>> Engine(from_spec("hypercube:n=3"), 1, LocalTransport()).cost("bcast", 1000)
+        (3, 3, 3000)
+        """
+        key = (collective, _hashable(nbytes), root_rank, variant, algorithm, itemsize)
+        hit = self._costs.get(key)
+        if hit is not None:
+            self._costs.move_to_end(key)
+            return hit
+        from ..model.steps import step_bytes
+
+        rounds, steps = self.counts(collective, root_rank * self.q, variant, algorithm)
+        sched = self.schedule(collective, root_rank * self.q, variant, algorithm)
+        cols = sched.columns()
+        layout = Layout(layout_kind(collective, algorithm), self.topo.num_nodes, self.q, nbytes,
+                        root_rank, None, None, itemsize)
+        sizes = layout.size(cols["origin"], cols["target"]) if cols["src"].size else \
+            np.zeros(0, dtype=np.int64)
+        largest = step_bytes(cols["bounds"], [r.step for r in sched.rounds], cols["msg"], sizes)
+        out = self._costs[key] = (rounds, steps, largest)
+        while len(self._costs) > CACHE_SIZE:
+            self._costs.popitem(last=False)
+        return out
 
     def rank_plan(self, rank, collective, root_rank=0, variant="corrected", algorithm=None):
         """Return the cached structural plan of ``rank`` (``root_rank`` a *rank*)."""
@@ -213,6 +248,7 @@ class Engine:
             from .stream import StepPlan
 
             run = self.transport.prepare_stream(StepPlan(self.topo, self.q, variant), nbytes)
+            run.step_bytes = run.steps_count * (nbytes // (self.q * self.q))
             self._bound[sig] = run
             return run
         plan = self.rank_plan(rank, collective, root_rank, variant, algorithm)
@@ -229,7 +265,8 @@ class Engine:
         if op is not None:
             extra["combine"] = op[2]
         run = self.transport.prepare(bound, plan, signature=signature, **extra, **self.options)
-        run.hop_rounds, run.steps = self.counts(collective, root_rank * self.q, variant, algorithm)
+        run.hop_rounds, run.steps, run.step_bytes = self.cost(collective, nbytes, root_rank,
+                                                              variant, algorithm, itemsize)
         self._bound[sig] = run
         while len(self._bound) > CACHE_SIZE:
             self.evictions += 1
@@ -290,6 +327,7 @@ class Engine:
             self.retired["collectives"] += run.calls
             self.retired["rounds"] += run.hop_rounds * run.calls
             self.retired["steps"] += run.steps_count * run.calls
+            self.retired["step_bytes"] += run.step_bytes * run.calls
             return
         for s, d, m, n in zip(b.link_src.tolist(), b.link_dst.tolist(), b.link_messages.tolist(),
                               b.link_bytes.tolist()):
@@ -299,6 +337,7 @@ class Engine:
         self.retired["collectives"] += run.calls
         self.retired["rounds"] += run.hop_rounds * run.calls
         self.retired["steps"] += run.steps * run.calls
+        self.retired["step_bytes"] += run.step_bytes * run.calls
         self.retired["checksum_failures"] += getattr(run, "checksum_failures", 0)
 
     def runners(self):

@@ -1,0 +1,148 @@
+"""MPI tests of ``dualmpi.Comm.stats()``: nonblocking collectives count as the blocking ones.
+
+A completed ``Iallreduce``, ``Ibcast``, ``Ialltoall``, ``Ialltoallv``, ... counts exactly what
+the same blocking call counts: the same per-link messages and bytes, one collective (two for a
+v-variant: the all-gather of its counts, then the data), the same hop rounds, steps and step
+bytes; ``reset_stats()`` zeroes them.  The results equal ``MPI.COMM_WORLD``'s on the same
+buffers.  Run with ``mpiexec -n N python -m mpi4py -m pytest --with-mpi
+tests/mpi/test_stats_mpi.py`` at N = 1, 2, 4, 8.
+"""
+
+import numpy as np
+import pytest
+
+import dualmpi
+
+MPI = pytest.importorskip("mpi4py.MPI")
+
+WORLD = MPI.COMM_WORLD
+SIZE = WORLD.Get_size()
+RANK = WORLD.Get_rank()
+
+#: (spec, nodes per rank, options) by rank count: one node per rank and several; the Hamiltonian
+#: ring allgather (``algorithms``) where the network has a ring.
+NETS = {1: [("hypercube:n=0", 1, {}), ("dualcube:r=1", 2, {}),
+            ("hypercube:n=3", 8, {"algorithms": {"allgather": "ring"}})],
+        2: [("dualcube:r=1", 1, {}), ("dualcube:r=2", 4, {}),
+            ("hypercube:n=2", 2, {"algorithms": {"allgather": "ring"}})],
+        4: [("hypercube:n=2", 1, {"algorithms": {"allgather": "ring"}}),
+            ("dualcube:r=2", 2, {})],
+        8: [("dualcube:r=2", 1, {"algorithms": {"allgather": "ring"}}),
+            ("metacube:k=1,m=2", 4, {})]}.get(SIZE, [])
+
+#: Calls of each kind per test.
+N = 3
+
+
+def _agree(ok):
+    return bool(WORLD.allreduce(int(bool(ok)), op=MPI.MIN))
+
+
+def _calls(root):
+    """name -> (blocking(comm), nonblocking(net) -> request): each fills and returns its own
+    buffers, ``comm`` a dualmpi.Comm or MPI.COMM_WORLD."""
+    rng = np.random.default_rng(RANK + 5)
+    vec = rng.integers(-50, 50, 6).astype(np.int64)
+    piece = rng.standard_normal(4 * SIZE)
+    counts = (np.arange(SIZE) % 3 + 1).astype(np.int64)  # this rank sends counts[j] to rank j
+    scounts = counts
+    rcounts = np.full(SIZE, counts[RANK], dtype=np.int64)
+    sdispls = np.concatenate([[0], np.cumsum(scounts[:-1])])
+    rdispls = np.concatenate([[0], np.cumsum(rcounts[:-1])])
+    vsend = rng.standard_normal(int(scounts.sum()))
+    mine = np.full(int(counts[RANK]), RANK + 0.25)
+    bc = rng.standard_normal(5) if RANK == root else np.zeros(5)
+
+    def allreduce(comm, start=False):
+        out = np.zeros(6, np.int64)
+        return ((comm.Iallreduce if start else comm.Allreduce)(vec, out, MPI.SUM), out)
+
+    def bcast(comm, start=False):
+        out = bc.copy()
+        return ((comm.Ibcast if start else comm.Bcast)(out, root), out)
+
+    def alltoall(comm, start=False):
+        out = np.zeros(4 * SIZE)
+        return ((comm.Ialltoall if start else comm.Alltoall)(piece, out), out)
+
+    def alltoallv(comm, start=False):
+        out = np.zeros(int(rcounts.sum()))
+        return ((comm.Ialltoallv if start else comm.Alltoallv)(
+            [vsend, (scounts, sdispls)], [out, (rcounts, rdispls)]), out)
+
+    def allgather(comm, start=False):
+        out = np.zeros(6 * SIZE, np.int64)
+        return ((comm.Iallgather if start else comm.Allgather)(vec, out), out)
+
+    def allgatherv(comm, start=False):
+        out = np.zeros(int(counts.sum()))
+        return ((comm.Iallgatherv if start else comm.Allgatherv)(
+            mine, [out, (counts, np.concatenate([[0], np.cumsum(counts[:-1])]))]), out)
+
+    def scan(comm, start=False):
+        out = np.zeros(6, np.int64)
+        return ((comm.Iscan if start else comm.Scan)(vec, out), out)
+
+    def barrier(comm, start=False):
+        return ((comm.Ibarrier if start else comm.Barrier)(), np.zeros(0))
+
+    return {"Allreduce": allreduce, "Bcast": bcast, "Alltoall": alltoall,
+            "Alltoallv": alltoallv, "Allgather": allgather, "Allgatherv": allgatherv,
+            "Scan": scan, "Barrier": barrier}
+
+
+def _net(i):
+    if i >= len(NETS):
+        pytest.skip(f"no network {i} at {SIZE} ranks")
+    spec, q, options = NETS[i]
+    return dualmpi.Comm(WORLD, spec, nodes_per_rank=q, **options)
+
+
+def _same_stats(a, b):
+    return {k: a[k] for k in sorted(a)} == {k: b[k] for k in sorted(b)}
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("net_i", [0, 1, 2])
+@pytest.mark.parametrize("name", ["Allreduce", "Bcast", "Alltoall", "Alltoallv", "Allgather",
+                                  "Allgatherv", "Scan", "Barrier"])
+def test_nonblocking_calls_count_as_blocking_ones(net_i, name):
+    """N blocking calls on a fresh communicator and N nonblocking ones (in flight together) on
+    another count the same figures; reset_stats() zeroes them; every result equals MPI's."""
+    root = SIZE - 1
+    call = _calls(root)[name]
+    want = [call(WORLD)[1] for _ in range(N)]
+    blocking = _net(net_i)
+    got_b = [call(blocking)[1] for _ in range(N)]
+    stats_b = blocking.stats()
+    blocking.Free()
+    nonblocking = _net(net_i)
+    started = [call(nonblocking, start=True) for _ in range(N)]
+    dualmpi.Request.Waitall([req for req, _ in started[::-1]])
+    stats_n = nonblocking.stats()
+    nonblocking.reset_stats()
+    zero = nonblocking.stats()
+    again = [call(nonblocking, start=True) for _ in range(N)]
+    for req, _ in again:
+        req.Wait()
+    stats_again = nonblocking.stats()
+    nonblocking.Free()
+    problems = []
+    per_call = 2 if name in ("Alltoallv", "Allgatherv") else 1  # the counts' all-gather
+    if stats_b["collectives"] != per_call * N:
+        problems.append(("blocking collectives", stats_b["collectives"]))
+    if not _same_stats(stats_n, stats_b):
+        problems.append(("nonblocking", stats_n, "blocking", stats_b))
+    if not _same_stats(stats_again, stats_b):
+        problems.append(("after reset_stats", stats_again))
+    if any(zero[k] for k in zero if k != "links") or zero["links"]:
+        problems.append(("reset_stats", zero))
+    total = WORLD.allreduce(stats_n["messages"])
+    if SIZE > 1 and total == 0:  # (one rank's reductions combine within it: no message)
+        problems.append(("no link messages", total))
+    results = got_b + [got for _, got in started] + [got for _, got in again]
+    ref = want[0]
+    for got in results:
+        if not (got.dtype == ref.dtype and np.array_equal(got, ref)):
+            problems.append(("result", got.tolist(), ref.tolist()))
+    assert _agree(not problems), problems
