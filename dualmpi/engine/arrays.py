@@ -151,9 +151,59 @@ class ArraySchedule:
             self.flat = _concatenate(self.rounds)
         return self.flat
 
+    @property
+    def num_rows(self):
+        """Number of rows (blocks moved over links) of all rounds."""
+        return int(self.columns()["bounds"][-1])
+
+    def bounds(self):
+        """Return the ``num_rounds + 1`` row offsets of the rounds (see :meth:`columns`)."""
+        return self.columns()["bounds"]
+
+    def reducing(self):
+        """Return the ``reduce`` column of :meth:`columns` (None: no row combines)."""
+        return self.columns()["reduce"]
+
+    def rank_rows(self, lo, hi):
+        """Return ``(rows, sends, arrives)`` for the nodes ``lo .. hi - 1`` (one rank's).
+
+        ``rows``: in order, the indices of the rows whose source or destination is one
+        of those nodes; ``sends`` and ``arrives`` (bool, per entry of ``rows``): whether
+        its source, its destination is.
+
+        >>> from dualmpi.collectives import build_schedule
+        >>> from dualmpi.topology import DualCube
+        >>> a = from_schedule(build_schedule("bcast", DualCube(2), 0))
+        >>> rows, sends, arrives = a.rank_rows(0, 2)
+        >>> rows.tolist(), sends.tolist(), arrives.tolist()
+        ([0, 1, 3], [True, True, True], [False, True, False])
+        """
+        cols = self.columns()
+        src, dst = cols["src"], cols["dst"]
+        own_s = (src >= lo) & (src < hi)
+        own_d = (dst >= lo) & (dst < hi)
+        rows = np.flatnonzero(own_s | own_d)
+        return rows, own_s[rows], own_d[rows]
+
+    def take(self, rows, *names):
+        """Return the columns ``names`` of :meth:`columns` at ``rows`` (a list of arrays).
+
+        ``"round"`` is the round of each row (``rows`` in order).
+        """
+        cols = self.columns()
+        return [_round_of(cols["bounds"], rows) if name == "round" else cols[name][rows]
+                for name in names]
+
 
 def _empty():
     return np.zeros(0, dtype=np.int64)
+
+
+def _round_of(bounds, rows):
+    """Return the round of each row index (``rows`` in order: a fast search)."""
+    out = np.searchsorted(bounds, rows, side="right")
+    out -= 1
+    return out
 
 
 #: The int64 columns of a :class:`RoundRows`, in order.
@@ -315,8 +365,11 @@ def alltoall_arrays(topo, variant="corrected", checks=4, seed=0):
     ``(s, dest)``, is carried in the nodes' transit buffers (parity of the hop) and ends
     in the destination's slot of the block.
 
-    The rows of all rounds are computed together, a few hundred thousand at a time,
-    into the columns of :meth:`ArraySchedule.columns`; the rounds are views of them.
+    The rows are not built here: every round's rows come in blocks of one class group,
+    and the schedule keeps a few numbers per block, from which a rank's rows
+    (:meth:`~ArraySchedule.rank_rows`, :meth:`~ArraySchedule.take`) or the whole
+    :meth:`~ArraySchedule.columns` are computed when read.  The link check covers every
+    distinct pair of nodes the rows join.
 
     >>> from dualmpi.topology import DualCube
     >>> a = alltoall_arrays(DualCube(2))
@@ -362,75 +415,178 @@ def alltoall_arrays(topo, variant="corrected", checks=4, seed=0):
     round_t = np.repeat(np.arange(steps, dtype=np.int64), width)
     round_h = np.arange(round_t.size, dtype=np.int64) - np.repeat(np.cumsum(width) - width, width)
     live_groups = lengths[round_t] > round_h[:, None]           # (rounds, groups)
-    bounds = np.zeros(round_t.size + 1, dtype=np.int64)
-    np.cumsum(live_groups.sum(axis=1) * per, out=bounds[1:])
-    n = int(bounds[-1])
-    cols = {name: np.empty(n, dtype=np.int64) for name in COLUMNS}
-    base = (p + 2) * (p + 1)  # transit_key(p, parity, g) = base + 2 g + parity
-    member = np.arange(per, dtype=np.int64)
-    dests = dests.reshape(steps, ngroups, per)
-    links = _LinkSet(topo)
-    chunk = max(1, (1 << 18) // max(p, 1))
-    for r0 in range(0, round_t.size, chunk):
-        r1 = min(round_t.size, r0 + chunk)
-        blk_r, g = np.nonzero(live_groups[r0:r1])
-        blk_r += r0
+    blk_r, blk_g = np.nonzero(live_groups)                      # the blocks in row order
+    sched = _AlltoallSchedule("alltoall", alltoall_name(topo), topo, None, [], steps,
+                              blk_r.size * per)
+    sched._setup(blk_r, blk_g, round_t, round_h, table, lengths, dests.reshape(-1), per)
+    sched._check_links()
+    return sched
+
+
+class _Columns(dict):
+    """The columns of an :class:`_AlltoallSchedule`, each computed when first read."""
+
+    def __init__(self, sched, known):
+        super().__init__(known)
+        self.sched = sched
+
+    def __missing__(self, name):
+        if name not in COLUMNS:
+            raise KeyError(name)
+        col = self[name] = self.sched.take(None, name)[0]
+        return col
+
+    def get(self, name, default=None):
+        return self[name] if name in COLUMNS or name in self else default
+
+
+class _AlltoallRound:
+    """A round of an :class:`_AlltoallSchedule`: its columns read from the schedule's."""
+
+    reduce = False
+
+    def __init__(self, sched, k, step, hop):
+        self._sched, self._k, self.step, self.hop = sched, k, step, hop
+
+    @property
+    def size(self):
+        """Number of rows (blocks moved over links) in the round."""
+        b = self._sched._bounds
+        return int(b[self._k + 1] - b[self._k])
+
+    def __getattr__(self, name):
+        if name not in COLUMNS:
+            raise AttributeError(name)
+        b = self._sched._bounds
+        return self._sched.columns()[name][b[self._k]:b[self._k + 1]]
+
+
+class _AlltoallSchedule(ArraySchedule):
+    """The total exchange of :func:`alltoall_arrays`, its rows computed when read.
+
+    Every round's rows come in *blocks*: the ``per`` members of one class group, which
+    route alike (renamed), so a row is given by its block and its member, and a block by
+    a few numbers (its round, group, XOR offsets before and after the hop, whether the
+    hop is the route's first or last).  :meth:`rank_rows` decides which blocks — or
+    aligned parts of them, all of whose sources are on one rank and all of whose
+    destinations too — touch a rank, and :meth:`take` computes columns at given rows,
+    so a rank's plan never builds the rows of the whole network.  :meth:`columns` and
+    the rounds' arrays are computed (column by column) when read.
+    """
+
+    def _setup(self, blk_r, blk_g, round_t, round_h, table, lengths, dests, per):
+        p = self.topo.num_nodes
         t, h = round_t[blk_r], round_h[blk_r]
-        lo, hi = int(bounds[r0]), int(bounds[r1])
-        out = {name: cols[name][lo:hi].reshape(blk_r.size, per) for name in COLUMNS}
-        s = np.add((g * per)[:, None], member, out=out["origin"])     # (blocks, per)
-        a = np.bitwise_xor(s, table[t, g, h][:, None], out=out["src"])
-        b = np.bitwise_xor(s, table[t, g, h + 1][:, None], out=out["dst"])
-        links.add(a, b)
-        d = out["target"]
-        d[...] = dests[t, g]
-        bkey = out["src_key"]
-        np.add(s, 2, out=bkey)
-        bkey *= p + 1
-        bkey += d
-        bkey += 1
-        out["dst_key"][...] = bkey
+        self._p, self._per, self._shift = p, per, per.bit_length() - 1
+        self._blk_r, self._blk_g, self._blk_t = blk_r, blk_g, t
+        self._blk_a = table[t, blk_g, h]                    # XOR offset of the hop's sender
+        self._blk_b = table[t, blk_g, h + 1]                # and receiver
+        self._first = h == 0                                # read from the source's block
+        self._last = lengths[t, blk_g] == h + 1             # written to the destination's
+        transit = (p + 2) * (p + 1) + 2 * blk_g             # transit_key(p, parity, g)
         # hop h reads parity h % 2 and writes the other: a node that forwards and
         # receives in one hop round never overwrites what it is sending
-        transit = base + 2 * g
-        carried = h > 0
-        bkey[carried] = (transit + h % 2)[carried, None]
-        carried = lengths[t, g] != h + 1
-        out["dst_key"][carried] = (transit + (h + 1) % 2)[carried, None]
-        within = np.arange(blk_r.size, dtype=np.int64) - np.searchsorted(blk_r, blk_r)
-        np.add((within * per)[:, None], member, out=out["msg"])
-    links.check()
-    cols["bounds"], cols["reduce"] = bounds, None
-    rounds = [RoundRows(int(round_t[r]), int(round_h[r]),
-                        *(cols[name][bounds[r]:bounds[r + 1]] for name in COLUMNS))
-              for r in range(round_t.size)]
-    return ArraySchedule("alltoall", alltoall_name(topo), topo, None, rounds, steps, n, flat=cols)
+        self._src_transit = transit + h % 2
+        self._dst_transit = transit + (h + 1) % 2
+        self._within = np.arange(blk_r.size, dtype=np.int64) - np.searchsorted(blk_r, blk_r)
+        self._dests = dests                                 # dests[t * p + s]
+        self._bounds = np.zeros(round_t.size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(blk_r, minlength=round_t.size) * per, out=self._bounds[1:])
+        self.rounds = [_AlltoallRound(self, k, int(round_t[k]), int(round_h[k]))
+                       for k in range(round_t.size)]
+        self.flat = None
 
+    def _check_links(self):
+        """Link-check every distinct ``(sender, receiver)`` pair of the rows.
 
-class _LinkSet:
-    """The distinct ``(src, dst)`` pairs of many rows, link-checked once each."""
+        The rows of a block send from ``u`` to ``u XOR x`` (``x`` the XOR of the block's
+        two offsets) for every ``u`` of one aligned run of ``per`` nodes, so the distinct
+        pairs are those of the distinct ``(run, x)``: each checked with the topology.
+        """
+        per, p = self._per, self._p
+        run = ((self._blk_g << self._shift) ^ self._blk_a) >> self._shift
+        code = np.unique(run * p + (self._blk_a ^ self._blk_b))
+        src = ((code // p) << self._shift)[:, None] + np.arange(per, dtype=np.int64)
+        check_links(self.topo, src.reshape(-1), (src ^ (code % p)[:, None]).reshape(-1))
 
-    def __init__(self, topo):
-        self.topo, self.p = topo, topo.num_nodes
-        # a table of every ordered pair while it is small (16 MB), else sorted codes
-        self.seen = np.zeros(self.p * self.p, dtype=bool) if self.p <= 4096 else None
-        self.parts = []
+    def bounds(self):
+        return self._bounds
 
-    def add(self, src, dst):
-        code = (src * self.p + dst).reshape(-1)
-        if self.seen is not None:
-            self.seen[code] = True
+    def reducing(self):
+        return None
+
+    def columns(self):
+        if self.flat is None:
+            self.flat = _Columns(self, {"bounds": self._bounds, "reduce": None})
+        return self.flat
+
+    def rank_rows(self, lo, hi):
+        """See :meth:`ArraySchedule.rank_rows`; decided per aligned part of a block.
+
+        A part of ``z`` members (``z`` a power of two that divides ``per``, ``lo`` and
+        ``hi``) sends from ``z`` aligned nodes and to ``z`` aligned nodes, each run inside
+        ``[lo, hi)`` or outside it.
+        """
+        z = self._per
+        for x in (lo, hi):
+            if x:
+                z = min(z, x & -x)
+        parts = self._per // z
+        base = ((self._blk_g << self._shift)[:, None]
+                + np.arange(0, self._per, z, dtype=np.int64)).reshape(-1)
+        a = np.repeat(self._blk_a, parts)
+        s = base ^ a
+        sends = (s >= lo) & (s < hi)
+        s = base ^ np.repeat(self._blk_b, parts)
+        arrives = (s >= lo) & (s < hi)
+        part = np.flatnonzero(sends | arrives)
+        rows = ((part * z)[:, None] + np.arange(z, dtype=np.int64)).reshape(-1)
+        return rows, np.repeat(sends[part], z), np.repeat(arrives[part], z)
+
+    def take(self, rows, *names):
+        """See :meth:`ArraySchedule.take`; computed from the rows' blocks (``rows=None``: all)."""
+        p, shift = self._p, self._shift
+        if rows is None:  # every block's members: (blocks, per) broadcasts, then flattened
+            def at(x):
+                return x[:, None]
+            member = np.arange(self._per, dtype=np.int64)[None, :]
         else:
-            code = np.sort(code)
-            self.parts.append(code[np.r_[True, code[1:] != code[:-1]]])
+            blk = rows >> shift
 
-    def check(self):
-        """Raise :class:`LinkError` unless every pair added is a link."""
-        if self.seen is not None:
-            code = np.flatnonzero(self.seen)
-        else:
-            code = np.unique(np.concatenate(self.parts)) if self.parts else _empty()
-        check_links(self.topo, code // self.p, code % self.p)
+            def at(x):
+                return x[blk]
+            member = rows & (self._per - 1)
+        origin = bkey = target = None
+        out = []
+        for name in names:
+            if name in ("origin", "src", "dst", "target", "src_key", "dst_key") and origin is None:
+                origin = at(self._blk_g << shift) | member
+            if name in ("target", "src_key", "dst_key") and bkey is None:
+                target = self._dests[at(self._blk_t * p) + origin]
+                bkey = origin + 2
+                bkey *= p + 1
+                bkey += target
+                bkey += 1
+            if name == "round":
+                col = at(self._blk_r) + 0 * member if rows is None else at(self._blk_r)
+            elif name == "origin":
+                col = origin
+            elif name == "src":
+                col = origin ^ at(self._blk_a)
+            elif name == "dst":
+                col = origin ^ at(self._blk_b)
+            elif name == "target":
+                col = target
+            elif name == "src_key":
+                col = np.where(at(self._first), bkey, at(self._src_transit))
+            elif name == "dst_key":
+                col = np.where(at(self._last), bkey, at(self._dst_transit))
+            elif name == "msg":
+                col = at(self._within << shift) | member
+            else:
+                raise KeyError(name)
+            out.append(col.reshape(-1))
+        return out
 
 
 def alltoall_name(topo):

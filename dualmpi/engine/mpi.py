@@ -295,7 +295,8 @@ class MPIRunner:
         drop_round = None
         if drop is not None and drop[1] // plan.q == plan.rank:
             drop_round = drop[0]
-        for rnd in bound.rounds:
+        movers = _movers(self.store, bound)
+        for rnd, move in zip(bound.rounds, movers):
             reqs, checks, crcs = [], [], []
             tag = rnd.index % _TAG_MOD
             peers = tuple(peer for peer, _, _ in rnd.recvs)
@@ -320,7 +321,7 @@ class MPIRunner:
                 ts, tw, th = shape
                 hold = sum(ts + tw * int(lens.sum()) + th for _, _, lens in rnd.sends)
             self._reqs += reqs
-            self._loop.append((rnd.index, reqs, _mover(self.store, rnd.copies),
+            self._loop.append((rnd.index, reqs, move,
                                _combiner(self.store, rnd.combines, combine), peers, crcs,
                                hold))
             self._checks.append(checks)
@@ -712,6 +713,8 @@ def _combine_table(bound):
 
 def _move_table(bound):
     """Return every round's local moves as one int64 table of ``(dst, src, length)`` rows."""
+    if getattr(bound, "moves", None) is not None:  # the table bind made
+        return bound.moves.reshape(-1)
     copies = bound.copies_all
     if copies is None:  # a plan bound without the joined table: join the rounds'
         copies = tuple(np.concatenate([rnd.copies[i] for rnd in bound.rounds] +
@@ -742,15 +745,43 @@ def _mover(store, copies):
     if src.size > 2 and width and np.all(lens == width) and not (src % width).any() and \
             not (dst % width).any():
         rows = store[:store.size - store.size % width].reshape(-1, width)
-        s_idx, d_idx = src // width, dst // width
-
-        def move():
-            rows[d_idx] = rows[s_idx]
-        return move
+        return _row_mover(rows, src // width, dst // width)
     segs = (dst, src, lens)
 
     def move():
         copy_segments(store, store, segs)
+    return move
+
+
+def _movers(store, bound):
+    """Return :func:`_mover` of every round of ``bound`` (decided once for the whole plan).
+
+    When every local move of the plan has one length and offsets that are multiples of it
+    (the usual case), the row indices are computed once and each round's mover takes its
+    slice of them; otherwise each round's mover is :func:`_mover`'s.
+    """
+    counts = [rnd.copies[0].size for rnd in bound.rounds]
+    copies = bound.copies_all
+    if copies is None or copies[0].size != sum(counts):  # not every round's in one table
+        return [_mover(store, rnd.copies) for rnd in bound.rounds]
+    src, dst, lens = copies
+    width = int(lens[0]) if lens.size else 0
+    if not width or (lens != width).any() or (src % width).any() or (dst % width).any():
+        return [_mover(store, rnd.copies) for rnd in bound.rounds]
+    rows = store[:store.size - store.size % width].reshape(-1, width)
+    s_idx, d_idx = src // width, dst // width
+    out, at = [], 0
+    for rnd, n in zip(bound.rounds, counts):
+        out.append(_row_mover(rows, s_idx[at:at + n], d_idx[at:at + n]) if n > 2 else
+                   _mover(store, rnd.copies))
+        at += n
+    return out
+
+
+def _row_mover(rows, s_idx, d_idx):
+    """Return a function copying rows ``s_idx`` of the 2-D view ``rows`` onto rows ``d_idx``."""
+    def move():
+        rows[d_idx] = rows[s_idx]
     return move
 
 
@@ -799,31 +830,8 @@ class StreamRunner:
         self.nbytes = nbytes
         z = plan.chunk
         self.transit = np.zeros((2, plan.num_chunks, z * b), dtype=np.uint8)
-        me = self.rank
-        self.steps = []
-        sent = hops_total = 0
-        for t in range(p - 1):
-            table, lengths = plan.step(t)
-            nodes, ranks = plan.holders(table)
-            glen = lengths[plan.chunk_group]
-            start = np.flatnonzero(ranks[:, 0] == me).tolist()
-            hops = []
-            for h in range(int(lengths.max())):
-                acts = []
-                for j in np.flatnonzero(glen > h).tolist():
-                    a, c = int(ranks[j, h]), int(ranks[j, h + 1])
-                    g = int(plan.chunk_group[j])
-                    plan.check_hop(nodes[j, h], table[g, h] ^ table[g, h + 1])
-                    if a == me:
-                        sent += 1
-                    if a == me or c == me:
-                        acts.append((j, a, c))
-                done = [j for j in np.flatnonzero(glen == h + 1).tolist()
-                        if int(ranks[j, h + 1]) == me]
-                hops.append((acts, done))
-            hops_total += int(lengths.max())
-            self.steps.append((t, start, hops))
-        self.hop_rounds, self.steps_count = hops_total, p - 1
+        self.steps, sent = plan.rank_steps(self.rank)
+        self.hop_rounds, self.steps_count = plan.hop_rounds(), p - 1
         self.messages_per_call = sent * z
         self.bytes_per_call = sent * z * b
 
@@ -850,11 +858,19 @@ class StreamRunner:
         span = np.arange(z, dtype=np.int64)
         transit = self.transit
         waitall = MPI.Request.Waitall
-        for t, start, hops in self.steps:
+        base = plan.chunk_base.tolist()
+        # source s = base[j] + i of chunk j goes to d = s XOR last[j] (its class's renamed
+        # route ends there): send row (d // q) q^2 + (s % q) q + d % q, receive row
+        # (s // q) q^2 + (s % q) q + d % q; with the chunk aligned to z | q, the part of
+        # d above z is one number per chunk and the low part is i XOR (last[j] mod z)
+        spanq = span * q
+        low = z - 1
+        for t, start, hops, last in self.steps:
             for j in start:
-                s = plan.chunk_base[j] + span
-                d = np.asarray(plan.dest(s, t), dtype=np.int64)
-                rows = (d // q) * q * q + (s % q) * q + d % q
+                hi = base[j] ^ (last[j] & ~low)
+                rows = span ^ (last[j] & low)
+                rows += spanq
+                rows += (hi // q) * q * q + (base[j] % q) * q + hi % q
                 transit[0, j] = srows[rows].reshape(-1)
             for h, (acts, done) in enumerate(hops):
                 src, dst = transit[h % 2], transit[(h + 1) % 2]
@@ -874,9 +890,10 @@ class StreamRunner:
                     if watched:
                         wd.disarm()
                 for j in done:
-                    s = plan.chunk_base[j] + span
-                    d = np.asarray(plan.dest(s, t), dtype=np.int64)
-                    rows = (s // q) * q * q + (s % q) * q + d % q
+                    hi = base[j] ^ (last[j] & ~low)
+                    rows = span ^ (last[j] & low)
+                    rows += spanq
+                    rows += (base[j] // q) * q * q + (base[j] % q) * q + hi % q
                     rrows[rows] = dst[j].reshape(z, b)
         self.calls += 1
 

@@ -141,6 +141,9 @@ class BoundPlan:
     #: Every round's ``copies`` one after the other, in round order (``(src, dst, length)``
     #: arrays; each round's are a slice of them): one table for a compiled loop.
     copies_all: tuple = None
+    #: The same local moves as one int64 table of ``(dst, src, length)`` rows and a spare
+    #: zero row (``copies_all`` are its columns), or None when there are none.
+    moves: np.ndarray = None
 
 
 def compile_rank(sched, q, rank, root_rank=0, kind=None):
@@ -150,8 +153,10 @@ def compile_rank(sched, q, rank, root_rank=0, kind=None):
     hold at that point (the engine never invents data).  ``kind`` is the buffer layout
     (default: the schedule's collective's, :func:`~dualmpi.engine.layout.layout_kind`).
 
-    Works on the schedule's concatenated rows (:meth:`ArraySchedule.columns`): this
-    rank's sends, receives and local moves are picked from them directly, and slots are
+    Works on this rank's rows of the schedule (:meth:`ArraySchedule.rank_rows
+    <dualmpi.engine.arrays.ArraySchedule.rank_rows>`, whose columns
+    :meth:`~dualmpi.engine.arrays.ArraySchedule.take` gives): its sends, receives and
+    local moves are picked from them directly, and slots are
     found by sorting one packed integer per block (slot code and position), not by a
     stable argsort or by searching in random order.
 
@@ -169,25 +174,30 @@ def compile_rank(sched, q, rank, root_rank=0, kind=None):
     if q < 1 or p % q:
         raise DualmpiError(f"{q} nodes per rank do not divide the {p} nodes of {sched.topo.spec}")
     ks = key_space(p)
-    cols = sched.columns()
-    bounds, src, dst = cols["bounds"], cols["src"], cols["dst"]
-    reducing = cols["reduce"]
+    bounds = sched.bounds()
+    reducing = sched.reducing()
     lo, hi = rank * q, (rank + 1) * q
-    own_s = (src >= lo) & (src < hi)
-    own_d = (dst >= lo) & (dst < hi)
-    send_i = np.flatnonzero(own_s & ~own_d)
-    recv_i = np.flatnonzero(own_d & ~own_s)
-    local_i = np.flatnonzero(own_s & own_d)
+    rows, own_s, own_d = sched.rank_rows(lo, hi)
+    send_i = rows[own_s & ~own_d]
+    recv_i = rows[own_d & ~own_s]
+    local_i = rows[own_s & own_d]
     # blocks stored on arrival (in schedule order) and blocks combined into a held one
-    stored_i = np.flatnonzero(own_d if reducing is None else own_d & ~reducing)
-    combined_i = np.flatnonzero(own_d & reducing) if reducing is not None else send_i[:0]
+    red = None if reducing is None else reducing[rows]
+    stored = own_d if red is None else own_d & ~red
+    stored_i = rows[stored]
+    combined = None if red is None else own_d & red
+    combined_i = rows[combined] if red is not None else send_i[:0]
+    # split what is computed per arrival into receives (from another rank) and local moves
+    stored_local = own_s[stored]
+    comb_local = own_s[combined] if red is not None else np.zeros(0, dtype=bool)
+    del rows, own_s, own_d, stored, combined
 
     def code(idx, node, key):
         """Slot codes relative to this rank's first node (``lo * ks`` less than the absolute)."""
-        out = node[idx]
+        out, k = sched.take(idx, node, key)
         out -= lo
         out *= ks
-        out += cols[key][idx]
+        out += k
         return out
 
     def fail(idx, codes, bad, what):
@@ -206,8 +216,8 @@ def compile_rank(sched, q, rank, root_rank=0, kind=None):
     # is read from (sends, then local moves) and the slot a combined block is combined
     # into, both of which must be held
     sent_i = np.concatenate([send_i, local_i])
-    parts = [in_codes, out_codes, code(stored_i, dst, "dst_key"), code(sent_i, src, "src_key"),
-             code(combined_i, dst, "dst_key")]
+    parts = [in_codes, out_codes, code(stored_i, "dst", "dst_key"),
+             code(sent_i, "src", "src_key"), code(combined_i, "dst", "dst_key")]
     cut = np.cumsum([part.size for part in parts])
     slot_of, slot_codes = _number_slots(np.concatenate(parts), int(cut[2]), q * ks)
     del parts
@@ -216,8 +226,9 @@ def compile_rank(sched, q, rank, root_rank=0, kind=None):
     # (copies of the parts a plan keeps: views would keep all of slot_of alive)
     in_slots, out_slots, stored_slot, src_slot, comb_slot = np.split(slot_of, cut[:-1])
     in_slots, out_slots = in_slots.copy(), out_slots.copy()
-    for rows, what, node, key, slots in ((sent_i, "sends", src, "src_key", src_slot),
-                                         (combined_i, "receives into", dst, "dst_key", comb_slot)):
+    for rows, what, node, key, slots in ((sent_i, "sends", "src", "src_key", src_slot),
+                                         (combined_i, "receives into", "dst", "dst_key",
+                                          comb_slot)):
         if slots.size and slots.min() < 0:
             fail(rows, code(rows, node, key), slots < 0, what)
     # a combined block lands in a scratch slot first (a copy of the sender's value at the
@@ -226,9 +237,6 @@ def compile_rank(sched, q, rank, root_rank=0, kind=None):
     comb_rnd = _round_of(bounds, combined_i)
     within = np.arange(comb_rnd.size, dtype=np.int64) - np.searchsorted(comb_rnd, comb_rnd)
     scratch = int(within.max()) + 1 if within.size else 0
-
-    # split what was computed per arrival into receives (from another rank) and local moves
-    stored_local, comb_local = own_s[stored_i], own_s[combined_i]
 
     def arrivals(n, local):
         """Return ``(dest, final, reduce)`` of the receives or local moves, in order."""
@@ -249,17 +257,18 @@ def compile_rank(sched, q, rank, root_rank=0, kind=None):
     n_send = send_i.size
     r_dest, r_final, r_red = arrivals(recv_i.size, False)
     l_dest, l_final, l_red = arrivals(local_i.size, True)
-    origin, target, msg = cols["origin"], cols["target"], cols["msg"]
-    send = {"round": _round_of(bounds, send_i), "order": send_i, "origin": origin[send_i],
-            "target": target[send_i], "peer": dst[send_i] // q, "slot": src_slot[:n_send].copy(),
-            "msg": msg[send_i], "src": src[send_i], "dst": dst[send_i]}
-    recv = {"round": _round_of(bounds, recv_i), "order": recv_i, "origin": origin[recv_i],
-            "target": target[recv_i], "peer": src[recv_i] // q, "slot": r_dest,
-            "final": r_final, "reduce": r_red}
-    local = {"round": _round_of(bounds, local_i), "order": local_i, "origin": origin[local_i],
-             "target": target[local_i], "slot": src_slot[n_send:].copy(), "dest": l_dest,
-             "final": l_final, "msg": msg[local_i], "src": src[local_i], "dst": dst[local_i],
-             "reduce": l_red}
+    rnd, origin, target, msg, src, dst = sched.take(send_i, "round", "origin", "target", "msg",
+                                                    "src", "dst")
+    send = {"round": rnd, "order": send_i, "origin": origin, "target": target, "peer": dst // q,
+            "slot": src_slot[:n_send].copy(), "msg": msg, "src": src, "dst": dst}
+    rnd, origin, target, src = sched.take(recv_i, "round", "origin", "target", "src")
+    recv = {"round": rnd, "order": recv_i, "origin": origin, "target": target, "peer": src // q,
+            "slot": r_dest, "final": r_final, "reduce": r_red}
+    rnd, origin, target, msg, src, dst = sched.take(local_i, "round", "origin", "target", "msg",
+                                                    "src", "dst")
+    local = {"round": rnd, "order": local_i, "origin": origin, "target": target,
+             "slot": src_slot[n_send:].copy(), "dest": l_dest, "final": l_final, "msg": msg,
+             "src": src, "dst": dst, "reduce": l_red}
     reduce_rounds = np.zeros(bounds.size - 1, dtype=bool)
     if reducing is not None:
         reduce_rounds[_round_of(bounds, np.flatnonzero(reducing))] = True
@@ -411,11 +420,15 @@ def _bind(plan, layout, packets, positions=None):
         return (r["round"][rep] + piece, r["order"][rep], piece, plen,
                 [where[r[c]][rep] + start for c in cols])
 
+    # (where a block is combined: only for the rows that combine)
+    r_final = ("final",) if rows["recv"]["reduce"].any() else ()
+    l_final = ("final",) if rows["local"]["reduce"].any() else ()
     s_rnd, s_ord, s_pc, s_len, (s_off,) = expand(rows["send"], row_len["send"], "slot")
-    r_rnd, r_ord, r_pc, r_len, (r_off, r_fin) = expand(rows["recv"], row_len["recv"], "slot",
-                                                      "final")
-    l_rnd, l_ord, l_pc, l_len, (l_src, l_dst, l_fin) = expand(rows["local"], row_len["local"],
-                                                              "slot", "dest", "final")
+    r_rnd, r_ord, r_pc, r_len, (r_off, *r_fin) = expand(rows["recv"], row_len["recv"], "slot",
+                                                       *r_final)
+    l_rnd, l_ord, l_pc, l_len, (l_src, l_dst, *l_fin) = expand(rows["local"], row_len["local"],
+                                                               "slot", "dest", *l_final)
+    r_fin, l_fin = (r_fin or [None])[0], (l_fin or [None])[0]
     r_red = np.repeat(rows["recv"]["reduce"], packets) if packets > 1 else rows["recv"]["reduce"]
     l_red = np.repeat(rows["local"]["reduce"], packets) if packets > 1 else rows["local"]["reduce"]
     s_peer = np.repeat(rows["send"]["peer"], packets) if packets > 1 else rows["send"]["peer"]
@@ -442,7 +455,7 @@ def _bind(plan, layout, packets, positions=None):
                                kept[bounds[:-1]].tolist(), kept[bounds[1:]].tolist()):
             rounds.setdefault(k, _new_round(k))[kind].append((pr, o[a:b], n[a:b]))
     z = np.zeros(0, dtype=np.int64)
-    copies_all = (z, z, z)
+    copies_all, moves = (z, z, z), None
     for kind, rr, oo, pc, a_off, b_off, ln, red in (
             ("copies", l_rnd, l_ord, l_pc, l_src, l_dst, l_len, None),
             ("combines", l_rnd, l_ord, l_pc, l_dst, l_fin, l_len, l_red),
@@ -456,6 +469,11 @@ def _bind(plan, layout, packets, positions=None):
         if srt is not None:
             rr, a_off, b_off, ln = rr[srt], a_off[srt], b_off[srt], ln[srt]
         if kind == "copies":
+            # one (dst, src, length) table for a compiled loop (and a spare zero row); the
+            # copies are its columns
+            moves = np.zeros((ln.size + 1, 3), dtype=np.int64)
+            moves[:-1, 0], moves[:-1, 1], moves[:-1, 2] = b_off, a_off, ln
+            a_off, b_off, ln = moves[:-1, 1], moves[:-1, 0], moves[:-1, 2]
             copies_all = (a_off, b_off, ln)
         bounds = np.flatnonzero(np.r_[True, rr[1:] != rr[:-1], True])
         for k, a, b in zip(rr[bounds[:-1]].tolist(), bounds[:-1].tolist(), bounds[1:].tolist()):
@@ -467,7 +485,7 @@ def _bind(plan, layout, packets, positions=None):
     copy_in = _user_segments(plan.inputs, offset, layout.inputs(plan.rank), size)
     copy_out = _user_segments(plan.outputs, offset, layout.outputs(plan.rank), size)
     return BoundPlan(nbytes, bound, copy_in, copy_out, lsrc, ldst, lmsgs, lbytes, packets,
-                     offset, size, copies_all)
+                     offset, size, copies_all, moves)
 
 
 def _new_round(k):

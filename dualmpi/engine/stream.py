@@ -13,8 +13,10 @@ the rank that plays the next nodes, or a copy between two nodes of the same rank
 Every step's route is checked against the topology's router for ``checks`` random
 sources, and every hop's links are checked: for these networks whether ``u`` and
 ``u XOR x`` are linked depends only on ``u``'s class (tested exhaustively in the pure
-tier), and all nodes holding one chunk share a class, so one check per chunk and hop
-covers its ``z`` transfers.
+tier), and all nodes holding one chunk share a class, so one check per class and XOR
+offset covers every chunk's ``z`` transfers.  A chunk's sources end at their
+destinations: source ``s`` of step ``t`` reaches ``s XOR offs[g][-1]``, which is
+``dest(s, t)`` (what the route checks confirm).
 """
 
 import numpy as np
@@ -67,7 +69,7 @@ class StepPlan:
         self.chunk_group = self.chunk_base // self.group_size
         self.checks, self.rng = checks, np.random.default_rng(seed)
         self._links_ok = set()
-        self._steps = {}
+        self._tables = None
 
     def step(self, t):
         """Return ``(table, lengths)``: per group the XOR offsets after each hop, and the hops."""
@@ -85,6 +87,95 @@ class StepPlan:
                 raise DualmpiError(f"step {t}: the route of node {s} is not its class's renamed "
                                    "route")
         return table, lengths
+
+    def tables(self):
+        """Return ``(lengths, table)`` of every step: ``lengths[t, g]`` hops, ``table[t, g, h]``.
+
+        :meth:`step` for all steps at once (computed once): each step's routes come from
+        the router, and ``checks`` random sources per step are routed directly and must
+        agree.
+
+        >>> from dualmpi.topology import DualCube
+        >>> sp = StepPlan(DualCube(2), 2)
+        >>> lengths, table = sp.tables()
+        >>> lengths.shape, table.shape
+        ((7, 2), (7, 2, 5))
+        >>> all((sp.step(t)[1] == lengths[t]).all() for t in range(7))
+        True
+        """
+        if self._tables is not None:
+            return self._tables
+        from ..collectives.alltoall import step_offsets
+
+        steps, p, route, dest = self.p - 1, self.p, self.route, self.dest
+        routes = [step_offsets(self.topo, self.groups, t, dest, route) for t in range(steps)]
+        lengths = np.array([[len(o) - 1 for o in offs] for offs in routes], dtype=np.int64)
+        lengths = lengths.reshape(steps, len(self.groups))
+        span = int(lengths.max()) + 1 if steps else 1
+        table = np.zeros((steps, len(self.groups), span), dtype=np.int64)
+        for t, offs in enumerate(routes):
+            for g, o in enumerate(offs):
+                table[t, g, :len(o)] = o
+        picks = self.rng.integers(0, p, size=(steps, min(self.checks, p))).tolist()
+        per = self.group_size
+        for t, sources in enumerate(picks):
+            for s in sources:
+                want = [s ^ int(o) for o in routes[t][s // per]]
+                if list(self.route(s, int(dest(s, t)))) != want:
+                    raise DualmpiError(f"step {t}: the route of node {s} is not its class's "
+                                       "renamed route")
+        self._tables = lengths, table
+        return self._tables
+
+    def rank_steps(self, rank):
+        """Return what rank ``rank`` does in every step (:class:`~dualmpi.engine.mpi.StreamRunner`).
+
+        Returns ``(steps, sent)``: per step ``(t, start, hops, last)`` — the chunks this
+        rank's nodes start with, per hop ``(acts, done)`` (``acts``: ``(chunk, from
+        rank, to rank)`` of the moves this rank takes part in, ``done``: the chunks
+        that arrive here at their destination), and per chunk the XOR offset from a
+        source to its destination (``table[t, g, lengths[t, g]]``); ``sent`` counts the
+        chunk moves that leave one of this rank's nodes.  Every hop of every chunk is
+        link-checked (once per class and offset, see the module docstring).
+
+        >>> from dualmpi.topology import DualCube
+        >>> steps, sent = StepPlan(DualCube(2), 2).rank_steps(0)
+        >>> len(steps), steps[0][1], steps[0][2]
+        (7, [0], [([(0, 0, 0)], [0])])
+        """
+        lengths, table = self.tables()
+        q, me = self.q, rank
+        glen = lengths[:, self.chunk_group]                            # (steps, chunks)
+        offs = table[:, self.chunk_group, :]                           # (steps, chunks, span)
+        nodes = self.chunk_base[None, :, None] ^ offs
+        ranks = nodes // q
+        hop = np.arange(offs.shape[2] - 1, dtype=np.int64)
+        live = hop[None, None, :] < glen[:, :, None]                   # (steps, chunks, hops)
+        # every hop's link: u and u XOR x are linked depending on u's class only
+        x = (offs[:, :, :-1] ^ offs[:, :, 1:])[live]
+        u = nodes[:, :, :-1][live]
+        shift = self._class_shift()
+        _, first = np.unique((u >> shift) * self.p + x, return_index=True)
+        for node, step in zip(u[first].tolist(), x[first].tolist()):
+            self.check_hop(node, step)
+        a, c = ranks[:, :, :-1], ranks[:, :, 1:]
+        sent = int((live & (a == me)).sum())
+        acts = live & ((a == me) | (c == me))
+        done = live & (hop[None, None, :] + 1 == glen[:, :, None]) & (c == me)
+        last = np.take_along_axis(offs, glen[:, :, None], axis=2)[:, :, 0].tolist()
+        widths = lengths.max(axis=1).tolist()
+        out = [(t, [], [([], []) for _ in range(w)], row) for t, (w, row) in
+               enumerate(zip(widths, last))]
+        for t, j in zip(*(i.tolist() for i in np.nonzero(ranks[:, :, 0] == me))):
+            out[t][1].append(j)
+        at, ah, aj = np.nonzero(acts.transpose(0, 2, 1))                # by step, hop, chunk
+        for t, h, j, f, g in zip(at.tolist(), ah.tolist(), aj.tolist(),
+                                 a[at, aj, ah].tolist(), c[at, aj, ah].tolist()):
+            out[t][2][h][0].append((j, f, g))
+        dt, dh, dj = np.nonzero(done.transpose(0, 2, 1))
+        for t, h, j in zip(dt.tolist(), dh.tolist(), dj.tolist()):
+            out[t][2][h][1].append(j)
+        return out, sent
 
     def holders(self, table):
         """Return ``(nodes, ranks)``: per chunk and hop, its first holding node and that rank."""
@@ -113,13 +204,8 @@ class StepPlan:
 
     def hop_rounds(self):
         """Return the hop rounds of the whole exchange (the sum of each step's longest route)."""
-        return sum(int(self._lengths(t).max()) for t in range(self.p - 1))
+        return int(self.tables()[0].max(axis=1).sum()) if self.p > 1 else 0
 
     def link_transfers(self):
         """Return the link transfers of the whole exchange."""
-        return sum(int(self._lengths(t).sum()) * self.group_size for t in range(self.p - 1))
-
-    def _lengths(self, t):
-        if t not in self._steps:
-            self._steps[t] = self.step(t)[1]
-        return self._steps[t]
+        return int(self.tables()[0].sum()) * self.group_size
