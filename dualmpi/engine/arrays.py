@@ -185,6 +185,25 @@ class ArraySchedule:
         rows = np.flatnonzero(own_s | own_d)
         return rows, own_s[rows], own_d[rows]
 
+    def step_bytes(self, size):
+        """Return the sum over the steps of the step's largest message, in bytes.
+
+        ``size(origin, target)`` gives the bytes of blocks (a layout's
+        :meth:`~dualmpi.engine.layout.Layout.size`); see
+        :func:`dualmpi.model.steps.step_bytes`.
+
+        >>> from dualmpi.collectives import build_schedule
+        >>> from dualmpi.topology import DualCube
+        >>> a = from_schedule(build_schedule("bcast", DualCube(2), 0))
+        >>> a.step_bytes(lambda origin, target: np.full(origin.shape, 10))
+        40
+        """
+        from ..model.steps import step_bytes
+
+        cols = self.columns()
+        sizes = size(cols["origin"], cols["target"]) if cols["src"].size else _empty()
+        return step_bytes(cols["bounds"], [r.step for r in self.rounds], cols["msg"], sizes)
+
     def take(self, rows, *names):
         """Return the columns ``names`` of :meth:`columns` at ``rows`` (a list of arrays).
 
@@ -519,6 +538,29 @@ class _AlltoallSchedule(ArraySchedule):
         if self.flat is None:
             self.flat = _Columns(self, {"bounds": self._bounds, "reduce": None})
         return self.flat
+
+    def step_bytes(self, size):
+        """See :meth:`ArraySchedule.step_bytes`; read from each step's first hop round.
+
+        Every row is a message of one block, and a step's first hop round sends every
+        source's block (the later rounds forward some of them), so a step's largest
+        message is the largest block of its first round.
+
+        >>> from dualmpi.topology import DualCube
+        >>> a = alltoall_arrays(DualCube(2))
+        >>> sizes = lambda origin, target: origin + target  # noqa: E731
+        >>> a.step_bytes(sizes) == ArraySchedule.step_bytes(a, sizes)
+        True
+        """
+        first = np.flatnonzero(self._first)
+        if first.size == 0:
+            return 0
+        rows = ((first << self._shift)[:, None] + np.arange(self._per, dtype=np.int64))
+        origin, target = self.take(rows.reshape(-1), "origin", "target")
+        top = np.asarray(size(origin, target), dtype=np.int64).reshape(first.size, -1).max(axis=1)
+        steps = self._blk_t[first]
+        starts = np.flatnonzero(np.r_[True, steps[1:] != steps[:-1]])
+        return int(np.maximum.reduceat(top, starts).sum())
 
     def rank_rows(self, lo, hi):
         """See :meth:`ArraySchedule.rank_rows`; decided per aligned part of a block.

@@ -136,16 +136,11 @@ class Engine:
         if hit is not None:
             self._costs.move_to_end(key)
             return hit
-        from ..model.steps import step_bytes
-
         rounds, steps = self.counts(collective, root_rank * self.q, variant, algorithm)
         sched = self.schedule(collective, root_rank * self.q, variant, algorithm)
-        cols = sched.columns()
         layout = Layout(layout_kind(collective, algorithm), self.topo.num_nodes, self.q, nbytes,
                         root_rank, None, None, itemsize)
-        sizes = layout.size(cols["origin"], cols["target"]) if cols["src"].size else \
-            np.zeros(0, dtype=np.int64)
-        largest = step_bytes(cols["bounds"], [r.step for r in sched.rounds], cols["msg"], sizes)
+        largest = sched.step_bytes(layout.size)
         out = self._costs[key] = (rounds, steps, largest)
         while len(self._costs) > CACHE_SIZE:
             self._costs.popitem(last=False)
