@@ -156,7 +156,7 @@ class _Wire:
         if r.direct:
             if self.worker:
                 with ep.hub.lock:
-                    ep.hub._count(r.first[0], data.size)
+                    ep.hub.count_sent(r.first[0], data.size)
             else:
                 ep.count_main(r.first[0], data.size)
             self.reqs.append(ep.direct.Isend([data, MPI.BYTE], dest, self.tag))

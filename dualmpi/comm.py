@@ -147,6 +147,8 @@ class Comm(p2p.PointToPoint):
         self._zero_copy = q == 1 and not verify and shape is None and drop is None
         self._baseline = None
         self._p2p = self._router.links
+        #: the messages this rank originated point-to-point (stats()'s p2p_*)
+        self._hub = self._router.hub
         self._allreduce_costs = None
         #: the last call of each method, repeated without its checks (:meth:`_remember`)
         self._forget()
@@ -699,10 +701,16 @@ class Comm(p2p.PointToPoint):
         ``checksum_failures`` (with ``verify``) and ``links``:
         ``{(u, v): (messages, bytes)}`` per directed link.  A nonblocking collective counts
         once it has completed, exactly as the blocking call does (a v-variant: two
-        collectives, the all-gather of its counts and its data).
+        collectives, the all-gather of its counts and its data).  ``p2p_messages``,
+        ``p2p_bytes`` and ``p2p_hops``: the point-to-point messages this rank sent (on this
+        network and the communicators derived from it, neighbourhood collectives and
+        synchronous sends' acknowledgements included; forwarded ones and messages to itself
+        not), their payload bytes and their routes' links: their model time is
+        ``p2p_messages*t_s + p2p_bytes*t_w + p2p_hops*t_h``.
         """
         links, total = {}, {"collectives": 0, "rounds": 0, "steps": 0, "step_bytes": 0,
                             "checksum_failures": 0}
+        total["p2p_messages"], total["p2p_bytes"], total["p2p_hops"] = self._hub.sent_totals()
         if self._engine is not None:
             total.update(self._engine.retired)
             links = {k: tuple(v) for k, v in self._engine.retired_links.items()}

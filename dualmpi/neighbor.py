@@ -361,7 +361,7 @@ class _Exchange:
 
     def _post(self, MPI):
         comm, out, tag, inp = self.wire.comm, self.out, self.tag, self.inp
-        p2p = self.net._p2p
+        router = self.net._router
         for j, peer in enumerate(self.ranks):
             if self.error is not None:
                 out[j] = (-self.code, _ANY, 0, 0, 0)
@@ -372,9 +372,8 @@ class _Exchange:
                 out[j] = (self.code, expect, expect_key, payload.size, key)
             self.reqs.append(_message(comm.Isend, MPI, out[j], payload, peer, tag))
             self.req_peer.append(peer)
-            link = self.links[j]
-            m, b = p2p.get(link, (0, 0))
-            p2p[link] = (m + 1, b + (0 if payload is None else payload.size))
+            # one message over one link (stats()'s links and the messages this rank sent)
+            router.count_main((self.links[j],), 0 if payload is None else payload.size, 1)
         for i, peer in enumerate(self.ranks):
             target = None if self.error is not None else self.recvs[i][0]
             if target is None:

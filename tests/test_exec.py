@@ -20,52 +20,64 @@ from mpi_helpers import REPO
 CLOCK = {"ts": 2e-6, "tw": 1e-9, "th": 5e-8}
 
 
-def _record(calls, links, rounds=0, steps=0, collectives=0):
+def _record(calls, links, rounds=0, steps=0, collectives=0, step_bytes=0, p2p=(0, 0, 0),
+            kinds=None):
     stats = report.empty_stats()
     report.add_stats(stats, {"messages": sum(m for m, _ in links.values()),
                              "bytes": sum(n for _, n in links.values()), "rounds": rounds,
-                             "steps": steps, "collectives": collectives, "links": links})
-    return {"calls": calls, "stats": report.record_stats(stats), "refusals": 0, "refusal": None}
+                             "steps": steps, "collectives": collectives, "links": links,
+                             "step_bytes": step_bytes, "p2p_messages": p2p[0],
+                             "p2p_bytes": p2p[1], "p2p_hops": p2p[2]})
+    return {"calls": calls, "kinds": kinds or {"COMM_WORLD": dict(calls)},
+            "stats": report.record_stats(stats), "refusals": 0, "refusal": None}
 
 
-def test_build_sums_the_ranks_and_prices_the_busiest_link():
-    """Two ranks' records: calls and links summed, hop rounds the slowest rank's, the model
-    time the busiest link's messages*t_s + bytes*t_w plus hop rounds*t_h."""
+def test_build_sums_the_ranks_and_prices_each_rank():
+    """Two ranks' records: calls and links summed; the model time the slowest rank's
+    collectives (steps*t_s + step_bytes*t_w + rounds*t_h) plus its point-to-point messages
+    (messages*t_s + bytes*t_w + hops*t_h)."""
     topo = from_spec("hypercube:n=1")
-    recs = [_record({"Bcast": 1, "Send": 2}, {(0, 1): (3, 300)}, rounds=1, steps=1, collectives=1),
+    recs = [_record({"Bcast": 1, "Send": 2}, {(0, 1): (3, 300)}, rounds=1, steps=1,
+                    collectives=1, step_bytes=100, p2p=(2, 200, 2)),
             _record({"Bcast": 1, "Recv": 2}, {(1, 0): (1, 5000)}, rounds=1, steps=1,
-                    collectives=1)]
+                    collectives=1, step_bytes=100, p2p=(1, 5000, 1))]
     rep = report.build(recs, topo, 1, CLOCK, {"x": 1}, program="p.py", args=["-v"])
-    assert rep["format"] == FORMAT == report.FORMAT == "dualmpi-exec/1"
+    assert rep["format"] == FORMAT == report.FORMAT == "dualmpi-exec/2"
     assert rep["calls"] == {"Bcast": 2, "Recv": 2, "Send": 2}
     assert list(rep["calls"])[0] == "Bcast"  # most called first
+    assert rep["calls_by_kind"] == {"COMM_WORLD": {"Bcast": 2, "Recv": 2, "Send": 2}}
     assert (rep["messages"], rep["bytes"], rep["links_used"]) == (4, 5300, 2)
     assert rep["links"] == [[0, 1, 3, 300], [1, 0, 1, 5000]]
     assert rep["busiest_links"][0] == [1, 0, 1, 5000]
-    link_time = max(3 * 2e-6 + 300e-9, 2e-6 + 5000e-9)
-    assert rep["model"]["link_time"] == pytest.approx(link_time)
-    assert rep["model"]["busiest_link"] == [1, 0]
-    assert rep["model"]["time"] == pytest.approx(link_time + 5e-8)
-    assert rep["model"]["clock"] == CLOCK
+    assert (rep["p2p_messages"], rep["p2p_bytes"], rep["p2p_hops"]) == (3, 5200, 3)
+    coll = 2e-6 + 100e-9 + 5e-8
+    p2p = [2 * 2e-6 + 200e-9 + 2 * 5e-8, 2e-6 + 5000e-9 + 5e-8]
+    m = rep["model"]
+    assert m["rank"] == 1 and m["time"] == pytest.approx(coll + p2p[1])
+    assert m["collective_time"] == pytest.approx(coll) and m["p2p_time"] == pytest.approx(p2p[1])
+    assert m["per_rank"] == pytest.approx([coll + p2p[0], coll + p2p[1]])
+    assert m["collectives"] == {"steps": 1, "step_bytes": 100, "hop_rounds": 1}
+    assert m["p2p"] == {"messages": 1, "bytes": 5000, "hops": 1}
+    assert m["clock"] == CLOCK
     assert (rep["hop_rounds"], rep["steps"], rep["ranks"], rep["program"]) == (1, 1, 2, "p.py")
     json.dumps(rep)  # JSON as it is
 
 
 def test_model_time_follows_the_clock():
-    """The busiest link depends on the clock: many small messages under t_s, few large under t_w."""
-    links = [[0, 1, 100, 100], [1, 0, 1, 10 ** 6]]
-    assert report.model_time(links, 0, {"ts": 1e-3, "tw": 0, "th": 0})["busiest_link"] == [0, 1]
-    assert report.model_time(links, 0, {"ts": 0, "tw": 1e-9, "th": 0})["busiest_link"] == [1, 0]
-    m = report.model_time([], 4, CLOCK)
-    assert m == {"time": 4 * 5e-8, "link_time": 0.0, "hop_time": 4 * 5e-8, "busiest_link": None}
-    # a streamed total exchange's totals are no link
-    m = report.model_time([["all", "all", 9, 9], [0, 1, 1, 8]], 0, CLOCK)
-    assert m["busiest_link"] == [0, 1]
+    """The slowest rank depends on the clock: many small messages under t_s, few large under
+    t_w; no rank, no time."""
+    few = dict(steps=0, step_bytes=0, rounds=0, p2p_messages=1, p2p_bytes=10 ** 6, p2p_hops=1)
+    many = dict(few, p2p_messages=100, p2p_bytes=100, p2p_hops=100)
+    assert report.model_time([many, few], {"ts": 1e-3, "tw": 0, "th": 0})["rank"] == 0
+    assert report.model_time([many, few], {"ts": 0, "tw": 1e-9, "th": 0})["rank"] == 1
+    assert report.model_time([many, few], {"ts": 0, "tw": 0, "th": 1.0})["time"] == 100.0
+    m = report.model_time([], CLOCK)
+    assert (m["time"], m["rank"], m["per_rank"]) == (0.0, None, [])
 
 
 def test_text_is_short_and_names_what_the_report_holds():
     topo = from_spec("dualcube:r=2")
-    recs = [_record({"Alltoall": 1}, {(0, 1): (2, 64)}, 3, 3, 1)] * 4
+    recs = [_record({"Alltoall": 1}, {(0, 1): (2, 64)}, 3, 3, 1, 96)] * 4
     rep = report.build(recs, topo, 2, CLOCK, program="prog.py")
     lines = report.text(rep)
     assert lines[0] == "dualmpi exec: prog.py on dualcube:r=2 (8 nodes, 4 ranks x 2 nodes)"
@@ -73,8 +85,26 @@ def test_text_is_short_and_names_what_the_report_holds():
     assert "link messages 8, bytes 256 over 1 directed links; busiest: 0->1 8 msgs 256 B" \
         in lines[2]
     assert lines[3].startswith("  hop rounds 3 (paper steps 3")
-    assert re.search(r"model time [0-9.]+ us at t_s = 2 us, t_w = 1 ns/B, t_h = 50 ns", lines[4])
-    assert len(lines) == 5
+    assert lines[4] == "  point-to-point: 0 messages sent, 0 bytes, 0 route links"
+    assert re.search(r"model time 6\.246 us at t_s = 2 us, t_w = 1 ns/B, t_h = 50 ns: "
+                     r"collectives 6\.246 us \+ point-to-point 0 ns \(rank 0, the slowest\)",
+                     lines[5]), lines[5]
+    assert len(lines) == 6
+
+
+def test_calls_on_derived_communicators_are_listed_by_kind():
+    """calls sums every kind; calls_by_kind and a line of the text name the derived ones."""
+    topo = from_spec("hypercube:n=1")
+    kinds = {"COMM_WORLD": {"Split": 1, "Create_cart": 1},
+             "Intracomm": {"Allreduce": 2, "Free": 1}, "Cartcomm": {"Sendrecv": 1}}
+    calls = {"Split": 1, "Create_cart": 1, "Allreduce": 2, "Free": 1, "Sendrecv": 1}
+    rep = report.build([_record(calls, {}, kinds=kinds)] * 2, topo, 1, CLOCK)
+    assert rep["calls"]["Allreduce"] == 4 and rep["calls"]["Split"] == 2
+    assert list(rep["calls_by_kind"]) == ["COMM_WORLD", "Cartcomm", "Intracomm"]
+    assert rep["calls_by_kind"]["Intracomm"] == {"Allreduce": 4, "Free": 2}
+    line = next(x for x in report.text(rep) if "derived" in x)
+    assert line == ("  of which on derived communicators: Cartcomm Sendrecv 2; "
+                    "Intracomm Allreduce 4, Free 2")
 
 
 def test_refused_calls_the_program_caught_are_reported():
@@ -107,7 +137,8 @@ def test_compare_two_runs(tmp_path):
     ("not json", "not a JSON file"),
     ('{"format": "dualmpi-run/1"}', "not a dualmpi exec report (format 'dualmpi-run/1'"),
     ('[1, 2]', "not a dualmpi exec report"),
-    ('{"format": "dualmpi-exec/1", "spec": "x"}', "report without 'nodes'"),
+    ('{"format": "dualmpi-exec/2", "spec": "x"}', "report without 'nodes'"),
+    ('{"format": "dualmpi-exec/1", "spec": "x"}', "a dualmpi-exec/1 report, whose model time"),
 ])
 def test_read_refuses_other_files(tmp_path, content, words):
     path = tmp_path / "r.json"

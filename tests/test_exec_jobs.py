@@ -13,7 +13,6 @@ import subprocess
 import pytest
 
 from dualmpi.engine import cloop
-from dualmpi.exec import report as exec_report
 from dualmpi.topology import from_spec
 from mpi_helpers import MPIEXEC, PYTHON, REPO, mpi_cmd, needs_mpiexec, ompi_env, run_job
 
@@ -69,9 +68,10 @@ def test_an_ordinary_program_prints_the_same(ranks, spec, q):
     lines = job.stderr.strip().splitlines()
     nodes_per_rank = q or from_spec(spec).num_nodes // ranks
     head = f"dualmpi exec: {ORDINARY} on {spec} ("
-    assert lines[-5].startswith(head), job.stderr
-    assert (f"x {nodes_per_rank} nodes)" in lines[-5]) == (nodes_per_rank > 1)
-    assert "Dup " in lines[-4] and "Iallreduce " in lines[-4] and "alltoall " in lines[-4]
+    assert lines[-6].startswith(head), job.stderr
+    assert (f"x {nodes_per_rank} nodes)" in lines[-6]) == (nodes_per_rank > 1)
+    assert "Dup " in lines[-5] and "Iallreduce " in lines[-5] and "alltoall " in lines[-5]
+    assert lines[-1].startswith("  model time ")
     assert "Traceback" not in job.stderr
 
 
@@ -227,6 +227,60 @@ def test_the_roads_run_natively():
         assert job.returncode == 0 and f"survived {road}" in job.stdout, job.stderr[-2000:]
 
 
+def _route_links(topo, q, a, b):
+    """Links of the route between ranks a and b (the shortest between their nodes)."""
+    return min(len(topo.route(u, v)) - 1 for u in range(a * q, (a + 1) * q)
+               for v in range(b * q, (b + 1) * q))
+
+
+@pytest.mark.parametrize("ranks, spec, q", [(4, "dualcube:r=2", 2), (8, "hypercube:n=3", 1)])
+def test_the_model_time_prices_each_call(tmp_path, ranks, spec, q):
+    """tests/exec_programs/model.py (Bcast, Alltoall, Allgather, a Sendrecv ring, an Allreduce
+    on the halves of a Split, a Sendrecv on a Create_cart): the report's model time is, per
+    rank, each collective's schedule at its block size (``dualmpi simulate``'s coefficients:
+    steps*t_s + blocks*m*t_w + hop rounds*t_h) plus each message the rank sent (t_s + m*t_w +
+    d*t_h, d the route's links), the slowest rank's; the calls on the derived communicators are
+    counted per method under their kind (Intracomm, Cartcomm)."""
+    from dualmpi.simulator import simulate
+
+    program = PROGRAMS / "model.py"
+    ts, tw, th = 1e-6, 2e-9, 3e-7
+    path = tmp_path / "model.json"
+    job = _job(ranks, program, exec_args=[spec, "--nodes-per-rank", str(q), "--model",
+                                          f"ts={ts},tw={tw},th={th}", "--report", str(path)])
+    native = _native(ranks, program)
+    assert job.returncode == 0 and native.returncode == 0, job.stdout + job.stderr[-3000:]
+    assert sorted(job.stdout.splitlines()) == sorted(native.stdout.splitlines())
+    rep = json.loads(path.read_text())
+    topo = from_spec(spec)
+
+    def schedule(name, m):
+        c = simulate(topo, name, 0)["model"]
+        return c["ts"] * ts + c["tw"] * m * tw + c["th"] * th
+
+    # node-level blocks: the whole buffer, a pair's piece in q*q parts, a rank's in q parts
+    collectives = schedule("bcast", 1000) + schedule("alltoall", 24 // (q * q)) + \
+        schedule("allgather", 32 // q)
+    per_rank = []
+    for r in range(ranks):
+        sent = [(64 * (r + 1), (r + 1) % ranks), (16, (r + 1) % ranks)]  # the two rings
+        h, d = r // 2, 1  # recursive doubling on the half of rank r: partners h ^ 1, h ^ 2, ...
+        while d < ranks // 2:
+            sent.append((40, 2 * (h ^ d) + r % 2))
+            d <<= 1
+        p2p = sum(ts + m * tw + _route_links(topo, q, r, b) * th for m, b in sent)
+        per_rank.append(collectives + p2p)
+    assert rep["model"]["per_rank"] == pytest.approx(per_rank, rel=1e-9)
+    assert rep["model"]["time"] == pytest.approx(max(per_rank), rel=1e-9)
+    assert rep["model"]["collective_time"] == pytest.approx(collectives, rel=1e-9)
+    assert rep["calls_by_kind"] == {
+        "COMM_WORLD": {"Allgather": ranks, "Alltoall": ranks, "Bcast": ranks,
+                       "Create_cart": ranks, "Sendrecv": ranks, "Split": ranks},
+        "Cartcomm": {"Free": ranks, "Sendrecv": ranks},
+        "Intracomm": {"Allreduce": ranks, "Free": ranks}}
+    assert "of which on derived communicators: Cartcomm Free" in job.stderr
+
+
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory):
     """calls.py under exec on D_2 and Q_3 (4 ranks, 2 nodes each) with --report, the second
@@ -249,14 +303,17 @@ def test_the_report_is_stats(reports):
     """The report's link messages, bytes, per-link counts and hop rounds are what
     dualmpi.Comm.stats() counts for the same calls (summed over the ranks)."""
     rep, direct = reports["d2_json"], reports["direct"]
-    assert rep["format"] == "dualmpi-exec/1"
+    assert rep["format"] == "dualmpi-exec/2"
     for key in ("messages", "bytes", "links"):
         assert rep[key] == direct[key], key
     assert (rep["hop_rounds"], rep["steps"]) == (direct["rounds"], direct["steps"])
     assert rep["messages"] > 0
-    model = exec_report.model_time(rep["links"], rep["hop_rounds"], rep["model"]["clock"])
-    assert rep["model"]["time"] == pytest.approx(model["time"])
-    assert rep["model"]["clock"] == {"ts": 2e-6, "tw": 1e-9, "th": 5e-8}
+    ts, tw, th = 2e-6, 1e-9, 5e-8
+    per_rank = [s["steps"] * ts + s["step_bytes"] * tw + s["rounds"] * th + s["p2p_messages"] * ts
+                + s["p2p_bytes"] * tw + s["p2p_hops"] * th for s in direct["per_rank"]]
+    assert rep["model"]["per_rank"] == pytest.approx(per_rank)
+    assert rep["model"]["time"] == pytest.approx(max(per_rank))
+    assert rep["model"]["clock"] == {"ts": ts, "tw": tw, "th": th}
     assert rep["calls"]["Alltoall"] == 4
     assert rep["calls"]["allgather"] == 4 and rep["calls"]["Barrier"] == 4
     assert (rep["spec"], rep["nodes"], rep["ranks"], rep["nodes_per_rank"]) == \

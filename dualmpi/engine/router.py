@@ -358,6 +358,10 @@ class Hub:
         self._out_reqs, self._out_bufs = [], []
         self.acks = {}  # ident -> state of a sync send waiting for its ack
         self.originated = self.arrived = 0
+        #: the messages this rank originated, ``[messages, payload bytes, route hops]``: those
+        #: counted by the rank's own thread (:meth:`count_main`) and under the lock
+        #: (:meth:`message`, :meth:`count_sent`); :meth:`sent_totals` adds them up
+        self.sent_main, self.sent = [0, 0, 0], [0, 0, 0]
         self._ident = 0
         self._routes, self._paths, self._walks = {}, {}, {}
         self._status = MPI.Status()
@@ -446,12 +450,43 @@ class Hub:
         return ctx
 
     # -- counting ----------------------------------------------------------------------------
-    def count_main(self, hops, nbytes):
-        """Count a message's ``hops`` on this thread's links (the caller's thread only)."""
+    def count_main(self, hops, nbytes, route_hops=None):
+        """Count a message this rank sends directly: its ``hops`` on this thread's links and
+        the message in :attr:`sent_main` (the caller's thread only).
+
+        ``route_hops``: the links of its whole route (default: the route to the rank the
+        last of ``hops`` enters, whose local hops that rank counts).
+        """
         links = self.links
         for key in hops:
             m, n = dict.get(links, key, (0, 0))
             dict.__setitem__(links, key, (m + 1, n + nbytes))
+        sent = self.sent_main
+        sent[0] += 1
+        sent[1] += nbytes
+        sent[2] += route_hops if route_hops is not None else self._route_hops(hops)
+
+    def count_sent(self, hops, nbytes):
+        """Count a message this rank sends directly from another thread (under the lock)."""
+        self._count(hops, nbytes)
+        sent = self.sent
+        sent[0] += 1
+        sent[1] += nbytes
+        sent[2] += self._route_hops(hops)
+
+    def _route_hops(self, hops):
+        """The links of the route of a direct message whose first ``hops`` leave this rank."""
+        if self.q == 1:
+            return len(hops)
+        return len(self.route(self.rank, hops[-1][1] // self.q).path) - 1
+
+    def sent_totals(self):
+        """Return ``[messages, payload bytes, route hops]`` of the messages this rank
+        originated (forwarded ones not included; a message to itself crosses no link and is
+        not one of them)."""
+        with self.lock:
+            locked = list(self.sent)
+        return [a + b for a, b in zip(self.sent_main, locked)]
 
     def _count(self, hops, nbytes):
         moved = self.links.moved
@@ -466,9 +501,13 @@ class Hub:
     # -- sending -----------------------------------------------------------------------------
     def message(self, kind, dest, tag, payload, ident=0, ctx=0):
         """Return a routed message ``[header | payload]`` from this rank to network rank
-        ``dest``."""
+        ``dest``, counted in :attr:`sent` (under the lock)."""
         r = self.route(self.rank, dest)
         n = 0 if payload is None else payload.size
+        sent = self.sent
+        sent[0] += 1
+        sent[1] += n
+        sent[2] += len(r.path) - 1
         buf = np.empty(HEADER_BYTES + n, dtype=np.uint8)
         buf[:HEADER_BYTES].view(np.int64)[:] = (kind, self.rank, tag, r.u, r.v, 0, ident, ctx)
         if n:
@@ -880,9 +919,9 @@ class Router:
         return self._direct_in
 
     # -- counting ----------------------------------------------------------------------------
-    def count_main(self, hops, nbytes):
-        """Count a message's ``hops`` on this thread's links (the caller's thread only)."""
-        self.hub.count_main(hops, nbytes)
+    def count_main(self, hops, nbytes, route_hops=None):
+        """Count a direct message (the caller's thread only; see :meth:`Hub.count_main`)."""
+        self.hub.count_main(hops, nbytes, route_hops)
 
     def check(self):
         """Raise the progress thread's failure, if it failed."""

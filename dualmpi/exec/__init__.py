@@ -17,7 +17,7 @@ from ..errors import InputError
 __all__ = ["add_parser", "main", "FORMAT", "compare_refusal"]
 
 #: Format tag of the ``--report`` file (docs/results.md).
-FORMAT = "dualmpi-exec/1"
+FORMAT = "dualmpi-exec/2"
 
 
 def add_parser(sub):
@@ -27,19 +27,21 @@ def add_parser(sub):
         help="run an unmodified mpi4py program with MPI.COMM_WORLD standing for the network "
         "(under mpiexec)",
         description="Run PROGRAM (an ordinary mpi4py program, unchanged) with MPI.COMM_WORLD "
-        "standing for SPEC: its collectives (buffer, object, nonblocking), point-to-point calls "
-        "and Dup()s travel over the network's links through dualmpi.Comm, one node (or a block "
-        "of nodes) per rank; MPI.COMM_SELF, Wtime and the local queries behave as before. Every "
-        "other road to MPI between the program's processes -- Split and the other derived "
-        "communicators, an MPI.Intracomm or mpi4py.util.pkl5 communicator made from "
-        "MPI.COMM_WORLD, C code calling libmpi, windows, files, spawned or connected "
+        "standing for SPEC: its collectives (buffer, object, nonblocking), point-to-point calls, "
+        "Dup()s and the communicators derived from it (Split, Create_cart, ...) travel over the "
+        "network's links through dualmpi.Comm, one node (or a block of nodes) per rank; "
+        "MPI.COMM_SELF, Wtime and the local queries behave as before. Every other road to MPI "
+        "between the program's processes -- an MPI.Intracomm or mpi4py.util.pkl5 communicator "
+        "made from MPI.COMM_WORLD, C code calling libmpi, windows, files, spawned or connected "
         "processes -- stops with one line naming the call (a guard on MPI's profiling "
         "interface, built with the MPI library's mpicc). The program's output, exit code and "
         "exceptions are its own (an unhandled exception or a non-zero exit ends the whole job, "
-        "as under python -m mpi4py). At the end rank 0 prints on stderr the calls per method, "
-        "the link messages and bytes, the busiest links, the hop rounds and the model time "
-        "max over links (messages*t_s + bytes*t_w) + hop rounds*t_h; --report writes it as "
-        "JSON (format dualmpi-exec/1).",
+        "as under python -m mpi4py). At the end rank 0 prints on stderr the calls per method "
+        "(and per derived communicator), the link messages and bytes, the busiest links, the "
+        "hop rounds, the point-to-point messages and the model time: per rank, each collective "
+        "call's schedule (steps*t_s + step bytes*t_w + hop rounds*t_h) plus each message it "
+        "sent (t_s + m*t_w + d*t_h), the slowest rank's; --report writes it as JSON (format "
+        "dualmpi-exec/2).",
         epilog="example: mpiexec -n 8 python -m mpi4py -m dualmpi exec dualcube:r=2 "
         "--report run.json -- prog.py --steps 10",
     )
@@ -49,7 +51,7 @@ def add_parser(sub):
                    help="the program's arguments (put -- before PROGRAM when they start with -)")
     p.add_argument("--nodes-per-rank", type=int, default=None, metavar="Q",
                    help="nodes played by each rank (default nodes/ranks)")
-    p.add_argument("--report", metavar="FILE", help="write the report as JSON (dualmpi-exec/1)")
+    p.add_argument("--report", metavar="FILE", help="write the report as JSON (dualmpi-exec/2)")
     p.add_argument("--model", metavar="ts=S,tw=S,th=S",
                    help="link parameters of the report's model time (seconds, seconds per byte, "
                    "seconds; default ts=2e-6,tw=1e-9,th=5e-8, README's)")

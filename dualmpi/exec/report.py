@@ -1,36 +1,50 @@
 """The report of a ``dualmpi exec`` run: what crossed which links, and its model time (pure).
 
-Each rank contributes a record -- the stand-in's calls per method and the link counts of
-its networks' :meth:`dualmpi.Comm.stats` (a rank counts what its nodes send, forwarded
-messages included) -- and :func:`build` sums them into the report that rank 0 prints
-(:func:`text`) and ``--report FILE`` writes as JSON (:data:`FORMAT`, docs/results.md).
+Each rank contributes a record -- the calls per method of the stand-in and of the
+communicators derived from it (per kind), and the counts of its networks'
+:meth:`dualmpi.Comm.stats` (a rank counts the link messages its nodes send, forwarded ones
+included, and the point-to-point messages it sent itself) -- and :func:`build` sums them into
+the report that rank 0 prints (:func:`text`) and ``--report FILE`` writes as JSON
+(:data:`FORMAT`, docs/results.md).
 
-The model time prices the run with the papers' link parameters (``t_s``, ``t_w``, ``t_h``):
-every message a link carries holds it ``t_s + n t_w`` (each hop is a message of its own, as
-the emulation sends it), so the run takes at least its busiest link's total, and every hop
-round of the collectives' schedules adds ``t_h``::
+The model time prices what ran with the papers' link parameters (``t_s``, ``t_w``, ``t_h``,
+:mod:`dualmpi.model.steps`).  Per rank: every collective call of the network (on
+``MPI.COMM_WORLD`` or a ``Dup`` of it) costs its schedule's ``steps*t_s + step_bytes*t_w +
+hop_rounds*t_h`` (each step its largest message at the call's block sizes, each hop round
+``t_h``), and every point-to-point message the rank sent costs ``t_s + m*t_w + d*t_h`` (``m``
+bytes over a route of ``d`` links, cut-through) -- the messages of the communicators derived
+from the world (``Split``, ``Create_cart``, ...) included, their collectives being MPI's
+algorithms over such messages::
 
-    T = max over directed links l of (messages_l * t_s + bytes_l * t_w) + hop_rounds * t_h
+    T_rank = steps*t_s + step_bytes*t_w + hop_rounds*t_h
+             + p2p_messages*t_s + p2p_bytes*t_w + p2p_hops*t_h
+    T = max over the ranks of T_rank
 
-A bound from the counts, not a replay: it ignores waiting between calls and computing, and
-messages that cross different links at once overlap in it.  ``dualmpi simulate`` replays the
-papers' collectives step by step.
+The calls one after another on each rank (one port), the ranks side by side; no computing,
+no waiting for another rank, no contention between messages that share a link.
 """
 
 import json
 
 from ..errors import InputError
 
+from ..model.steps import collective_time, p2p_time
+
 __all__ = ["FORMAT", "empty_stats", "add_stats", "record_stats", "build", "model_time", "text",
            "compare", "read", "busiest"]
 
-#: Format tag of ``--report`` files.
-FORMAT = "dualmpi-exec/1"
+#: Format tag of ``--report`` files (2: the model time priced per call, see the module docstring;
+#: 1 was a bound from the link totals).
+FORMAT = "dualmpi-exec/2"
 
 #: Busiest links listed in the report.
 BUSIEST = 5
 
-_COUNTS = ("messages", "bytes", "rounds", "steps", "collectives", "checksum_failures")
+#: The kind of the calls of MPI.COMM_WORLD and its Dups (dualmpi.exec.world.WORLD_KIND).
+WORLD = "COMM_WORLD"
+
+_COUNTS = ("messages", "bytes", "rounds", "steps", "step_bytes", "collectives",
+           "checksum_failures", "p2p_messages", "p2p_bytes", "p2p_hops")
 
 
 def empty_stats():
@@ -74,38 +88,58 @@ def busiest(links, count=BUSIEST):
     return sorted(links, key=lambda row: (-row[3], -row[2], row[0], row[1]))[:count]
 
 
-def model_time(links, hop_rounds, clock):
-    """Return the model time of the counts: ``{time, link_time, hop_time, busiest_link}``.
+def model_time(per_rank, clock):
+    """Return the model time of a run from every rank's counts (see the module docstring).
 
-    ``links`` are ``[u, v, messages, bytes]`` rows (summed over the ranks), ``clock``
-    ``{"ts", "tw", "th"}`` in seconds; a total without per-link detail (a streamed total
-    exchange counts under the link ``["all", "all"]``) is left out of the maximum.
+    ``per_rank``: each rank's :func:`record_stats` (``steps``, ``step_bytes``, ``rounds``,
+    ``p2p_messages``, ``p2p_bytes``, ``p2p_hops``), ``clock`` ``{"ts", "tw", "th"}`` in
+    seconds.  Returns ``{time, rank, collective_time, p2p_time, collectives, p2p, per_rank}``:
+    the slowest rank's total, which rank that is, its two parts and their counts, and every
+    rank's total.
 
-    >>> m = model_time([[0, 1, 10, 1000], [1, 0, 1, 5000]], 3, {"ts": 2e-6, "tw": 1e-9, "th": 5e-8})
-    >>> round(m["time"] * 1e6, 3), m["busiest_link"]
-    (21.15, [0, 1])
+    >>> clock = {"ts": 2e-6, "tw": 1e-9, "th": 5e-8}
+    >>> ranks = [dict(steps=3, step_bytes=300, rounds=3, p2p_messages=1, p2p_bytes=100,
+    ...               p2p_hops=2),
+    ...          dict(steps=3, step_bytes=300, rounds=3, p2p_messages=4, p2p_bytes=400,
+    ...               p2p_hops=4)]
+    >>> m = model_time(ranks, clock)
+    >>> m["rank"], round(m["collective_time"] * 1e6, 3), round(m["p2p_time"] * 1e6, 3)
+    (1, 6.45, 8.6)
     """
-    best, where = 0.0, None
-    for u, v, m, n in links:
-        if not isinstance(u, int):
-            continue
-        t = m * clock["ts"] + n * clock["tw"]
-        if where is None or t > best:
-            best, where = t, [u, v]
-    hop = hop_rounds * clock["th"]
-    return {"time": best + hop, "link_time": best, "hop_time": hop, "busiest_link": where}
+    times = []
+    for s in per_rank:
+        coll = collective_time(s["steps"], s["step_bytes"], s["rounds"], clock)
+        p2p = p2p_time(s["p2p_messages"], s["p2p_bytes"], s["p2p_hops"], clock)
+        times.append((coll + p2p, coll, p2p))
+    if not times:
+        return {"time": 0.0, "rank": None, "collective_time": 0.0, "p2p_time": 0.0,
+                "collectives": None, "p2p": None, "per_rank": []}
+    rank = max(range(len(times)), key=lambda r: (times[r][0], -r))
+    s = per_rank[rank]
+    return {"time": times[rank][0], "rank": rank, "collective_time": times[rank][1],
+            "p2p_time": times[rank][2],
+            "collectives": {"steps": s["steps"], "step_bytes": s["step_bytes"],
+                            "hop_rounds": s["rounds"]},
+            "p2p": {"messages": s["p2p_messages"], "bytes": s["p2p_bytes"],
+                    "hops": s["p2p_hops"]},
+            "per_rank": [t for t, _, _ in times]}
 
 
 def build(records, topo, q, clock, meta=None, program=None, args=(), status=0):
     """Return the report of a run from every rank's record (rank order).
 
-    Each record: ``{"calls": {method: count}, "stats": record_stats(...), "refusals": n,
-    "refusal": line or None}``.  ``clock`` is the model's ``{ts, tw, th}``.
+    Each record: ``{"calls": {method: count}, "kinds": {kind: {method: count}}, "stats":
+    record_stats(...), "refusals": n, "refusal": line or None}``.  ``clock`` is the model's
+    ``{ts, tw, th}``.
     """
-    calls, links = {}, {}
+    calls, kinds, links = {}, {}, {}
     for rec in records:
         for name, n in rec["calls"].items():
             calls[name] = calls.get(name, 0) + int(n)
+        for kind, per in rec.get("kinds", {}).items():
+            mine = kinds.setdefault(kind, {})
+            for name, n in per.items():
+                mine[name] = mine.get(name, 0) + int(n)
         for u, v, m, n in rec["stats"]["links"]:
             m0, n0 = links.get((u, v), (0, 0))
             links[(u, v)] = (m0 + m, n0 + n)
@@ -125,6 +159,8 @@ def build(records, topo, q, clock, meta=None, program=None, args=(), status=0):
         "nodes_per_rank": q,
         "calls": dict(sorted(calls.items(), key=lambda kv: (-kv[1], kv[0]))),
         "calls_per_rank": [dict(sorted(rec["calls"].items())) for rec in records],
+        "calls_by_kind": {kind: dict(sorted(kinds[kind].items(), key=lambda kv: (-kv[1], kv[0])))
+                          for kind in sorted(kinds, key=lambda k: (k != WORLD, k))},
         "messages": sum(m for _, _, m, _ in rows),
         "bytes": sum(n for _, _, _, n in rows),
         "links_used": len(rows),
@@ -134,9 +170,12 @@ def build(records, topo, q, clock, meta=None, program=None, args=(), status=0):
         "steps": max((s["steps"] for s in per_rank), default=0),
         "collectives": max((s["collectives"] for s in per_rank), default=0),
         "checksum_failures": sum(s["checksum_failures"] for s in per_rank),
+        "p2p_messages": sum(s["p2p_messages"] for s in per_rank),
+        "p2p_bytes": sum(s["p2p_bytes"] for s in per_rank),
+        "p2p_hops": sum(s["p2p_hops"] for s in per_rank),
         "refused_calls": sum(int(rec.get("refusals", 0)) for rec in records),
         "refusal": refusals[0] if refusals else None,
-        "model": dict(model_time(rows, hop_rounds, clock), clock=dict(clock)),
+        "model": dict(model_time(per_rank, clock), clock=dict(clock)),
     }
 
 
@@ -165,17 +204,23 @@ def text(report):
             + (f" x {q} nodes" if q > 1 else "") + ")")
     calls = ", ".join(f"{name} {n}" for name, n in r["calls"].items()) or "none"
     lines = [head, f"  calls (all ranks): {calls}"]
+    derived = [(kind, per) for kind, per in r.get("calls_by_kind", {}).items() if kind != WORLD]
+    if derived:
+        lines.append("  of which on derived communicators: " + "; ".join(
+            f"{kind} " + ", ".join(f"{name} {n}" for name, n in per.items())
+            for kind, per in derived))
     lines.append(f"  link messages {r['messages']}, bytes {r['bytes']} over {r['links_used']} "
                  "directed links" + ("; busiest: " + ", ".join(map(_link, r["busiest_links"]))
                                      if r["busiest_links"] else ""))
     lines.append(f"  hop rounds {r['hop_rounds']} (paper steps {r['steps']}, "
                  f"{r['collectives']} collective calls per rank)")
+    lines.append(f"  point-to-point: {r['p2p_messages']} messages sent, {r['p2p_bytes']} bytes, "
+                 f"{r['p2p_hops']} route links")
     m, c = r["model"], r["model"]["clock"]
-    where = "" if m["busiest_link"] is None else \
-        f" on {m['busiest_link'][0]}->{m['busiest_link'][1]}"
+    who = "" if m["rank"] is None or r["ranks"] == 1 else f" (rank {m['rank']}, the slowest)"
     lines.append(f"  model time {_si(m['time'])} at t_s = {_si(c['ts'])}, "
-                 f"t_w = {c['tw'] * 1e9:g} ns/B, t_h = {_si(c['th'])}: busiest link "
-                 f"{_si(m['link_time'])}{where} + hop rounds {_si(m['hop_time'])}")
+                 f"t_w = {c['tw'] * 1e9:g} ns/B, t_h = {_si(c['th'])}: collectives "
+                 f"{_si(m['collective_time'])} + point-to-point {_si(m['p2p_time'])}{who}")
     if r["refused_calls"]:
         lines.append(f"  refused calls: {r['refused_calls']} (the program caught them; the "
                      f"first: {r['refusal']})")
@@ -217,6 +262,10 @@ def read(path):
         raise InputError(f"{path}: {exc.strerror or exc}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not a JSON file ({exc})") from None
+    if isinstance(data, dict) and data.get("format") == "dualmpi-exec/1":
+        raise InputError(f"{path}: a dualmpi-exec/1 report, whose model time was a bound from "
+                         f"the link totals; run the program again with this dualmpi exec "
+                         f"--report ({FORMAT})")
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         found = data.get("format") if isinstance(data, dict) else type(data).__name__
         raise InputError(f"{path}: not a dualmpi exec report (format {found!r}, expected "

@@ -42,6 +42,8 @@ class Session:
         self.MPI, self.guard, self.own = MPI, guard, own
         self.topo, self.q, self.options = topo, q, dict(options)
         self.calls = {}
+        #: the same per communicator kind: ``{kind: {method: count}}`` (dualmpi.exec.world.count)
+        self.kinds = {}
         self.nets = []            # live networks (the primary one first)
         self.freed = _report.empty_stats()  # counts of networks the program freed
         self.finalized = False
@@ -193,7 +195,9 @@ def run(args, topo, clock, other=None):
         own.Abort(status)
 
     rank = own.Get_rank()
-    record = {"calls": dict(session.calls), "stats": _report.record_stats(session.stats()),
+    record = {"calls": dict(session.calls),
+              "kinds": {kind: dict(calls) for kind, calls in session.kinds.items()},
+              "stats": _report.record_stats(session.stats()),
               "refusals": 0 if guard is None else guard.refusals,
               "refusal": None if guard is None or not guard.refusals else guard.last}
     records = own.gather(record, root=0)

@@ -12,17 +12,29 @@ queries and local calls (``Get_rank``, ``Get_attr``, ``Set_errhandler``, ``Abort
 those of the handle, as on ``MPI.COMM_WORLD``.  Whatever reaches MPI on the handle by another
 road (``MPI.Intracomm(comm)``, ``mpi4py.util.pkl5``, ``comm.handle`` in C) is the guard's.
 
+The communicators the program derives (``Split``, ``Create_cart``, ... of the stand-in, and
+theirs: :mod:`dualmpi.derived`) count their calls too: each is made an instance of a subclass
+of its class (:func:`adopt`) whose methods of :data:`CARRIED` (and ``Dup``, ``Free``, ``Sub``)
+count the call under the communicator's kind (its class's name: ``Intracomm``, ``Cartcomm``,
+``Graphcomm``, ``Distgraphcomm``) before running it; the stand-in's are counted under
+:data:`WORLD_KIND`.
+
 Imported by :mod:`dualmpi.exec.runner` only after the guard is loaded (it imports mpi4py's
 MPI module).
 """
 
+import inspect
+
 from mpi4py import MPI
 
+from .. import derived
 from ..engine.router import Request as RoutedRequest
 from ..request import Request as NetRequest
 from ..support import STATUS, UnsupportedError
+from .report import WORLD as WORLD_KIND
 
-__all__ = ["World", "Request", "CARRIED", "LOCAL", "install", "unsupported_call"]
+__all__ = ["World", "Request", "CARRIED", "LOCAL", "WORLD_KIND", "adopt", "count", "install",
+           "unsupported_call"]
 
 #: Methods answered by the handle itself, as by ``MPI.COMM_WORLD``: queries, attributes,
 #: error handlers, names, ``Abort`` and the class-level constructors (the guard watches those).
@@ -53,17 +65,28 @@ def unsupported_call(name, reason=None):
     return UnsupportedError(f"MPI.COMM_WORLD.{name} is not supported under dualmpi exec: {note}")
 
 
+def count(session, kind, name):
+    """Count one call of method ``name`` on a communicator of ``kind`` in ``session``'s
+    ``calls`` (per method) and ``kinds`` (per kind, then method)."""
+    calls = session.calls
+    calls[name] = calls.get(name, 0) + 1
+    per = session.kinds.get(kind)
+    if per is None:
+        per = session.kinds[kind] = {}
+    per[name] = per.get(name, 0) + 1
+
+
 def _carried(name):
     """Return the stand-in's method ``name``: count the call, hand it to the network."""
     def method(self, *args, **kwargs):
-        calls = self._session.calls
-        calls[name] = calls.get(name, 0) + 1
+        session = self._session
+        count(session, WORLD_KIND, name)
         try:
             call = getattr(self._net, name)
         except AttributeError as exc:  # UnsupportedError: dualmpi.Comm says why
             reason = str(exc).split(": ", 1)[1] if isinstance(exc, UnsupportedError) else None
             raise unsupported_call(name, reason) from None
-        return call(*args, **kwargs)
+        return adopt(call(*args, **kwargs), session)
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"``{name}`` over the network's links (the network's ``dualmpi.Comm``)."
@@ -111,8 +134,7 @@ class World(MPI.Intracomm):
         ``MPI.COMM_WORLD`` itself cannot be freed: ``MPI.Exception`` (``MPI_ERR_COMM``), as
         from MPI.
         """
-        calls = self._session.calls
-        calls["Free"] = calls.get("Free", 0) + 1
+        count(self._session, WORLD_KIND, "Free")
         if self._primary:
             raise MPI.Exception(MPI.ERR_COMM)
         self._session.free(self)
@@ -122,14 +144,61 @@ class World(MPI.Intracomm):
         self.Free()
 
     def _own(self, name):
-        calls = self._session.calls
-        calls[name] = calls.get(name, 0) + 1
+        count(self._session, WORLD_KIND, name)
         return self._session.dup(self)
 
 
 for _name in CARRIED:
     setattr(World, _name, _carried(_name))
 del _name
+
+
+# -- derived communicators: their calls counted too ------------------------------------------------
+#: The methods a derived communicator counts (those it has): the stand-in's, and ``Sub``.
+DERIVED_COUNTED = frozenset(CARRIED) | OWN | {"Sub"}
+
+
+def _counting(name, base_method):
+    """Return method ``name`` of a counting class: count the call, run ``base_method``, adopt
+    the communicator it returns (a ``Split`` of a ``Split``)."""
+    def method(self, *args, **kwargs):
+        session = self._exec_session
+        count(session, self._exec_kind, name)
+        return adopt(base_method(self, *args, **kwargs), session)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"``{name}``, counted for the report (then the derived communicator's)."
+    return method
+
+
+def _counting_class(base):
+    """Return the subclass of derived communicator class ``base`` whose calls count."""
+    space = {"__doc__": f"A :class:`dualmpi.derived.{base.__name__}` whose calls are counted "
+                        "for dualmpi exec's report.",
+             "__module__": __name__, "_exec_kind": base.__name__}
+    for name in sorted(DERIVED_COUNTED):
+        found = inspect.getattr_static(base, name, None)
+        if found is not None and inspect.isfunction(found):
+            space[name] = _counting(name, found)
+    return type(base.__name__, (base,), space)
+
+
+#: The counting class of each derived communicator class (and of itself).
+_COUNTING = {}
+for _base in (derived.Intracomm, derived.Cartcomm, derived.Graphcomm, derived.Distgraphcomm):
+    _sub = _counting_class(_base)
+    _COUNTING[_base] = _COUNTING[_sub] = _sub
+del _base, _sub
+
+
+def adopt(obj, session):
+    """Return ``obj``; a derived communicator (:mod:`dualmpi.derived`) becomes an instance of
+    its counting class, its calls counted in ``session`` from now on."""
+    cls = _COUNTING.get(type(obj))
+    if cls is not None:
+        obj.__class__ = cls
+        obj._exec_session = session
+    return obj
 
 
 class _RequestType(type):

@@ -27,5 +27,8 @@ if MPI.COMM_WORLD.rank == 0:
                       "bytes": sum(s["bytes"] for s in everyone),
                       "rounds": max(s["rounds"] for s in everyone),
                       "steps": max(s["steps"] for s in everyone),
-                      "links": sorted([u, v, m, n] for (u, v), (m, n) in links.items())}))
+                      "links": sorted([u, v, m, n] for (u, v), (m, n) in links.items()),
+                      "per_rank": [{k: s[k] for k in ("steps", "step_bytes", "rounds",
+                                                      "p2p_messages", "p2p_bytes", "p2p_hops")}
+                                   for s in everyone]}))
 net.Free()

@@ -146,3 +146,90 @@ def test_nonblocking_calls_count_as_blocking_ones(net_i, name):
         if not (got.dtype == ref.dtype and np.array_equal(got, ref)):
             problems.append(("result", got.tolist(), ref.tolist()))
     assert _agree(not problems), problems
+
+
+# -- point-to-point: the messages a rank sent, their bytes and their routes' links ---------------
+def _hops(topo, q, a, b):
+    """Links of the route between ranks a and b: the shortest route between their nodes."""
+    return min(len(topo.route(u, v)) - 1 for u in range(a * q, (a + 1) * q)
+               for v in range(b * q, (b + 1) * q))
+
+
+def _exchange(comm, ranks, me, topo, q):
+    """Every rank of ``comm`` sends every other one ``8*(its rank + 1) + dest`` bytes at once
+    (Isend/Irecv), then a Sendrecv around the ring; return this rank's expected
+    ``(messages, bytes, hops)`` (ranks: the network rank of each rank of ``comm``)."""
+    size = len(ranks)
+    want = [0, 0, 0]
+    recvs, reqs = {}, []
+    for b in range(size):
+        if b == me:
+            continue
+        n = 8 * (ranks[b] + 1) + ranks[me]
+        recvs[b] = np.zeros(n, np.uint8)
+        reqs.append(comm.Irecv(recvs[b], b, 5))
+    for b in range(size):
+        if b == me:
+            continue
+        n = 8 * (ranks[me] + 1) + ranks[b]
+        reqs.append(comm.Isend(np.full(n, ranks[me], np.uint8), b, 5))
+        want[0] += 1
+        want[1] += n
+        want[2] += _hops(topo, q, ranks[me], ranks[b])
+    dualmpi.Request.Waitall(reqs)
+    ok = all((buf == ranks[b]).all() for b, buf in recvs.items())
+    right, left = (me + 1) % size, (me - 1) % size
+    got = np.zeros(3)
+    comm.Sendrecv(np.full(3, float(me)), right, 7, got, left, 7)
+    ok = ok and (got == left).all()
+    if right != me:
+        want[0] += 1
+        want[1] += 24
+        want[2] += _hops(topo, q, ranks[me], ranks[right])
+    return want, ok
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("net_i", [0, 1])
+def test_point_to_point_counts_the_messages_a_rank_sent(net_i):
+    """p2p_messages, p2p_bytes and p2p_hops: every message this rank sent (routed or direct,
+    on the network and on a Split of it), its bytes and the links of its route (the shortest
+    route between the two ranks' nodes); over the ranks the hops are the link messages;
+    Neighbor_allgather sends one message per neighbour over one link; reset_stats zeroes them."""
+    net = _net(net_i)
+    topo, q = net.topology, net.q
+    problems = []
+    net.reset_stats()
+    WORLD.Barrier()  # (no rank forwards another's message before this rank's reset)
+    want, ok = _exchange(net, list(range(SIZE)), RANK, topo, q)
+    half = net.Split(RANK % 2, RANK)
+    members = [r for r in range(SIZE) if r % 2 == RANK % 2]
+    more, ok2 = _exchange(half, members, members.index(RANK), topo, q)
+    want = [a + b for a, b in zip(want, more)]
+    WORLD.Barrier()  # every message has arrived: every rank on its way has counted its hop
+    st = net.stats()
+    got = [st["p2p_messages"], st["p2p_bytes"], st["p2p_hops"]]
+    if not (ok and ok2):
+        problems.append("data")
+    if got != want:
+        problems.append(("sent", got, "expected", want))
+    if WORLD.allreduce(st["p2p_hops"]) != WORLD.allreduce(st["messages"]):
+        problems.append(("hops over the ranks differ from the link messages", st))
+    if (st["collectives"], st["rounds"], st["step_bytes"]) != (0, 0, 0):
+        problems.append(("collectives", st))
+    half.Free()
+    net.reset_stats()
+    WORLD.Barrier()
+    zero = net.stats()
+    if (zero["p2p_messages"], zero["p2p_bytes"], zero["p2p_hops"]) != (0, 0, 0):
+        problems.append(("reset", zero))
+    indegree, outdegree, _ = net.Get_dist_neighbors_count()
+    block = np.full(5, float(RANK))
+    out = np.zeros(5 * indegree)
+    net.Neighbor_allgather(block, out)
+    st = net.stats()
+    if [st["p2p_messages"], st["p2p_bytes"], st["p2p_hops"]] != \
+            [outdegree, 40 * outdegree, outdegree]:
+        problems.append(("neighbourhood", st, outdegree))
+    net.Free()
+    assert _agree(not problems), problems
