@@ -583,15 +583,24 @@ class _AlltoallSchedule(ArraySchedule):
         arrives = (s >= lo) & (s < hi)
         part = np.flatnonzero(sends | arrives)
         rows = ((part * z)[:, None] + np.arange(z, dtype=np.int64)).reshape(-1)
+        self._run = z  # (what take tries first)
         return rows, np.repeat(sends[part], z), np.repeat(arrives[part], z)
 
     def take(self, rows, *names):
         """See :meth:`ArraySchedule.take`; computed from the rows' blocks (``rows=None``: all)."""
         p, shift = self._p, self._shift
+        z = self._runs(rows)
         if rows is None:  # every block's members: (blocks, per) broadcasts, then flattened
             def at(x):
                 return x[:, None]
             member = np.arange(self._per, dtype=np.int64)[None, :]
+        elif z > 1:  # aligned runs of z rows of one block: (runs, z) broadcasts
+            first = rows[::z]
+            blk = first >> shift
+
+            def at(x):
+                return x[blk][:, None]
+            member = (first & (self._per - 1))[:, None] + np.arange(z, dtype=np.int64)
         else:
             blk = rows >> shift
 
@@ -610,7 +619,7 @@ class _AlltoallSchedule(ArraySchedule):
                 bkey += target
                 bkey += 1
             if name == "round":
-                col = at(self._blk_r) + 0 * member if rows is None else at(self._blk_r)
+                col = at(self._blk_r) + 0 * member if z > 1 or rows is None else at(self._blk_r)
             elif name == "origin":
                 col = origin
             elif name == "src":
@@ -619,16 +628,31 @@ class _AlltoallSchedule(ArraySchedule):
                 col = origin ^ at(self._blk_b)
             elif name == "target":
                 col = target
-            elif name == "src_key":
-                col = np.where(at(self._first), bkey, at(self._src_transit))
-            elif name == "dst_key":
-                col = np.where(at(self._last), bkey, at(self._dst_transit))
+            elif name in ("src_key", "dst_key"):
+                keep, transit = (self._first, self._src_transit) if name == "src_key" else \
+                    (self._last, self._dst_transit)
+                col = bkey if names.count("src_key") + names.count("dst_key") == 1 else \
+                    bkey.copy()
+                np.copyto(col, at(transit), where=~at(keep))
             elif name == "msg":
                 col = at(self._within << shift) | member
             else:
                 raise KeyError(name)
             out.append(col.reshape(-1))
         return out
+
+    def _runs(self, rows):
+        """Return ``z > 1`` when ``rows`` are aligned runs of ``z`` consecutive rows, else 1.
+
+        (The rows of :meth:`rank_rows` and their subsets by part are: ``z`` is its part.)
+        """
+        z = getattr(self, "_run", 1)
+        if rows is None or z <= 1 or rows.size % z:
+            return 1
+        runs = rows.reshape(-1, z)
+        if (runs[:, 0] % z).any() or ((runs[:, 1:] - runs[:, :-1]) != 1).any():
+            return 1
+        return z
 
 
 def alltoall_name(topo):
