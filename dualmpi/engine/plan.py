@@ -21,6 +21,7 @@ is a link.  The counts of messages and bytes per directed link are computed here
 compile time, so running a plan counts nothing.
 """
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -434,7 +435,7 @@ def _bind(plan, layout, packets, positions=None):
     s_peer = np.repeat(rows["send"]["peer"], packets) if packets > 1 else rows["send"]["peer"]
     r_peer = np.repeat(rows["recv"]["peer"], packets) if packets > 1 else rows["recv"]["peer"]
 
-    rounds = {}
+    rounds = defaultdict(_new_round)
     for kind, rr, oo, pc, peer, off, ln in (("sends", s_rnd, s_ord, s_pc, s_peer, s_off, s_len),
                                             ("recvs", r_rnd, r_ord, r_pc, r_peer, r_off, r_len)):
         if rr.size == 0:
@@ -453,7 +454,7 @@ def _bind(plan, layout, packets, positions=None):
         heads = g[bounds[:-1]]
         for k, pr, a, b in zip((heads // (plan.p + 1)).tolist(), (heads % (plan.p + 1)).tolist(),
                                kept[bounds[:-1]].tolist(), kept[bounds[1:]].tolist()):
-            rounds.setdefault(k, _new_round(k))[kind].append((pr, o[a:b], n[a:b]))
+            rounds[k][kind].append((pr, o[a:b], n[a:b]))
     z = np.zeros(0, dtype=np.int64)
     copies_all, moves = (z, z, z), None
     for kind, rr, oo, pc, a_off, b_off, ln, red in (
@@ -477,7 +478,7 @@ def _bind(plan, layout, packets, positions=None):
             copies_all = (a_off, b_off, ln)
         bounds = np.flatnonzero(np.r_[True, rr[1:] != rr[:-1], True])
         for k, a, b in zip(rr[bounds[:-1]].tolist(), bounds[:-1].tolist(), bounds[1:].tolist()):
-            rounds.setdefault(k, _new_round(k))[kind].append((a_off[a:b], b_off[a:b], ln[a:b]))
+            rounds[k][kind].append((a_off[a:b], b_off[a:b], ln[a:b]))
     bound = []
     for k in sorted(rounds):
         d = rounds[k]
@@ -488,7 +489,7 @@ def _bind(plan, layout, packets, positions=None):
                      offset, size, copies_all, moves)
 
 
-def _new_round(k):
+def _new_round():
     return {"sends": [], "recvs": [], "copies": [], "combines": []}
 
 
@@ -506,11 +507,14 @@ def _in_order(key, order, piece, limit):
     return _sort_packed(key, limit)[1]
 
 
+#: What :func:`_cat3` returns for no triples (empty arrays are never written to).
+_NONE3 = (np.zeros(0, dtype=np.int64),) * 3
+
+
 def _cat3(parts):
     """Concatenate a list of (a, b, length) array triples (empty arrays when none)."""
     if not parts:
-        z = np.zeros(0, dtype=np.int64)
-        return (z, z, z)
+        return _NONE3
     if len(parts) == 1:
         return tuple(parts[0])
     return tuple(np.concatenate([part[i] for part in parts]) for i in range(3))
