@@ -23,6 +23,9 @@ same for every variant.
 being the working tree with the compiler's files (:data:`COMPILER_FILES`) as of
 ``56e2dd2`` and ``after`` the working tree, so the rest of the engine is the same.
 
+``--before COMMIT`` and ``--after COMMIT`` compare two other commits' packages the same way
+(issue 25: the schedule computed when read, against the commit before it).
+
 Run from the repository root::
 
     flock /work/notes/timing.lock .venv/bin/python benchmarks/plan_compile.py \\
@@ -101,10 +104,11 @@ def child(spec, collective, q, rank, block):
     print(json.dumps(out))
 
 
-def extract_before(folder):
-    """Extract the package as of :data:`BEFORE` into ``folder``; return the folder."""
-    archive = subprocess.run(["git", "-C", ROOT, "archive", BEFORE, "dualmpi"], check=True,
-                             capture_output=True).stdout
+def extract_before(folder, commit=None):
+    """Extract the package as of ``commit`` (default :data:`BEFORE`) into ``folder``; return it."""
+    os.makedirs(folder, exist_ok=True)
+    archive = subprocess.run(["git", "-C", ROOT, "archive", commit or BEFORE, "dualmpi"],
+                             check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
     return folder
 
@@ -141,11 +145,11 @@ def wall_run(folder, tmp):
             "sys_s": after.ru_stime - before.ru_stime}
 
 
-def run_child(variant, case, before_dir):
+def run_child(variant, case, before_dir, after_dir=ROOT):
     """Run one measurement in a fresh interpreter; return its JSON."""
     _, spec, collective, q, rank, block = case
     env = dict(os.environ)
-    path = before_dir if variant == "before" else ROOT
+    path = before_dir if variant == "before" else after_dir
     env["PYTHONPATH"] = path
     if variant == "after-nohuge":
         env["NUMPY_MADVISE_HUGEPAGE"] = "0"
@@ -181,27 +185,33 @@ def main(argv=None):
     parser.add_argument("--cases", default="all", help="'all' or indices into CASES, e.g. 0")
     parser.add_argument("--wall", type=int, default=0, metavar="N",
                         help="also time N interleaved pairs of the user's 2-rank job")
+    parser.add_argument("--before", default=BEFORE,
+                        help=f"the commit of variant 'before' (default {BEFORE})")
+    parser.add_argument("--after", help="a commit for variant 'after' (default: the working tree)")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     variants = args.variants.split(",")
     cases = CASES if args.cases == "all" else [CASES[int(i)] for i in args.cases.split(",")]
     result = {"command": " ".join([os.path.relpath(sys.executable, ROOT)] + sys.argv),
-              "before": BEFORE,
-              "after": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                                      capture_output=True, text=True).stdout.strip(),
+              "before": args.before,
+              "after": args.after or "working tree at " + subprocess.run(
+                  ["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                  text=True).stdout.strip(),
               "python": platform.python_version(), "cpus": os.cpu_count(),
               "method": "time.process_time per stage in a fresh process per variant and "
                         "repeat, variants interleaved; medians over repeats",
               "cases": []}
     with tempfile.TemporaryDirectory() as tmp:
-        before_dir = extract_before(tmp) if "before" in variants else None
+        before_dir = extract_before(os.path.join(tmp, "before"), args.before) \
+            if "before" in variants else None
+        after_dir = extract_before(os.path.join(tmp, "after"), args.after) if args.after else ROOT
         for case in cases:
             runs = {v: [] for v in variants}
             loads = []
             for rep in range(args.repeats):
                 loads.append(os.getloadavg())
                 for v in variants:
-                    runs[v].append(run_child(v, case, before_dir))
+                    runs[v].append(run_child(v, case, before_dir, after_dir))
                 print(f"{case[0]}: repeat {rep + 1}/{args.repeats}, load {loads[-1][0]:.1f}: "
                       + ", ".join(f"{v} {runs[v][-1]['total_cpu_s']:.2f} s" for v in variants),
                       file=sys.stderr)

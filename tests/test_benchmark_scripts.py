@@ -56,3 +56,27 @@ def test_plan_setup_benchmark_reports_every_stage(tmp_path):
     for rank in data["per_rank"]:
         stages = sum(rank[k] for k in ("schedule", "compile", "bind", "requests"))
         assert abs(stages - rank["total"]) < 1e-6 and rank["total"] > 0
+
+
+@needs_mpiexec
+def test_first_call_benchmark_times_every_part(tmp_path):
+    """One job streamed and one compiled on a small metacube: the parts of the first call add
+    up to it, the compiled one built a plan and the streamed one none, both checked against
+    MPI's total exchange (the script stops otherwise)."""
+    import sys
+
+    out = tmp_path / "first.json"
+    job = run_job([sys.executable, REPO / "benchmarks" / "first_call.py", "--spec",
+                   "metacube:k=2,m=1", "--jobs", "1", "--calls", "2", "--stream", "True,False",
+                   "--json", out], ompi_env(120), timeout=300)
+    assert job.returncode == 0 and not job.timed_out, job.stdout + job.stderr
+    data = json.loads(out.read_text())
+    assert data["format"] == "dualmpi-first-call/1"
+    assert set(data["runs"]) == {"now/stream=True", "now/stream=False"}
+    for name, (run,) in data["runs"].items():
+        assert run["ok"] and run["streamed"] == name.endswith("True") and len(run["ranks"]) == 2
+        for rank in run["ranks"]:
+            parts = sum(rank[f"{p}_s"] for p in ("schedule", "compile", "bind", "setup", "run"))
+            assert abs(parts - rank["first_s"]) < 1e-9 and rank["setup_s"] > 0
+            assert (rank["compile_s"] > 0) == (not run["streamed"])
+    assert "now/stream=True / now/stream=False" in data["ratios"]
