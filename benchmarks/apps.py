@@ -8,8 +8,8 @@ the figure::
 
 Each job is ``mpiexec -n R python -m mpi4py -m dualmpi app KERNEL SPEC --json
 benchmarks/results/apps_TAG_KERNEL.json`` (the network, the hypercube with as many nodes
-and native MPI on the same ranks, in one job), wrapped in ``flock /work/notes/timing.lock``
-(or ``$TIMING_LOCK``) so no other timing run shares the cores.  The load averages before
+and native MPI on the same ranks, in one job), wrapped in ``flock`` on a lock file (``$TIMING_LOCK``, default
+``dualmpi-timing.lock`` in the temporary folder) so no other timing run shares the cores.  The load averages before
 and after each job go into ``benchmarks/results/apps_load.json``.
 """
 
@@ -18,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
@@ -37,7 +38,7 @@ def run(tag, spec, ranks, kernel, repeats):
     py = os.path.join(ROOT, ".venv", "bin", "python")
     mpiexec = os.environ.get("MPIEXEC", os.path.join(ROOT, ".venv", "bin", "mpiexec"))
     out = os.path.join(RESULTS, f"apps_{tag}_{kernel}.json")
-    lock = os.environ.get("TIMING_LOCK", "/work/notes/timing.lock")
+    lock = os.environ.get("TIMING_LOCK", os.path.join(tempfile.gettempdir(), "dualmpi-timing.lock"))
     cmd = (f'. "{ROOT}/launch/ompi-env.sh" && flock "{lock}" timeout 1800 "{mpiexec}" -n {ranks} '
            f'"{py}" -m mpi4py -m dualmpi app {kernel} {spec} --repeats {repeats} --json "{out}"')
     before = os.getloadavg()

@@ -22,7 +22,7 @@ True,False`` runs the streamed and the compiled total exchange in interleaved jo
 ratio streamed/compiled: what choosing one for a first call trades).  Run from the
 repository root, one timing benchmark at a time::
 
-    flock /work/notes/timing.lock .venv/bin/python benchmarks/first_call.py \\
+    .venv/bin/python benchmarks/first_call.py \\
         --spec metacube:k=2,m=2 --jobs 7 --against <commit> \\
         --json benchmarks/results/first_call_mc22_np2.json
 """

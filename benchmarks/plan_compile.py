@@ -28,7 +28,7 @@ being the working tree with the compiler's files (:data:`COMPILER_FILES`) as of
 
 Run from the repository root::
 
-    flock /work/notes/timing.lock .venv/bin/python benchmarks/plan_compile.py \\
+    .venv/bin/python benchmarks/plan_compile.py \\
         --repeats 5 --wall 5 --json benchmarks/results/plan_compile_mc22.json
 """
 

@@ -2,7 +2,7 @@
 
 From the repository root (the lock keeps other timing runs off the cores meanwhile)::
 
-    flock /work/notes/timing.lock .venv/bin/python benchmarks/predict.py \\
+    .venv/bin/python benchmarks/predict.py \\
         --json benchmarks/results/predict.json --plot docs/img/predict.png
 
 1. **Calibrate** (``mpiexec -n 2``, one rank per core): ping-pongs through
