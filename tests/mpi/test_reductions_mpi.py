@@ -289,10 +289,17 @@ def test_integer_sums_wrap_as_in_c(dtype):
         pytest.skip("needs a power-of-two number of ranks")
     info = np.iinfo(dtype)
     n = 64
-    a = np.full(n, info.max // 2 + 3 + rank, dtype=dtype)
+
+    def value(r):
+        """Rank ``r``'s element: above half the type's maximum, within the type at any size
+        (int8 at 64 ranks: 66 + 63 would not fit, and numpy refuses it on those ranks only)."""
+        low = info.max // 2 + 3
+        return low + r % (info.max - low + 1)
+
+    a = np.full(n, value(rank), dtype=dtype)
     got = np.zeros_like(a)
     net.Allreduce(a, got)
     net.Free()
-    exact = sum(np.full(n, info.max // 2 + 3 + r, dtype=np.int64) for r in range(size))
+    exact = sum(np.full(n, value(r), dtype=np.int64) for r in range(size))
     wrapped = ((exact - info.min) % (1 << (8 * a.itemsize)) + info.min).astype(dtype)
     assert bool(world.allreduce(int(np.array_equal(got, wrapped)), op=MPI.MIN))
