@@ -49,6 +49,7 @@ from mpi4py import MPI
 
 from ..errors import DualmpiError, mpi_error
 from .mpi import OTHER_GRACE, ROOT_GRACE
+from .watchdog import last_words
 
 __all__ = ["Hub", "Router", "Request", "Arrival", "node_pair", "POLL", "HEADER_BYTES"]
 
@@ -694,8 +695,8 @@ class Hub:
                 time.sleep(delay)
         except Exception as exc:  # noqa: BLE001 - reported to the rank's thread, then abort
             self.failure = f"{type(exc).__name__}: {exc}"
-            print(f"dualmpi: rank {self.rank}: the point-to-point router's progress thread "
-                  f"failed:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+            last_words(f"dualmpi: rank {self.rank}: the point-to-point router's progress "
+                       f"thread failed:\n{traceback.format_exc()}")
             self.wd.abort(3)
 
     # -- the end -----------------------------------------------------------------------------------

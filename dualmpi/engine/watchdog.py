@@ -1,5 +1,8 @@
 """A deadline on every blocking wait of the engine: a rank stuck waiting aborts the whole job."""
 
+import gc
+import os
+import stat
 import sys
 import threading
 import time
@@ -7,7 +10,7 @@ import weakref
 
 import numpy as np
 
-__all__ = ["Watchdog", "DEFAULT_DEADLINE", "ASK_SECONDS"]
+__all__ = ["Watchdog", "last_words", "DEFAULT_DEADLINE", "ASK_SECONDS"]
 
 #: Seconds a rank may wait in one round (or one control-plane call) before the job is aborted.
 DEFAULT_DEADLINE = 120.0
@@ -39,6 +42,9 @@ class Watchdog:
         Seconds (0 or less: never fire; no thread is started).
     abort : callable
         Called once with the exit code 3.
+    stream : file, optional
+        Where the diagnostic goes; default: :func:`last_words` (file descriptor 2, where
+        the line outlives the abort that follows it).
 
     Examples
     --------
@@ -51,7 +57,7 @@ class Watchdog:
     def __init__(self, who, deadline, abort, stream=None):
         self.who = f"node {who}" if isinstance(who, int) else str(who)
         self.deadline, self.abort = deadline, abort
-        self.stream = stream or sys.stderr
+        self.stream = stream
         self.state = None
         self.fired = False
         self.closed = False
@@ -199,8 +205,11 @@ class Watchdog:
                     _current(self.state)[:2] != state[:2]:
                 self.fired = False  # the wait ended while the others were asked
                 continue
-            print(self.diagnostic(state, time.monotonic(), chain), file=self.stream,
-                  flush=True)
+            line = self.diagnostic(state, time.monotonic(), chain)
+            if self.stream is None:
+                last_words(line)
+            else:
+                print(line, file=self.stream, flush=True)
             time.sleep(0.5)  # let the launcher forward the line before the job is killed
             self.abort(3)
             return
@@ -339,6 +348,65 @@ class Watchdog:
         helper.start()
         helper.join(4 * min(ASK_SECONDS, max(1.0, self.deadline / 2)) + 2.0)
         return out[0] if out else ""
+
+
+def last_words(text):
+    """Write ``text`` (one line or more) where it outlives an ``MPI_Abort`` that follows at once.
+
+    ``os.write`` to file descriptor 2: no Python stream, so nothing waits in a buffer that
+    the abort discards.  When file descriptor 2 is a capture's temporary file -- pytest's
+    default ``--capture=fd`` keeps a test's output there until the test ends, and the abort
+    kills the process before that -- the line also goes to the descriptor the capture saved
+    (the process's standard error before pytest started): a job that ends under pytest
+    still says why.  ``sys.stderr`` is flushed first, so earlier lines come first.
+    """
+    data = (text.rstrip("\n") + "\n").encode("utf-8", "replace")
+    try:
+        sys.stderr.flush()
+    except (AttributeError, OSError, ValueError):  # no stderr, or closed
+        pass
+    seen = set()
+    for fd in [2] + (_saved_stderr() if _is_capture(2) else []):
+        try:
+            info = os.fstat(fd)
+            if (info.st_dev, info.st_ino) in seen:
+                continue
+            seen.add((info.st_dev, info.st_ino))
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        except OSError:  # closed, or a full pipe at the end of a job: the others still
+            continue
+
+
+def _is_capture(fd):
+    """True when ``fd`` is an unlinked regular file (a capture's temporary file)."""
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_nlink == 0
+
+
+def _saved_stderr():
+    """Return the descriptors pytest's fd captures of fd 2 saved that are not captures too.
+
+    pytest keeps them in its capture objects only (``FDCaptureBase.targetfd_save``, the
+    descriptor that ``writeorg`` writes to); they are found among the live objects once,
+    on the way out.  Empty when pytest is not loaded or its objects look different.
+    """
+    capture = sys.modules.get("_pytest.capture")
+    base = getattr(capture, "FDCaptureBase", None)
+    if not isinstance(base, type):
+        return []
+    fds = []
+    for obj in gc.get_objects():
+        if isinstance(obj, base) and getattr(obj, "targetfd", None) == 2 and \
+                getattr(obj, "_state", None) in ("started", "suspended"):
+            fd = getattr(obj, "targetfd_save", None)
+            if isinstance(fd, int) and not _is_capture(fd):
+                fds.append(fd)
+    return fds
 
 
 def _silent(ranks):
