@@ -2,7 +2,8 @@
 
 At 64 ranks (32 a core on the 2-core machines) every collective call of the per-collective
 sweeps costs seconds; the modules below check the same code at 1–32 ranks, and the 64-rank
-default pass keeps the older modules' samples (test_api_mpi and the rest).
+default pass keeps the older modules' samples (test_api_mpi and the rest) and the tests of
+:data:`SAMPLED` modules named there.
 """
 
 import pytest
@@ -10,6 +11,14 @@ import pytest
 #: Modules whose tests are marked slow from :data:`HEAVY_FROM` ranks on.
 SWEEPS = ("test_coll_", "test_icollectives_mpi", "test_neighbor_mpi", "test_objects_mpi",
           "test_msgbuffer_mpi", "test_nonblocking_mpi", "test_redteam_mpi", "test_comm_setup_mpi")
+
+#: Modules of which only the tests named here stay in the default pass from :data:`HEAVY_FROM`
+#: ranks on; their other tests are marked slow there.  test_derived_mpi's ~80 tests on its
+#: 64-node network take ~150 s of the 64-rank pass (MPIEXEC_TIMEOUT 600 s on 2 cores).
+SAMPLED = {
+    "test_derived_mpi": ("test_routed_send_recv_inside_a_part",
+                         "test_without_a_progress_thread_parts_still_work"),
+}
 
 #: Rank count from which :data:`SWEEPS` run only with ``-m slow`` (``launch/test --slow``).
 HEAVY_FROM = 64
@@ -23,5 +32,7 @@ def pytest_collection_modifyitems(config, items):
     if MPI.COMM_WORLD.Get_size() < HEAVY_FROM:
         return
     for item in items:
-        if item.module.__name__.startswith(SWEEPS):
+        module = item.module.__name__
+        if module.startswith(SWEEPS) or \
+                item.originalname not in SAMPLED.get(module, (item.originalname,)):
             item.add_marker(pytest.mark.slow)

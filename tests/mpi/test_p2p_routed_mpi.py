@@ -1,12 +1,12 @@
 """MPI tests of point-to-point to any rank, routed over the links (issue 24, item 1).
 
 Run with ``mpiexec -n N python -m mpi4py -m pytest --with-mpi tests/mpi/test_p2p_routed_mpi.py``
-at N = 1, 2, 4, 8 or 32.  Every rank sends to every rank (D_2 on 8 ranks, D_3 on 32, MC(2,1)
-with 8 nodes per rank, hypercubes at 1, 2, 4): the bytes are MPI.COMM_WORLD's on the same
-buffers and ``stats()`` counts exactly the hops of the route between the pair's nodes (the
-route ``dualmpi route`` prints).  Then MPI's guarantees: no overtaking with many messages in
-flight, ANY_SOURCE, a rank on the route that computes or waits in a collective while a
-message must pass it, synchronous sends, probes, statuses, the object forms, requests in
+at N = 1, 2, 4, 8, 32 or 64.  Every rank sends to every rank (D_2 on 8 ranks, D_3 on 32, MC(2,1)
+with 8 nodes per rank and with one on 64, hypercubes at 1, 2, 4): the bytes are MPI.COMM_WORLD's
+on the same buffers and ``stats()`` counts exactly the hops of the route between the pair's
+nodes (the route ``dualmpi route`` prints).  Then MPI's guarantees: no overtaking with many
+messages in flight, ANY_SOURCE, a rank on the route that computes or waits in a collective while
+a message must pass it, synchronous sends, probes, statuses, the object forms, requests in
 ``MPI.Request.Waitall``, and a ``Free`` that waits for the messages in flight.  Every rank
 finishes its communication, then the ranks agree on the verdict before asserting.
 """
@@ -38,6 +38,7 @@ NETWORKS = {
     4: [("hypercube:n=2", 1), ("dualcube:r=2", 2)],
     8: [("dualcube:r=2", 1), ("metacube:k=2,m=1", 8), ("dualcube:r=2 without 0-4", 1)],
     32: [("dualcube:r=3", 1), ("metacube:k=2,m=1", 2)],
+    64: [("metacube:k=2,m=1", 1)],
 }
 SLOTS = ["net0", "net1"]
 #: Whether a rank has a progress thread (MPI_THREAD_MULTIPLE): forwarding while it is busy.
