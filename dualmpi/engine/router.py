@@ -665,8 +665,10 @@ class Hub:
 
     # -- the progress thread ---------------------------------------------------------------------
     def _busy(self):
+        # (a copy taken in one C call: the rank's thread attaches and detaches endpoints as
+        # derived communicators come and go, and iterating the dict itself could fail)
         return self._out_reqs or self.acks or any(r.posted or r._direct_sends
-                                                  for r in self.endpoints.values())
+                                                  for r in list(self.endpoints.values()))
 
     def _run(self):
         spin, first, hot, warm, cold = (POLL[k] for k in ("spin", "first", "hot", "warm", "cold"))
