@@ -27,6 +27,9 @@ __all__ = ["MPITransport", "MPIRunner", "StreamRunner", "rank_graph"]
 
 _TAG_MOD = 1 << 15
 
+#: Memory of runners freed after an alarm, which started receives may still write into.
+ABANDONED = []
+
 # The compiled loop's argument array (dualmpi/engine/rounds.c: the enum of its fields).
 (_A_NROUNDS, _A_NREQ, _A_REQS, _A_NMOVE, _A_MOVES, _A_STORE, _A_PROGRESS, _A_BASE, _A_NRECV,
  _A_TRAIL, _A_SIGNATURE, _A_FLAGS, _A_NPRE, _A_PRE, _A_NPOST, _A_POST, _A_CALLS, _A_NMID, _A_MID,
@@ -674,7 +677,15 @@ class MPIRunner:
                     left -= 1
 
     def free(self):
-        """Free the persistent requests and datatypes."""
+        """Free the persistent requests and datatypes.
+
+        After an alarm (:mod:`dualmpi.engine.alarm`) a round may have been left with its
+        receives started: MPI still writes into them when the messages come, so the store
+        and the buffers the requests address are kept alive (:data:`ABANDONED`), never
+        returned to the allocator.
+        """
+        if self.alarm.broken is not None and self._reqs:
+            ABANDONED.append((self.store, self.buffers))
         for req in self._reqs:
             if req != MPI.REQUEST_NULL:
                 req.Free()
