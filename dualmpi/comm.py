@@ -143,6 +143,8 @@ class Comm(p2p.PointToPoint):
             registry.get(n) for n in registry.names()) if d.mpi}
         #: byte matrices of Alltoallv calls whose memory was checked (crc32)
         self._v_checked = set()
+        #: the last count table of each v-variant method and its verdict (calls._vector_sizes)
+        self._v_verdicts = {}
         self._fast, self._gen, self._last = {}, 0, {}
         self._zero_copy = q == 1 and not verify and shape is None and drop is None
         self._baseline = None

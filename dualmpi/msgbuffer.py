@@ -950,6 +950,73 @@ def vector(spec, size, *, role, what="buf"):
         _format_datatype(fmt, what, MPI)
     info = _typeinfo(dt, what, MPI)
     length = raw.size
+    bottom = buf is MPI.BOTTOM
+    key = None if buf is None or bottom or not dt.is_predefined else \
+        _vector_key(counts, displs, info, length, size)
+    known = _VECTORS.get(key) if key is not None else None
+    if known is not None:
+        counts, displs, origins = known
+    else:
+        counts, displs, origins = _vector_counts(counts, displs, info, length, size, bottom,
+                                                 buf is None, what)
+        if key is not None:
+            if len(_VECTORS) >= _VECTORS_KEPT:
+                _VECTORS.pop(next(iter(_VECTORS)))
+            _VECTORS[key] = (counts, displs, origins)
+    v = VMessage.__new__(VMessage)
+    v.obj, v.datatype, v._info, v._typesig = buf, dt, info, False
+    v.dtype = info.np_dtype if info.unit is not None else None
+    v.counts, v.displs = counts, displs
+    v.byte_counts = counts * info.size
+    most = int(counts.max(initial=0))
+    if info.size == 0 or most == 0 or (not bottom and info.view_ok(most)):
+        v.byte_displs = origins + info.true_lb if info.size else np.zeros(size, np.int64)
+        v._setup(raw, (), True, ())
+    else:
+        v.byte_displs = np.zeros(size, dtype=np.int64)
+        np.cumsum(v.byte_counts[:-1], out=v.byte_displs[1:])
+        v._setup(raw, [(int(origins[i]), int(counts[i]), dt, info) for i in range(size)],
+                 False, v.byte_displs, bottom)
+    return v
+
+
+#: Counts, displacements and block origins of recent vector arguments with a predefined datatype
+#: (:func:`vector`), by what they were read from: a program's repeated v-variant call reads its
+#: ``[buf, counts, displs, datatype]`` again each time, mostly with the same counts.  The arrays
+#: are read-only (shared by every call with that key).
+_VECTORS = {}
+_VECTORS_KEPT = 64
+
+
+def _ints_key(x):
+    """A hashable image of a counts or displs argument, or ``None`` when it is not plain ints."""
+    t = type(x)
+    if x is None or t is int:
+        return ("=", x)
+    if t is list or t is tuple:
+        for v in x:
+            if type(v) is not int:
+                return None
+        return tuple(x)
+    if t is np.ndarray and x.dtype.kind in "iu" and x.ndim == 1:
+        return (x.dtype.str, x.tobytes())
+    return None
+
+
+def _vector_key(counts, displs, info, length, size):
+    """The key of :data:`_VECTORS` for these arguments, or ``None`` (not remembered)."""
+    ck = _ints_key(counts)
+    if ck is None:
+        return None
+    dk = _ints_key(displs)
+    if dk is None:
+        return None
+    return (ck, dk, id(info), length, size)
+
+
+def _vector_counts(counts, displs, info, length, size, bottom, none, what):
+    """Return ``(counts, displs, origins)`` of a vector argument (see :func:`vector`), checked
+    (``none``: the buffer is ``None``)."""
     if counts is None:
         csize = 0
         if length > 0:
@@ -978,30 +1045,17 @@ def vector(spec, size, *, role, what="buf"):
         displs = step * np.arange(size, dtype=np.int64)
     else:
         displs = _index_array(displs, size, what, "displs")
-    if buf is None and counts.any():
+    if none and counts.any():
         raise InputError(f"{what}: the buffer is None but the counts are {counts.tolist()} "
                          "(absolute addresses: MPI.BOTTOM)")
-    bottom = buf is MPI.BOTTOM
     if bottom:
         for i in range(size):
             _check_bottom(int(displs[i]) * info.extent, int(counts[i]), info, what,
                           f"rank {i}'s block (count {counts[i]}, displ {displs[i]})")
     origins = _check_spans(displs, counts, info, None if bottom else length, what)
-    v = VMessage.__new__(VMessage)
-    v.obj, v.datatype, v._info, v._typesig = buf, dt, info, False
-    v.dtype = info.np_dtype if info.unit is not None else None
-    v.counts, v.displs = counts, displs
-    v.byte_counts = counts * info.size
-    most = int(counts.max(initial=0))
-    if info.size == 0 or most == 0 or (not bottom and info.view_ok(most)):
-        v.byte_displs = origins + info.true_lb if info.size else np.zeros(size, np.int64)
-        v._setup(raw, (), True, ())
-    else:
-        v.byte_displs = np.zeros(size, dtype=np.int64)
-        np.cumsum(v.byte_counts[:-1], out=v.byte_displs[1:])
-        v._setup(raw, [(int(origins[i]), int(counts[i]), dt, info) for i in range(size)],
-                 False, v.byte_displs, bottom)
-    return v
+    for a in (counts, displs, origins):
+        a.flags.writeable = False
+    return counts, displs, origins
 
 
 # --------------------------------------------------------------------------------------------

@@ -958,3 +958,22 @@ def test_doctests():
 
     assert doctest.testmod(mb).failed == 0
     assert doctest.testmod(dualmpi.dlpack).failed == 0
+
+
+def test_vector_counts_remembered_by_value():
+    """A repeated vector argument reuses its checked counts only when they are the same values."""
+    buf = np.arange(6.0)
+    counts, displs = [1, 2], [4, 0]
+    first = mb.vector([buf, counts, displs, MPI.DOUBLE], 2, role="send")
+    again = mb.vector([buf, counts, displs, MPI.DOUBLE], 2, role="send")
+    assert again.counts is first.counts and not again.counts.flags.writeable
+    counts[1] = 1  # the same list object, changed: read again
+    changed = mb.vector([buf, counts, displs, MPI.DOUBLE], 2, role="send")
+    assert changed.counts.tolist() == [1, 1] and changed.byte_counts.tolist() == [8, 8]
+    with pytest.raises(InputError, match="not an integer"):
+        mb.vector([buf, [1.0, 1.0], displs, MPI.DOUBLE], 2, role="send")
+    counts[0] = 3  # now outside the buffer: refused, not remembered from before
+    with pytest.raises(InputError, match="needs bytes"):
+        mb.vector([buf, counts, displs, MPI.DOUBLE], 2, role="send")
+    with pytest.raises(InputError, match="needs bytes"):
+        mb.vector([np.arange(4.0), [1, 2], [4, 0], MPI.DOUBLE], 2, role="send")

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from collective_cases import (COUNTS, DTYPES, ERROR_NETS, EVERY, MPI, NETS, RANK, SIZE, WORLD,
-                              agree, check_bad_call, data, freed, mpi_type, network, same, sentinel,
-                              v_counts, v_displs)
+                              agree, check_bad_call, data, expect_error, freed, mpi_type, network,
+                              same, sentinel, v_counts, v_displs)
 from collective_cases import free_networks  # noqa: F401 - frees the module's communicators
 
 LAST = SIZE - 1
@@ -280,3 +280,28 @@ def test_alltoall_bad_calls(index, case):
     rank's own and "rejected on rank N" elsewhere); the communicator still works."""
     method = {"v-": "Alltoallv", "w-": "Alltoallw"}.get(case[:2], "Alltoall")
     check_bad_call(index, case, _cases(), method)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("index", ERROR_NETS)
+def test_alltoallv_repeated_then_one_rank_changes_its_counts(index):
+    """A repeated Alltoallv reuses the verdict of the same count table; a later call in which
+    one rank's recvcounts change is one error on every rank, and the calls after it are MPI's."""
+    net = network(index)
+    counts = [3] * SIZE
+    ok = True
+    for k in range(4):
+        send, got, ref = data(np.float64, 3 * SIZE, k), np.zeros(3 * SIZE), np.zeros(3 * SIZE)
+        net.Alltoallv([send, counts], [got, counts])
+        WORLD.Alltoallv([send, counts], [ref, counts])
+        ok = ok and same(got, ref)
+    if SIZE > 1:
+        bad = [4] * SIZE if RANK == LAST else counts
+        ok_err, errs = expect_error(net, lambda: net.Alltoallv(
+            [np.zeros(4 * SIZE), counts], [np.zeros(4 * SIZE), bad]),
+            f"Alltoallv: rank {LAST}'s recvcounts do not match what the ranks send it")
+        ok = ok and ok_err
+    send, got, ref = data(np.float64, 3 * SIZE, 9), np.zeros(3 * SIZE), np.zeros(3 * SIZE)
+    net.Alltoallv([send, counts], [got, counts])
+    WORLD.Alltoallv([send, counts], [ref, counts])
+    assert agree(ok and same(got, ref))
