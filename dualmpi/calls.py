@@ -442,7 +442,8 @@ def icollective(comm, imethod, method, read):
         algorithm = None if desc.combines else comm.algorithms.get(name)
         bound, sig = comm._engine.bind(comm.rank, name, call.nbytes, call.root, comm.variant,
                                        algorithm, itemsize=call.itemsize,
-                                       combines=desc.combines, salt=_salt(imethod, call.sig))
+                                       combines=desc.combines, salt=_salt(imethod, call.sig),
+                                       packets=None if comm.packets == "auto" else comm.packets)
         start = dict(send=call.send, recv=call.recv,
                      finish=_counted(comm, bound, name, call.nbytes, call.root, algorithm,
                                      call.itemsize, call.unpack),

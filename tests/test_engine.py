@@ -154,3 +154,20 @@ def test_auto_pipelining_cuts_only_large_tree_blocks():
         [1, 2, 4, 16]
     assert pieces("scatter", 1 << 20) == 4
     assert pieces("allgather", 1 << 20) == pieces("alltoall", 1 << 20) == 1
+
+
+def test_nonblocking_binds_take_the_pieces_asked_for():
+    """``Engine.bind`` (the nonblocking calls' plans) cuts blocks as ``packets`` says, as the
+    blocking runner does; ``None`` is the automatic choice, combined blocks move whole."""
+    from dualmpi.comm import PACKET_BYTES, PACKETS_ABOVE, PIPELINED
+    from dualmpi.engine.core import Engine
+    from dualmpi.engine.local import LocalTransport
+
+    eng = Engine(from_spec("dualcube:r=2"), 1, LocalTransport(), packets_above=PACKETS_ABOVE,
+                 packet_bytes=PACKET_BYTES, pipelined=PIPELINED)
+    auto, sig_auto = eng.bind(0, "alltoall", 4096)
+    three, sig_three = eng.bind(0, "alltoall", 4096, packets=3)
+    assert (auto.packets, three.packets) == (1, 3) and sig_auto != sig_three
+    assert eng.bind(0, "bcast", 1 << 20)[0].packets == 4
+    assert eng.bind(0, "bcast", 1 << 20, packets=1)[0].packets == 1
+    assert eng.bind(0, "allreduce-tree", 4096, itemsize=8, combines=True, packets=3)[0].packets == 1

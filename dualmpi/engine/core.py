@@ -271,15 +271,17 @@ class Engine:
         return run
 
     def bind(self, rank, collective, nbytes, root_rank=0, variant="corrected", algorithm=None,
-             sdispls=None, rdispls=None, itemsize=1, combines=False, salt=0):
+             sdispls=None, rdispls=None, itemsize=1, combines=False, salt=0, packets=None):
         """Return ``(bound plan, signature)`` of one call, without a transport's runner (cached).
 
         For the nonblocking collectives (:mod:`dualmpi.engine.nonblocking`), which run a
         bound plan with a store of their own per request; ``signature`` is what every
-        rank of a correct program has in common (the 64-bit call signature).
+        rank of a correct program has in common (the 64-bit call signature).  ``packets``:
+        pieces per block as in :meth:`runner` (``None``: :meth:`packets_for`); a combined
+        or v-variant block moves whole.
         """
         key = ("bind", rank, collective, root_rank, variant, algorithm, _hashable(nbytes),
-               _hashable(sdispls), _hashable(rdispls), itemsize, combines, salt)
+               _hashable(sdispls), _hashable(rdispls), itemsize, combines, salt, packets)
         hit = self._bound_only.get(key)
         if hit is not None:
             self._bound_only.move_to_end(key)
@@ -287,8 +289,10 @@ class Engine:
         plan = self.rank_plan(rank, collective, root_rank, variant, algorithm)
         layout = Layout(layout_kind(collective, algorithm), self.topo.num_nodes, self.q, nbytes,
                         root_rank, sdispls, rdispls, itemsize)
-        packets = 1 if combines or sdispls is not None or rdispls is not None else \
-            self.packets_for(layout, collective)
+        if combines or sdispls is not None or rdispls is not None:
+            packets = 1
+        elif packets is None:
+            packets = self.packets_for(layout, collective)
         bound = plan.bind(layout, packets)
         sig = repr(("nonblocking", collective, root_rank, variant, algorithm, _hashable(nbytes),
                     packets, salt)).encode()

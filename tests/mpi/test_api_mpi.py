@@ -908,8 +908,16 @@ def test_options_keep_results(slot, name):
             WORLD.Alltoall(send, y)
             if not (_same(mine, ref) and _same(b, c) and _same(x, y)):
                 problems.append(n)
+            # the nonblocking forms run with the same options (packets included)
+            mine2, x2 = _sentinel(np.float64, m * SIZE), _sentinel(np.float64, m * SIZE)
+            b2 = _data(np.float64, n, 5) if RANK == SIZE - 1 else np.zeros(n)
+            reqs = [net.Iallgather(piece, mine2), net.Ibcast(b2, root=SIZE - 1),
+                    net.Ialltoall(send, x2)]
+            dualmpi.Request.Waitall(reqs)
+            if not (_same(mine2, ref) and _same(b2, c) and _same(x2, y)):
+                problems.append(("nonblocking", n))
         st = net.stats()
-        if st["checksum_failures"] or st["collectives"] != 6:
+        if st["checksum_failures"] or st["collectives"] != 12:
             problems.append((st["checksum_failures"], st["collectives"]))
     assert _agree(not problems), problems
 
