@@ -2,12 +2,14 @@
 
 Run under mpiexec (docs/p2p.md has the figures)::
 
-    mpiexec -n 8 python benchmarks/p2p_cost.py lat             # D_2 (2 ranks: Q_1)
-    mpiexec -n 8 python benchmarks/p2p_cost.py idle thread 5   # or raw, nothread
+    mpiexec -n 8 python benchmarks/p2p_cost.py lat [ROUNDS [JSON]]   # D_2 (2 ranks: Q_1)
+    mpiexec -n 8 python benchmarks/p2p_cost.py idle thread 5         # or raw, nothread
 
 ``lat``: one-way time of a ping-pong between rank 0 and the first rank 1, 2, ... hops away,
 through ``dualmpi.Comm`` and (1 hop) through ``MPI.COMM_WORLD`` between the same ranks, sizes
-1 B - 1 MiB, median of 5 interleaved rounds; rank 0 prints one row per size.  ``idle``: the
+1 B - 1 MiB, median of ROUNDS (default 9) interleaved rounds (raw, 1 hop, 2 hops, ... in each);
+rank 0 prints one row per size, with each d-hop time over d x the 1-hop time, and writes them
+to JSON when a path is given.  ``idle``: the
 CPU time of every process (``time.process_time``, every thread) over a ``time.sleep`` of the
 given seconds, with a ``dualmpi.Comm`` and its progress thread (``thread``), without the
 thread (``nothread``: ``DUALMPI_PROGRESS_THREAD=0``) or without dualmpi (``raw``).
@@ -66,17 +68,18 @@ def _pingpong(comm, peer, buf, n):
     return None
 
 
-def latency():
-    """Print one row per size: raw at 1 hop, dualmpi at 1, 2, ... hops."""
+def latency(rounds=9, path=None):
+    """Print one row per size: raw at 1 hop, dualmpi at 1, 2, ... hops (JSON to ``path``)."""
     net = dualmpi.Comm(WORLD, _spec())
     router = net._router
     peers = {}
     for b in range(1, SIZE):
         peers.setdefault(len(router.route(0, b).path) - 1, b)
     res = {}
+    load0 = os.getloadavg()[0]
     for size in SIZES:
         buf = np.zeros(size, np.uint8)
-        for _ in range(5):
+        for _ in range(rounds):
             for h, peer in sorted(peers.items()):
                 for name, comm in (("raw", WORLD), ("dualmpi", net)):
                     if name == "raw" and h > 1:
@@ -86,15 +89,33 @@ def latency():
                     if t is not None:
                         res.setdefault((size, h, name), []).append(t)
     if RANK == 0:
-        print(f"{_spec()}, {SIZE} ranks, load {os.getloadavg()[0]:.2f}; one-way latency, "
-              "median of 5 interleaved rounds")
+        load1 = os.getloadavg()[0]
+        print(f"{_spec()}, {SIZE} ranks, load {load0:.2f}-{load1:.2f}; one-way latency, "
+              f"median of {rounds} interleaved rounds")
+        rows = []
         for size in SIZES:
-            raw = np.median(res[(size, 1, "raw")])
+            raw = float(np.median(res[(size, 1, "raw")]))
+            one = float(np.median(res[(size, 1, "dualmpi")]))
             row = [f"{size:>8} B", f"raw 1 hop {raw * 1e6:8.1f} us"]
+            rows.append({"bytes": size, "raw_1hop_s": raw, "hops": {}})
             for h in sorted(peers):
-                t = np.median(res[(size, h, "dualmpi")])
-                row.append(f"{h} hop(s) {t * 1e6:8.1f} us ({t / raw:.2f}x)")
+                t = float(np.median(res[(size, h, "dualmpi")]))
+                rows[-1]["hops"][h] = {"peer": peers[h], "dualmpi_s": t, "over_raw": t / raw,
+                                       "over_d_times_1hop": t / (h * one)}
+                row.append(f"{h} hop(s) {t * 1e6:8.1f} us ({t / raw:.2f}x raw, "
+                           f"{t / (h * one):.2f}x {h}x1-hop)")
             print(" | ".join(row))
+        if path:
+            import json
+
+            with open(path, "w") as fh:
+                json.dump({"format": "dualmpi-bench-p2p-latency/1",
+                           "meta": {"spec": _spec(), "ranks": SIZE, "rounds": rounds,
+                                    "loadavg_start": load0, "loadavg_end": load1,
+                                    "mpi_library": MPI.Get_library_version().splitlines()[0],
+                                    "argv": sys.argv}, "rows": rows}, fh, indent=2)
+                fh.write("\n")
+            print(f"results written to {path}")
     net.Free()
 
 
@@ -102,4 +123,5 @@ if __name__ == "__main__":
     if sys.argv[1] == "idle":
         idle(sys.argv[2], float(sys.argv[3]))
     else:
-        latency()
+        latency(int(sys.argv[2]) if len(sys.argv) > 2 else 9,
+                sys.argv[3] if len(sys.argv) > 3 else None)
