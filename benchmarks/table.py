@@ -1,6 +1,12 @@
 """Print the markdown table of ``benchmarks/engine.py`` results files (docs/performance.md).
 
     python benchmarks/table.py benchmarks/results/engine_*.json
+    python benchmarks/table.py --gap benchmarks/results/engine_all_*.json
+
+``--gap``: the gap to native MPI split in two (docs/performance.md, "Where the gap to native
+MPI comes from"): ``native-schedule/native``, the network's schedule sent as plain MPI
+messages over MPI's own algorithm (the network's part), and ``dualmpi/native-schedule``, the
+emulator's; with the rounds of the schedule and ``dualmpi - native`` in microseconds.
 """
 
 import json
@@ -13,7 +19,40 @@ def fmt_us(seconds):
     return f"{us:.3g}" if us < 1000 else f"{us:,.0f}"
 
 
+def gap(paths):
+    """Print, per file, the gap table (see the module's docstring)."""
+    for path in paths:
+        with open(path) as fh:
+            data = json.load(fh)
+        meta = data["meta"]
+        load = "/".join(f"{x:.1f}" for x in meta["loadavg_start"][:1] + meta["loadavg_end"][:1])
+        against = meta.get("against")
+        print(f"\n**{meta['spec']}, {meta['ranks']} ranks** (`{path}`; load average {load} at "
+              f"start/end, {meta['repeats']} interleaved repeats, medians)\n")
+        head = ["collective", "block (B)", "rounds", "dualmpi (µs)", "floor (µs)",
+                "native schedule (µs)", "native (µs)", "dualmpi − native (µs)", "dualmpi/floor",
+                "emulator: dualmpi/native schedule", "network: native schedule/native",
+                "dualmpi/native"]
+        if against:
+            head += [f"dualmpi/{against}"]
+        print("| " + " | ".join(head) + " |")
+        print("|" + "|".join("---" if i < 1 else "---:" for i in range(len(head))) + "|")
+        for r in data["rows"]:
+            med = r["median"]
+            cells = [r["collective"], f"{r['size']:,}", str(r["rounds"]), fmt_us(med["dualmpi"]),
+                     fmt_us(med["floor"]), fmt_us(med["native-schedule"]), fmt_us(med["native"]),
+                     f"{(med['dualmpi'] - med['native']) * 1e6:+.1f}", f"{r['dualmpi/floor']:.2f}",
+                     f"{med['dualmpi'] / med['native-schedule']:.2f}",
+                     f"{r['native-schedule/native']:.2f}", f"{r['dualmpi/native']:.2f}"]
+            if against:
+                cells += [f"{r['dualmpi/against']:.2f}"]
+            print("| " + " | ".join(cells) + " |")
+
+
 def main(paths):
+    if paths[:1] == ["--gap"]:
+        gap(paths[1:])
+        return
     for path in paths:
         with open(path) as fh:
             data = json.load(fh)
