@@ -143,8 +143,10 @@ class Comm(p2p.PointToPoint):
             registry.get(n) for n in registry.names()) if d.mpi}
         #: byte matrices of Alltoallv calls whose memory was checked (crc32)
         self._v_checked = set()
-        #: the last count table of each v-variant method and its verdict (calls._vector_sizes)
+        #: the last count table of each v-variant method and its verdict (calls._vector_call)
         self._v_verdicts = {}
+        #: the last call of each v-variant method (calls._VectorMemo)
+        self._v_memo = {}
         self._fast, self._gen, self._last = {}, 0, {}
         self._zero_copy = q == 1 and not verify and shape is None and drop is None
         self._baseline = None
@@ -205,6 +207,7 @@ class Comm(p2p.PointToPoint):
         """Drop every remembered call (:meth:`_remember`)."""
         for name in self._codes:
             setattr(self, "_m" + name, _no_match)
+        self._v_memo = {}
 
     def Free(self):
         """Release the plans, persistent requests and the graph communicator."""
@@ -307,7 +310,8 @@ class Comm(p2p.PointToPoint):
     def Scatterv(self, sendbuf, recvbuf, root=0):
         """Scatter pieces of one size per rank (mirrors ``Comm.Scatterv``)."""
         calls.collective(self, "Scatterv", lambda: arguments.scatter(sendbuf, recvbuf, root, self.rank,
-                                                               self.size, v=True))
+                                                               self.size, v=True),
+                         (sendbuf, recvbuf, root))
 
     def Gather(self, sendbuf, recvbuf, root=0):
         """Gather every ``sendbuf`` into rank ``root``'s ``recvbuf`` (mirrors ``Comm.Gather``)."""
@@ -319,7 +323,8 @@ class Comm(p2p.PointToPoint):
     def Gatherv(self, sendbuf, recvbuf, root=0):
         """Gather pieces of one size per rank (mirrors ``Comm.Gatherv``)."""
         calls.collective(self, "Gatherv", lambda: arguments.gather(sendbuf, recvbuf, root, self.rank,
-                                                             self.size, v=True))
+                                                             self.size, v=True),
+                         (sendbuf, recvbuf, root))
 
     def Allgather(self, sendbuf, recvbuf):
         """Gather every rank's ``sendbuf`` into every ``recvbuf`` (mirrors ``Comm.Allgather``)."""
@@ -331,7 +336,8 @@ class Comm(p2p.PointToPoint):
     def Allgatherv(self, sendbuf, recvbuf):
         """Allgather with one size per rank (mirrors ``Comm.Allgatherv``)."""
         calls.collective(self, "Allgatherv", lambda: arguments.allgather(sendbuf, recvbuf, self.rank,
-                                                                   self.size, v=True))
+                                                                   self.size, v=True),
+                         (sendbuf, recvbuf))
 
     def Alltoall(self, sendbuf, recvbuf):
         """The total exchange: piece ``j`` of ``sendbuf`` to rank ``j`` (mirrors ``Comm.Alltoall``)."""
@@ -343,12 +349,14 @@ class Comm(p2p.PointToPoint):
     def Alltoallv(self, sendbuf, recvbuf):
         """The total exchange with a count per pair (mirrors ``Comm.Alltoallv``)."""
         calls.collective(self, "Alltoallv", lambda: arguments.alltoall(sendbuf, recvbuf, self.rank,
-                                                                 self.size, v=True))
+                                                                 self.size, v=True),
+                         (sendbuf, recvbuf))
 
     def Alltoallw(self, sendbuf, recvbuf):
         """The total exchange with a count and datatype per pair (mirrors ``Comm.Alltoallw``)."""
         calls.collective(self, "Alltoallw", lambda: arguments.alltoallw(sendbuf, recvbuf, self.rank,
-                                                                  self.size))
+                                                                  self.size),
+                         (sendbuf, recvbuf))
 
     # -- reductions -----------------------------------------------------------------------------
     def Reduce(self, sendbuf, recvbuf, op=None, root=0):
@@ -379,13 +387,17 @@ class Comm(p2p.PointToPoint):
 
         The all-to-all broadcast run backwards (:mod:`dualmpi.collectives.reduce_scatter`).
         """
-        calls.collective(self, "Reduce_scatter_block", lambda: calls.with_op(self, arguments.reduce_scatter_block(
-            sendbuf, recvbuf, self.rank, self.size), op, "Reduce_scatter_block"))
+        if not self._mReduce_scatter_block(sendbuf, recvbuf, op):
+            calls.collective(self, "Reduce_scatter_block", lambda: calls.with_op(
+                self, arguments.reduce_scatter_block(sendbuf, recvbuf, self.rank, self.size), op,
+                "Reduce_scatter_block"),
+                (sendbuf, recvbuf, op), ((sendbuf, False), (recvbuf, True)))
 
     def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=None):
         """Reduce, then ``recvcounts[r]`` elements to rank ``r`` (mirrors ``Comm.Reduce_scatter``)."""
         calls.collective(self, "Reduce_scatter", lambda: calls.with_op(self, arguments.reduce_scatter(
-            sendbuf, recvbuf, recvcounts, self.rank, self.size), op, "Reduce_scatter"))
+            sendbuf, recvbuf, recvcounts, self.rank, self.size), op, "Reduce_scatter"),
+            (sendbuf, recvbuf, recvcounts, op))
 
     def Scan(self, sendbuf, recvbuf, op=None):
         """Inclusive prefix reduction over the ranks (mirrors ``Comm.Scan``)."""

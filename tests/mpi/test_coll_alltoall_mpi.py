@@ -305,3 +305,30 @@ def test_alltoallv_repeated_then_one_rank_changes_its_counts(index):
     net.Alltoallv([send, counts], [got, counts])
     WORLD.Alltoallv([send, counts], [ref, counts])
     assert agree(ok and same(got, ref))
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("index", ERROR_NETS)
+def test_alltoallv_same_objects_changed_in_place(index):
+    """The very argument objects of the previous call, their counts and displacements
+    changed in place (the same lists, the same arrays; on every rank alike): the call reads
+    them again, and every result equals MPI's -- a remembered call is only taken for the
+    same values."""
+    net = network(index)
+    counts, displs = [2] * SIZE, [2 * r for r in range(SIZE)]
+    rcounts, rdispls = [2] * SIZE, [2 * r for r in range(SIZE)]
+    send, got, ref = data(np.float64, 3 * SIZE, 1), np.zeros(3 * SIZE), np.zeros(3 * SIZE)
+    sspec, rspec = [send, counts, displs, MPI.DOUBLE], [got, rcounts, rdispls, MPI.DOUBLE]
+    ok = True
+    for step in range(5):
+        if step == 2:  # one element more per pair, in the same list objects
+            counts[:], rcounts[:] = [3] * SIZE, [3] * SIZE
+            displs[:], rdispls[:] = [3 * r for r in range(SIZE)], [3 * r for r in range(SIZE)]
+        if step == 4:  # reversed blocks: other displacements, the same counts
+            displs[:] = [3 * (SIZE - 1 - r) for r in range(SIZE)]
+        send[:] = data(np.float64, 3 * SIZE, step)
+        got[:], ref[:] = -1.0, -1.0
+        net.Alltoallv(sspec, rspec)
+        WORLD.Alltoallv([send, counts, displs, MPI.DOUBLE], [ref, rcounts, rdispls, MPI.DOUBLE])
+        ok = ok and same(got, ref)
+    assert agree(ok)
