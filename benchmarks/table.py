@@ -6,7 +6,11 @@
 ``--gap``: the gap to native MPI split in two (docs/performance.md, "Where the gap to native
 MPI comes from"): ``native-schedule/native``, the network's schedule sent as plain MPI
 messages over MPI's own algorithm (the network's part), and ``dualmpi/native-schedule``, the
-emulator's; with the rounds of the schedule and ``dualmpi - native`` in microseconds.
+emulator's; with the rounds of the schedule and ``dualmpi - native`` in microseconds, and
+what the model says of the network's part: the schedule's steps and step bytes
+(``Engine.cost``: the coefficients of t_s and t_w) over those of the algorithm MPI runs on as
+many ranks (:data:`MPI_ALGORITHMS`), ``steps`` ratio / ``step bytes`` ratio (the first
+dominates small blocks, the second large ones).
 """
 
 import json
@@ -17,6 +21,52 @@ def fmt_us(seconds):
     """Return microseconds with 3 significant figures."""
     us = seconds * 1e6
     return f"{us:.3g}" if us < 1000 else f"{us:,.0f}"
+
+
+#: The algorithm taken as MPI's for the model's reference (Open MPI's usual choice on p ranks at
+#: small sizes): ``name: (steps(p), step bytes(p, m))`` for blocks of ``m`` bytes.
+MPI_ALGORITHMS = {
+    "bcast": (lambda p: _log2(p), lambda p, m: _log2(p) * m),                 # binomial tree
+    "scatter": (lambda p: _log2(p), lambda p, m: (p - 1) * m),                # binomial tree
+    "gather": (lambda p: _log2(p), lambda p, m: (p - 1) * m),                 # binomial tree
+    "allgather": (lambda p: _log2(p), lambda p, m: (p - 1) * m),              # recursive doubling
+    "alltoall": (lambda p: p - 1, lambda p, m: (p - 1) * m),                  # pairwise exchange
+    "allreduce": (lambda p: _log2(p), lambda p, m: _log2(p) * m),             # recursive doubling
+    "reduce": (lambda p: _log2(p), lambda p, m: _log2(p) * m),                # binomial tree
+    "reduce_scatter_block": (lambda p: _log2(p), lambda p, m: (p - 1) * m),   # recursive halving
+    "scan": (lambda p: p - 1, lambda p, m: (p - 1) * m),                      # linear chain
+    "exscan": (lambda p: p - 1, lambda p, m: (p - 1) * m),                    # linear chain
+    "barrier": (lambda p: _log2(p), lambda p, m: 0),                          # recursive doubling
+}
+
+
+def _log2(p):
+    return max(1, (p - 1).bit_length())
+
+
+def model_ratio(spec, coll, size):
+    """Return ``(steps ratio, step-bytes ratio)`` of the network's schedule over MPI's algorithm."""
+    from dualmpi.collectives.allreduce import choose, costs
+    from dualmpi.engine.core import Engine
+    from dualmpi.engine.local import LocalTransport
+    from dualmpi.topology import from_spec
+
+    topo = from_spec(spec)
+    p = topo.num_nodes
+    base = coll[:-1] if coll in ("scatterv", "gatherv", "allgatherv", "alltoallv") else coll
+    name = base
+    if base == "allreduce":
+        name = "allreduce-" + choose(size, costs(topo, 1))
+    nbytes = 0 if base == "barrier" else size
+    _, steps, step_bytes = Engine(topo, 1, LocalTransport()).cost(name, nbytes)
+    f_steps, f_bytes = MPI_ALGORITHMS[base]
+    mpi_bytes = f_bytes(p, nbytes)
+    return steps / f_steps(p), (step_bytes / mpi_bytes if mpi_bytes else float("nan"))
+
+
+def _model_cells(spec, coll, size):
+    steps, step_bytes = model_ratio(spec, coll, size)
+    return steps, "—" if step_bytes != step_bytes else f"{step_bytes:.2f}"  # NaN: no bytes
 
 
 def gap(paths):
@@ -32,7 +82,7 @@ def gap(paths):
         head = ["collective", "block (B)", "rounds", "dualmpi (µs)", "floor (µs)",
                 "native schedule (µs)", "native (µs)", "dualmpi − native (µs)", "dualmpi/floor",
                 "emulator: dualmpi/native schedule", "network: native schedule/native",
-                "dualmpi/native"]
+                "model: steps / step bytes over MPI's", "dualmpi/native"]
         if against:
             head += [f"dualmpi/{against}"]
         print("| " + " | ".join(head) + " |")
@@ -43,7 +93,10 @@ def gap(paths):
                      fmt_us(med["floor"]), fmt_us(med["native-schedule"]), fmt_us(med["native"]),
                      f"{(med['dualmpi'] - med['native']) * 1e6:+.1f}", f"{r['dualmpi/floor']:.2f}",
                      f"{med['dualmpi'] / med['native-schedule']:.2f}",
-                     f"{r['native-schedule/native']:.2f}", f"{r['dualmpi/native']:.2f}"]
+                     f"{r['native-schedule/native']:.2f}",
+                     "{:.2f} / {}".format(*_model_cells(meta["spec"], r["collective"],
+                                                         r["size"])),
+                     f"{r['dualmpi/native']:.2f}"]
             if against:
                 cells += [f"{r['dualmpi/against']:.2f}"]
             print("| " + " | ".join(cells) + " |")
