@@ -65,6 +65,9 @@ def run_job(cmd, env, timeout, cwd=None):
         out, err = proc.communicate()
         timed_out = True
     elapsed = time.monotonic() - start
+    # Open MPI's output forwarding sometimes puts NUL bytes where the ranks' lines meet (seen at
+    # the start of a line under load; launch/test strips them from its logs too)
+    out, err = out.replace(b"\0", b""), err.replace(b"\0", b"")
     return Job(proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"),
                elapsed, timed_out or _MPIEXEC_TIMED_OUT in err.decode(errors="replace"))
 
