@@ -383,7 +383,9 @@ def _value_key(v):
     if _REMEMBERED_OBJECTS is None:
         MPI = _mpi()
         _REMEMBERED_OBJECTS = ((MPI.Datatype, MPI.Op), (MPI.IN_PLACE, MPI.BOTTOM))
-    if isinstance(v, _REMEMBERED_OBJECTS[0]) or any(v is x for x in _REMEMBERED_OBJECTS[1]):
+    if isinstance(v, _REMEMBERED_OBJECTS[0]):  # its handle too: a datatype freed since differs
+        return ("obj", id(v), v.handle)
+    if any(v is x for x in _REMEMBERED_OBJECTS[1]):
         return ("obj", id(v))
     raise _NotRemembered
 

@@ -332,3 +332,26 @@ def test_alltoallv_same_objects_changed_in_place(index):
         WORLD.Alltoallv([send, counts, displs, MPI.DOUBLE], [ref, rcounts, rdispls, MPI.DOUBLE])
         ok = ok and same(got, ref)
     assert agree(ok)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("index", ERROR_NETS)
+def test_alltoallv_repeated_with_a_derived_datatype_then_freed(index):
+    """A repeated Alltoallv of pairs (a committed contiguous datatype) equals MPI's; the same
+    call once that datatype is freed is refused on every rank, not run as before."""
+    net = network(index)
+    pair = MPI.DOUBLE.Create_contiguous(2).Commit()
+    counts = [1] * SIZE
+    send, got, ref = data(np.float64, 2 * SIZE, 3), np.zeros(2 * SIZE), np.zeros(2 * SIZE)
+    sspec, rspec = [send, counts, pair], [got, counts, pair]
+    ok = True
+    for _ in range(3):
+        got[:] = -1.0
+        net.Alltoallv(sspec, rspec)
+        WORLD.Alltoallv([send, counts, pair], [ref, counts, pair])
+        ok = ok and same(got, ref)
+    pair.Free()
+    ok_err, errs = expect_error(net, lambda: net.Alltoallv(sspec, rspec),
+                                "Alltoallv recvbuf: the datatype is MPI.DATATYPE_NULL")
+    assert agree(ok and ok_err), errs
+
