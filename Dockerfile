@@ -14,8 +14,9 @@ ENV OMPI_ALLOW_RUN_AS_ROOT=1 \
     OMPI_MCA_mpi_yield_when_idle=true \
     MPIEXEC_TIMEOUT=600
 
-# A C compiler for the engine's compiled round loop (built on first use with the wheel's mpicc;
-# without one the rounds run in Python: docs/performance.md).
+# A C compiler for the engine's compiled round loop and the one-link lane (built on first use
+# with the wheel's mpicc, the image's Python headers for the lane; without one the rounds and
+# one-hop messages run in Python: docs/performance.md, docs/p2p.md).
 RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/*
 

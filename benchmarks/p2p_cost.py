@@ -6,8 +6,10 @@ Run under mpiexec (docs/p2p.md has the figures)::
     mpiexec -n 8 python benchmarks/p2p_cost.py idle thread 5         # or raw, nothread
 
 ``lat``: one-way time of a ping-pong between rank 0 and the first rank 1, 2, ... hops away,
-through ``dualmpi.Comm`` and (1 hop) through ``MPI.COMM_WORLD`` between the same ranks, sizes
-1 B - 1 MiB, median of ROUNDS (default 9) interleaved rounds (raw, 1 hop, 2 hops, ... in each);
+through ``dualmpi.Comm`` and (1 hop) through ``MPI.COMM_WORLD`` and through a ``dualmpi.Comm``
+whose one-link lane is closed (the Python path, dualmpi/engine/lane.py) between the same ranks,
+sizes 1 B - 1 MiB, median of ROUNDS (default 9) interleaved rounds (raw, 1 hop, no lane,
+2 hops, ... in each);
 rank 0 prints one row per size, with each d-hop time over d x the 1-hop time, and writes them
 to JSON when a path is given.  ``idle``: the
 CPU time of every process (``time.process_time``, every thread) over a ``time.sleep`` of the
@@ -23,6 +25,7 @@ import numpy as np
 from mpi4py import MPI
 
 import dualmpi
+from dualmpi import p2p
 
 WORLD = MPI.COMM_WORLD
 RANK, SIZE = WORLD.Get_rank(), WORLD.Get_size()
@@ -71,6 +74,8 @@ def _pingpong(comm, peer, buf, n):
 def latency(rounds=9, path=None):
     """Print one row per size: raw at 1 hop, dualmpi at 1, 2, ... hops (JSON to ``path``)."""
     net = dualmpi.Comm(WORLD, _spec())
+    py = dualmpi.Comm(WORLD, _spec())  # the same network without its one-link lane
+    p2p.stop_lane(py)
     router = net._router
     peers = {}
     for b in range(1, SIZE):
@@ -81,8 +86,8 @@ def latency(rounds=9, path=None):
         buf = np.zeros(size, np.uint8)
         for _ in range(rounds):
             for h, peer in sorted(peers.items()):
-                for name, comm in (("raw", WORLD), ("dualmpi", net)):
-                    if name == "raw" and h > 1:
+                for name, comm in (("raw", WORLD), ("dualmpi", net), ("python", py)):
+                    if name != "dualmpi" and h > 1:
                         continue
                     _pingpong(comm, peer, buf, 3)
                     t = _pingpong(comm, peer, buf, REPS[size])
@@ -96,8 +101,11 @@ def latency(rounds=9, path=None):
         for size in SIZES:
             raw = float(np.median(res[(size, 1, "raw")]))
             one = float(np.median(res[(size, 1, "dualmpi")]))
-            row = [f"{size:>8} B", f"raw 1 hop {raw * 1e6:8.1f} us"]
-            rows.append({"bytes": size, "raw_1hop_s": raw, "hops": {}})
+            slow = float(np.median(res[(size, 1, "python")]))
+            row = [f"{size:>8} B", f"raw 1 hop {raw * 1e6:8.1f} us",
+                   f"no lane {slow * 1e6:8.1f} us ({slow / raw:.2f}x raw)"]
+            rows.append({"bytes": size, "raw_1hop_s": raw, "python_path_1hop_s": slow,
+                         "python_path_over_raw": slow / raw, "hops": {}})
             for h in sorted(peers):
                 t = float(np.median(res[(size, h, "dualmpi")]))
                 rows[-1]["hops"][h] = {"peer": peers[h], "dualmpi_s": t, "over_raw": t / raw,
@@ -116,6 +124,7 @@ def latency(rounds=9, path=None):
                                     "argv": sys.argv}, "rows": rows}, fh, indent=2)
                 fh.write("\n")
             print(f"results written to {path}")
+    py.Free()
     net.Free()
 
 

@@ -138,6 +138,7 @@ class Comm(p2p.PointToPoint):
 
         #: point-to-point to any rank (dualmpi.p2p); its link counts are stats()'s
         self._router = Router(self._transport)
+        p2p.start_lane(self)
         #: every MPI method a description names, numbered (what the argument check compares)
         self._codes = {d.mpi: i + 1 for i, d in enumerate(
             registry.get(n) for n in registry.names()) if d.mpi}
@@ -213,6 +214,7 @@ class Comm(p2p.PointToPoint):
         """Release the plans, persistent requests and the graph communicator."""
         self._forget()
         if self._router is not None:
+            p2p.stop_lane(self)
             self._router.close()
             self._router = None
         if self._engine is not None:

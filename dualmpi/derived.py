@@ -242,6 +242,7 @@ class Intracomm(p2p.PointToPoint):
         base = net._router
         #: point-to-point (dualmpi.p2p) and the collectives' messages: two contexts
         self._router = base.derive(ctx, self.ranks, direct)
+        p2p.start_lane(self)
         self._coll = base.derive(ctx + 1, self.ranks, comm)
         self.context = ctx
         self._tag = 0
@@ -456,6 +457,7 @@ class Intracomm(p2p.PointToPoint):
         if self._worker is not None:  # its nonblocking collectives run to their end first
             self._worker.close()
             self._worker = None
+        p2p.stop_lane(self)
         routers, self._router, self._coll = (self._router, self._coll), None, None
         comm, self.comm = self.comm, None
         nbctl, self._nbctl = self._nbctl, None

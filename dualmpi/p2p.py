@@ -20,7 +20,7 @@ from . import msgbuffer
 from .errors import DualmpiError, mpi_error
 
 __all__ = [
-    "PointToPoint",
+    "PointToPoint", "start_lane", "stop_lane",
     "Send", "Ssend", "Isend", "Issend", "Recv", "Irecv", "Sendrecv", "Sendrecv_replace",
     "Probe", "Iprobe", "Mprobe", "Improbe", "Message",
     "send", "ssend", "isend", "issend", "recv", "irecv", "sendrecv", "probe", "iprobe",
@@ -475,17 +475,86 @@ def improbe(net, source=None, tag=None, status=None):
     """Match a message if one is there (mirrors ``Comm.improbe``), else None."""
     return Improbe(net, source, tag, status)
 
+class _NoLane:
+    """A communicator without a one-link lane: every call takes the Python path."""
+
+    @staticmethod
+    def send(buf, dest, tag, sync):
+        return NotImplemented
+
+    @staticmethod
+    def recv(buf, source, tag, status):
+        return NotImplemented
+
+    @staticmethod
+    def sendrecv(sendbuf, dest, sendtag, recvbuf, source, recvtag, status):
+        return NotImplemented
+
+    @staticmethod
+    def close():
+        pass
+
+
+_NO_LANE = _NoLane()
+
+
+class _Pending(_NoLane):
+    """A communicator's lane before its first call: that call builds it
+    (:func:`dualmpi.engine.lane.make`) and takes the Python path."""
+
+    def __init__(self, net):
+        self.net = net
+
+    def _build(self):
+        from .engine import lane
+
+        net = self.net
+        net._lane = _NO_LANE
+        if net._router is not None:
+            net._lane = lane.make(net._router, _VIEWS) or _NO_LANE
+        return NotImplemented
+
+    def send(self, buf, dest, tag, sync):
+        return self._build()
+
+    def recv(self, buf, source, tag, status):
+        return self._build()
+
+    def sendrecv(self, sendbuf, dest, sendtag, recvbuf, source, recvtag, status):
+        return self._build()
+
+
+def start_lane(net):
+    """Give communicator ``net`` (its router made) a lane built at its first blocking call."""
+    net._lane = _Pending(net)
+
+
+def stop_lane(net):
+    """Close ``net``'s lane (the communicator is being freed): the Python path from now on."""
+    net._lane.close()
+    net._lane = _NO_LANE
+
+
 class PointToPoint:
     """The point-to-point methods, in mpi4py's names, of ``dualmpi.Comm`` and its derived
-    communicators (each hands off to this module's function of the same name)."""
+    communicators (each hands off to this module's function of the same name).
+
+    ``Send``, ``Ssend``, ``Recv`` and ``Sendrecv`` first offer the call to the
+    communicator's one-link lane (:mod:`dualmpi.engine.lane`: a message that crosses one
+    link, sent and received in C), which answers ``NotImplemented`` for anything else.
+    """
+
+    _lane = _NO_LANE
 
     def Send(self, buf, dest, tag=0):
         """Send ``buf`` to rank ``dest``, routed over the links (mirrors ``Comm.Send``)."""
-        Send(self, buf, dest, tag)
+        if self._lane.send(buf, dest, tag, False) is NotImplemented:
+            Send(self, buf, dest, tag)
 
     def Ssend(self, buf, dest, tag=0):
         """Send and return once a receive matched it (mirrors ``Comm.Ssend``)."""
-        Ssend(self, buf, dest, tag)
+        if self._lane.send(buf, dest, tag, True) is NotImplemented:
+            Ssend(self, buf, dest, tag)
 
     def Isend(self, buf, dest, tag=0):
         """Start a send; return an ``MPI.Request`` (mirrors ``Comm.Isend``)."""
@@ -497,7 +566,8 @@ class PointToPoint:
 
     def Recv(self, buf, source=None, tag=None, status=None):
         """Receive into ``buf`` (mirrors ``Comm.Recv``: ``ANY_SOURCE``, ``ANY_TAG`` by default)."""
-        Recv(self, buf, source, tag, status)
+        if self._lane.recv(buf, source, tag, status) is NotImplemented:
+            Recv(self, buf, source, tag, status)
 
     def Irecv(self, buf, source=None, tag=None):
         """Start a receive; return an ``MPI.Request`` (mirrors ``Comm.Irecv``)."""
@@ -506,7 +576,9 @@ class PointToPoint:
     def Sendrecv(self, sendbuf, dest, sendtag=0, recvbuf=None, source=None, recvtag=None,
                  status=None):
         """Send and receive in one call (mirrors ``Comm.Sendrecv``)."""
-        Sendrecv(self, sendbuf, dest, sendtag, recvbuf, source, recvtag, status)
+        if self._lane.sendrecv(sendbuf, dest, sendtag, recvbuf, source, recvtag,
+                               status) is NotImplemented:
+            Sendrecv(self, sendbuf, dest, sendtag, recvbuf, source, recvtag, status)
 
     def Sendrecv_replace(self, buf, dest, sendtag=0, source=None, recvtag=None, status=None):
         """Send ``buf``, then receive into it (mirrors ``Comm.Sendrecv_replace``)."""

@@ -216,6 +216,20 @@ USER_SCRIPTS = {
         n = 3 if net.Get_rank() == 2 else 4
         net.Allgather(np.zeros(4), np.zeros(4 * n))
         """, r"InputError: Allgather: (recvbuf has|arguments rejected on rank 2)"),
+    # both ranks wait for a message the other never sends, in the one-link lane's Recv
+    # (dualmpi/engine/lane.c) and in its Sendrecv: the watchdog names the wait and ends the job
+    "recv-never-sent": (2, """\
+        net = dualmpi.Comm(MPI.COMM_WORLD, "hypercube:n=1", watchdog=3)
+        peer = 1 - net.Get_rank()
+        net.Send(np.zeros(4), peer, 1)
+        net.Recv(np.zeros(4), peer, 1)  # the lane is built by the first call: this one is C
+        if net.Get_rank() == 0:
+            net.Recv(np.zeros(4), peer, 5)
+        else:
+            net.Sendrecv(np.zeros(4), peer, 6, np.zeros(4), peer, 7)
+        """, r"dualmpi: watchdog: rank (0 \(node 0\) has waited [0-9.]+ s \(deadline 3 s\) in "
+           r"Recv from rank 1 for rank 1 to send|1 \(node 1\) has waited [0-9.]+ s \(deadline "
+           r"3 s\) in Sendrecv from rank 0 for rank 0 to send)"),
     # on Q_2 every rank is reached by routing, but there is no rank 4; ranks 1 to 3 wait in a
     # barrier rank 0 never reaches
     "send-to-a-rank-out-of-range": (4, """\

@@ -42,12 +42,13 @@ class Library:
 
     ``name`` prefixes the cached file (``<name>-<key>.so``), ``symbols`` are functions the
     library must have, ``what`` names it in warnings ("compiled round loop") and
-    ``instead`` says what happens without it ("rounds run in Python").
+    ``instead`` says what happens without it ("rounds run in Python"); ``flags`` are extra
+    compiler arguments (include directories: part of the cache key).
     """
 
-    def __init__(self, name, source, symbols, what, instead):
+    def __init__(self, name, source, symbols, what, instead, flags=()):
         self.name, self.source, self.symbols = name, Path(source), tuple(symbols)
-        self.what, self.instead = what, instead
+        self.what, self.instead, self.flags = what, instead, tuple(flags)
 
 
 #: The round loop, as :func:`build` makes it.
@@ -120,7 +121,8 @@ def build(library, library_version="", mode=None):
         return None, "no mpicc"
     source = library.source.read_bytes()
     key = hashlib.sha256(b"\0".join([source, cc.encode(), library_version.encode(),
-                                     platform.machine().encode()])).hexdigest()[:16]
+                                     platform.machine().encode(),
+                                     *(f.encode() for f in library.flags)])).hexdigest()[:16]
     folder = cache_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -202,7 +204,8 @@ def _compile(cc, key, target, library=ROUNDS):
         # a name of its own (another host may share the folder); the linker creates the file
         tmp = target.parent / f".{library.name}-{key}-{os.getpid()}-{secrets.token_hex(4)}.so"
         note = Path(f"{tmp}.sha256")
-        proc = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(tmp), str(library.source)],
+        proc = subprocess.run([cc, "-O2", "-shared", "-fPIC", *library.flags, "-o", str(tmp),
+                               str(library.source)],
                               capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["?"])[-1]

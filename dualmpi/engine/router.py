@@ -278,21 +278,38 @@ def _new_request(state):
 
 class _Links(dict):
     """Link counts ``{(u, v): (messages, bytes)}``: this thread's in the dict, the router's
-    progress's in :attr:`moved` (read under its lock); :meth:`items` merges them."""
+    progress's in :attr:`moved` (read under its lock), the one-link lanes' in :attr:`lanes`
+    (``(counts, hops)``: messages and bytes per destination, the links each crosses;
+    :mod:`dualmpi.engine.lane`); :meth:`items` merges them."""
 
     def __init__(self, lock):
         super().__init__()
         self.lock = lock
         self.moved = {}
+        self.lanes = []
 
     def items(self):
         with self.lock:
             moved = [(k, tuple(v)) for k, v in self.moved.items()]
+        for counts, hops in self.lanes:
+            for d in np.flatnonzero(counts[:, 0]):
+                moved.extend((k, (int(counts[d, 0]), int(counts[d, 1]))) for k in hops[d])
         out = dict(dict.items(self))
         for k, (m, n) in moved:
             m0, n0 = out.get(k, (0, 0))
             out[k] = (m0 + m, n0 + n)
         return list(out.items())
+
+    def lane_totals(self):
+        """Return ``[messages, bytes, route hops]`` the one-link lanes sent."""
+        out = [0, 0, 0]
+        for counts, hops in self.lanes:
+            for d in np.flatnonzero(counts[:, 0]):
+                m = int(counts[d, 0])
+                out[0] += m
+                out[1] += int(counts[d, 1])
+                out[2] += m * len(hops[d])
+        return out
 
 
 class _Route:
@@ -487,7 +504,7 @@ class Hub:
         not one of them)."""
         with self.lock:
             locked = list(self.sent)
-        return [a + b for a, b in zip(self.sent_main, locked)]
+        return [a + b + c for a, b, c in zip(self.sent_main, locked, self.links.lane_totals())]
 
     def _count(self, hops, nbytes):
         moved = self.links.moved
