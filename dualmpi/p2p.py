@@ -475,6 +475,7 @@ def improbe(net, source=None, tag=None, status=None):
     """Match a message if one is there (mirrors ``Comm.improbe``), else None."""
     return Improbe(net, source, tag, status)
 
+
 class _NoLane:
     """A communicator without a one-link lane: every call takes the Python path."""
 

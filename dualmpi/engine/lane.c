@@ -33,7 +33,8 @@
 
 typedef struct {
     PyObject_HEAD
-    MPI_Comm comm;
+    MPI_Comm comm;            /* read from ``comm_obj`` at every call (see live()) */
+    PyObject *comm_obj;       /* the mpi4py communicator: MPI.COMM_NULL once freed */
     int size, rank, any_source, any_tag, closed;
     unsigned char *send_ok;   /* [size]: 1 when a message to that rank is one MPI message */
     unsigned char *recv_ok;   /* [size + 1]: from that rank (last: ANY_SOURCE) */
@@ -57,6 +58,7 @@ static PyObject *str_dtype, *str_state;
 static void Lane_dealloc(Lane *self)
 {
     Py_XDECREF(self->keep);
+    Py_XDECREF(self->comm_obj);
     Py_XDECREF(self->posted);
     Py_XDECREF(self->mailbox);
     Py_XDECREF(self->views);
@@ -112,6 +114,8 @@ static int Lane_init(Lane *self, PyObject *args, PyObject *Py_UNUSED(kw))
     if (c == NULL)
         return -1;
     self->comm = *c;
+    Py_INCREF(comm);
+    self->comm_obj = comm;
     if (MPI_Comm_size(self->comm, &self->size) != MPI_SUCCESS ||
             MPI_Comm_rank(self->comm, &self->rank) != MPI_SUCCESS) {
         PyErr_SetString(PyExc_RuntimeError, "lane: the communicator has no size");
@@ -166,6 +170,21 @@ static int get_buffer(Lane *self, PyObject *obj, Py_buffer *view, int writable)
         return 0;
     }
     return 1;
+}
+
+/* 1 when the lane may run a call: not closed, its communicator not freed (a derived
+ * communicator's channel is freed with the network's, possibly before the lane is closed). */
+static int live(Lane *self)
+{
+    if (self->closed)
+        return 0;
+    MPI_Comm *c = PyMPIComm_Get(self->comm_obj);
+    if (c == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    self->comm = *c;
+    return self->comm != MPI_COMM_NULL;
 }
 
 /* An int rank or tag, or -2 when the Python path must read it. */
@@ -307,7 +326,7 @@ static int64_t recv_slot(Lane *self, int src, int sendrecv)
 static PyObject *Lane_send(Lane *self, PyObject *const *args, Py_ssize_t nargs)
 {
     int dest, tag;
-    if (nargs != 4 || self->closed || !send_args(self, args[1], args[2], &dest, &tag))
+    if (nargs != 4 || !live(self) || !send_args(self, args[1], args[2], &dest, &tag))
         Py_RETURN_NOTIMPLEMENTED;
     int sync = PyObject_IsTrue(args[3]);
     Py_buffer view;
@@ -339,7 +358,7 @@ static PyObject *Lane_send(Lane *self, PyObject *const *args, Py_ssize_t nargs)
 /* recv(buf, source, tag, status) -> None, or NotImplemented */
 static PyObject *Lane_recv(Lane *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4 || self->closed)
+    if (nargs != 4 || !live(self))
         Py_RETURN_NOTIMPLEMENTED;
     int src, tag;
     if (!recv_args(self, args[1], args[2], &src, &tag))
@@ -374,7 +393,7 @@ static PyObject *Lane_recv(Lane *self, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *Lane_sendrecv(Lane *self, PyObject *const *args, Py_ssize_t nargs)
 {
     int dest, stag, src, rtag;
-    if (nargs != 7 || self->closed || args[3] == Py_None ||
+    if (nargs != 7 || args[3] == Py_None || !live(self) ||
             !send_args(self, args[1], args[2], &dest, &stag) ||
             !recv_args(self, args[4], args[5], &src, &rtag))
         Py_RETURN_NOTIMPLEMENTED;
