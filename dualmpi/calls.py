@@ -287,6 +287,8 @@ def _vector_call(comm, method, desc, read, args):
         if memo.table.tobytes() == memo.seen:
             comm._last_runner = memo.run
             memo.data()
+            if memo.remake is not None:  # repeated: from the next call on, zero-copy
+                _zero_copy(comm, method, memo)
             return
         call, problem, row, table = memo.call, None, memo.row, memo.table.copy()
     else:
@@ -309,8 +311,53 @@ def _vector_call(comm, method, desc, read, args):
     if key is not None and not any(m.packed for m in call.sends + call.recvs) and \
             getattr(run, "bind_call", None) is not None:
         counts = comm._runner("allgather", 0, row.nbytes, salt=_salt(method + " counts"))
-        comm._v_memo[method] = _VectorMemo(key, args, call, row, table, counts, run,
-                                           comm._engine.evictions)
+        memo = comm._v_memo[method] = _VectorMemo(key, args, call, row, table, counts, run,
+                                                  comm._engine.evictions)
+        moved = (0 if call.send is None else call.send.size) + \
+            (0 if call.recv is None else call.recv.size)
+        if comm._zero_copy and call.op is None and moved >= ZERO_COPY_ABOVE and \
+                not _overlap(call.send, call.recv):
+            memo.remake = (desc.name, nbytes, root, sdispls, rdispls, call.itemsize,
+                           _salt(method))
+
+
+#: Calls repeated with the same buffers run zero-copy from pieces of this many bytes (a
+#: fixed-count call, :meth:`dualmpi.Comm._runner`) or from this many bytes moved by the rank (a
+#: remembered v-variant call, :func:`_zero_copy`); below it the copies cost less than looking
+#: the buffers up (docs/performance.md).
+ZERO_COPY_ABOVE = 1 << 15
+
+
+def _overlap(a, b):
+    """True when two buffers may share memory (they cannot be bound separately)."""
+    return a is not None and b is not None and np.may_share_memory(a, b)
+
+
+def _zero_copy(comm, method, memo):
+    """Make ``memo`` (a v-variant call just repeated) run zero-copy from its next repeat.
+
+    Its plan is bound again to the call's very buffers (one node per rank, no reduction:
+    the engine's zero-copy runner, :meth:`Engine.runner <dualmpi.engine.core.Engine.runner>`
+    with ``buffers``): no copy in or out but the rank's own block.  Local only (no
+    message), so every rank may do it or not; a new memo replaces the old one, its count
+    table's allgather bound again after the new plan (which may have evicted it).
+    """
+    name, nbytes, root, sdispls, rdispls, itemsize, salt = memo.remake
+    memo.remake = None
+    call = memo.call
+    try:
+        run = comm._engine.runner(comm.rank, name, nbytes, root, comm.variant, sdispls=sdispls,
+                                  rdispls=rdispls, packets=1, itemsize=itemsize, salt=salt,
+                                  buffers=(call.send, call.recv))
+        run.pinned = memo.args
+        counts = comm._runner("allgather", 0, memo.row.nbytes, salt=_salt(method + " counts"))
+    except (DualmpiError, ResourceError, MemoryError):
+        # the call itself is done on every rank: this one keeps copying, and its next call
+        # (the memory's epoch changed, or not) is read afresh or repeated as before
+        return
+    table = np.frombuffer(memo.seen, dtype=np.int64).reshape(memo.table.shape)
+    comm._v_memo[method] = _VectorMemo(memo.key, memo.args, call, memo.row, table, counts,
+                                       run, comm._engine.evictions)
 
 
 class _VectorMemo:
@@ -325,10 +372,12 @@ class _VectorMemo:
     """
 
     __slots__ = ("key", "args", "call", "row", "table", "seen", "exchange", "run", "data",
-                 "epoch")
+                 "epoch", "remake")
 
     def __init__(self, key, args, call, row, table, counts, run, epoch):
         self.key, self.args, self.call, self.row, self.epoch = key, args, call, row, epoch
+        #: the engine runner's arguments, to bind the plan to the buffers (:func:`_zero_copy`)
+        self.remake = None
         self.table, self.seen, self.run = np.zeros_like(table), table.tobytes(), run
         self.exchange = counts.bind_call(row.view(np.uint8), self.table.view(np.uint8).reshape(-1))
         self.data = run.bind_call(call.send, call.recv)

@@ -37,9 +37,6 @@ PACKET_BYTES = 1 << 18
 #: The collectives pipelined by default: those whose description says so (one-to-all patterns).
 PIPELINED = tuple(name for name in registry.names() if registry.get(name).pipelined)
 
-#: Pieces of at least this many bytes run zero-copy when a caller reuses its buffers (below it
-#: the copies cost less than looking the buffers up); docs/performance.md.
-ZERO_COPY_ABOVE = 1 << 15
 
 def _mpi():
     from mpi4py import MPI
@@ -830,10 +827,10 @@ class Comm(p2p.PointToPoint):
         """Return the runner of a call: zero-copy when the same buffers come back.
 
         With one node per rank, no option that needs the store and pieces of at least
-        :data:`ZERO_COPY_ABOVE` bytes, a call with the same buffer objects ``objs`` as the
-        previous call of the same kind gets a runner bound to their memory (no copy in or
-        out; the runner keeps a reference to them, so their memory stays where it is while
-        it is cached); other calls copy through the store.  ``salt``: see
+        :data:`dualmpi.calls.ZERO_COPY_ABOVE` bytes, a call with the same buffer objects
+        ``objs`` as the previous call of the same kind gets a runner bound to their memory
+        (no copy in or out; the runner keeps a reference to them, so their memory stays where
+        it is while it is cached); other calls copy through the store.  ``salt``: see
         :meth:`Engine.runner <dualmpi.engine.core.Engine.runner>`.
         """
         engine = self._engine
@@ -844,14 +841,14 @@ class Comm(p2p.PointToPoint):
         key = (collective, root, nbytes, salt)
         # settled: the same objects next time get the same runner (for _remember)
         self._settled = True
-        if objs is not None and self._zero_copy and nbytes >= ZERO_COPY_ABOVE:
+        if objs is not None and self._zero_copy and nbytes >= calls.ZERO_COPY_ABOVE:
             ids = (id(objs[0]), id(objs[1]))
             zkey = (key, ids)
             run = self._fast.get(zkey)
             if run is not None and run.pinned[0] is objs[0] and run.pinned[1] is objs[1]:
                 self._last_runner = run
                 return run
-            self._settled = _overlap(send, recv)
+            self._settled = calls._overlap(send, recv)
             if self._last.get(key) == ids and not self._settled:
                 run = self._fast[zkey] = engine.runner(
                     self.rank, collective, nbytes, root, self.variant,
@@ -934,11 +931,6 @@ def _nodes_per_rank(topo, size, q):
         raise RankCountError(f"{topo.spec} has {p} nodes, but {size} ranks with {q} nodes each "
                              f"play {q * size}; run {hint} ranks")
     return int(q)
-
-
-def _overlap(a, b):
-    """True when two buffers may share memory (IN_PLACE): they cannot be bound separately."""
-    return a is not None and b is not None and np.may_share_memory(a, b)
 
 
 def _variant(variant):

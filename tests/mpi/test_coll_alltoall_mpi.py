@@ -355,3 +355,65 @@ def test_alltoallv_repeated_with_a_derived_datatype_then_freed(index):
                                 "Alltoallv recvbuf: the datatype is MPI.DATATYPE_NULL")
     assert agree(ok and ok_err), errs
 
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("index", ERROR_NETS)
+def test_large_v_calls_repeated_run_zero_copy(index):
+    """Alltoallv, Alltoallw, Allgatherv, Gatherv and Scatterv of at least 32 KiB per rank,
+    repeated on the same objects with the contents changed in place: every result equals MPI's,
+    the gaps stay untouched, and from the third call on (one node per rank, no option) the plan
+    runs bound to the buffers themselves (zero-copy: ``calls._zero_copy``); Allgatherv in place
+    never does."""
+    from dualmpi.calls import ZERO_COPY_ABOVE
+
+    net = network(index)
+    n = ZERO_COPY_ABOVE // 8 + 3  # doubles a block: every rank moves more than ZERO_COPY_ABOVE
+    c = [n + r for r in range(SIZE)]
+    gap = 2
+    d = [int(sum(c[:r])) + gap * r for r in range(SIZE)]
+    total = d[-1] + c[-1] + gap
+    ok, kinds = True, {}
+    mine = {"Alltoallv": sentinel(np.float64, total), "Alltoallw": sentinel(np.float64, total),
+            "Allgatherv": sentinel(np.float64, total),
+            "Gatherv": sentinel(np.float64, total), "Scatterv": sentinel(np.float64, c[RANK]),
+            "inplace": sentinel(np.float64, total)}
+    send = {"Alltoallv": data(np.float64, SIZE * (c[RANK] + gap)),
+            "Allgatherv": data(np.float64, c[RANK]), "Gatherv": data(np.float64, c[RANK]),
+            "Scatterv": data(np.float64, total)}
+    a2a_counts = [c[RANK]] * SIZE  # rank i sends c[i] to everyone: receives c[j] from j
+    a2a_displs = [k * (c[RANK] + gap) for k in range(SIZE)]
+    for step in range(5):
+        for key, buf in send.items():
+            buf[:] = data(np.float64, buf.size, step)
+        ref = {k: sentinel(np.float64, v.size) for k, v in mine.items()}
+        for k in mine:
+            mine[k][:] = sentinel(np.float64, mine[k].size)
+        a2a_send = [send["Alltoallv"], a2a_counts, a2a_displs, MPI.DOUBLE]
+        net.Alltoallv(a2a_send, [mine["Alltoallv"], c, d, MPI.DOUBLE])
+        WORLD.Alltoallv(a2a_send, [ref["Alltoallv"], c, d, MPI.DOUBLE])
+        types = [MPI.DOUBLE] * SIZE
+        w_send = [send["Alltoallv"], a2a_counts, [8 * x for x in a2a_displs], types]
+        net.Alltoallw(w_send, [mine["Alltoallw"], c, [8 * x for x in d], types])
+        WORLD.Alltoallw(w_send, [ref["Alltoallw"], c, [8 * x for x in d], types])
+        net.Allgatherv(send["Allgatherv"], [mine["Allgatherv"], c, d, MPI.DOUBLE])
+        WORLD.Allgatherv(send["Allgatherv"], [ref["Allgatherv"], c, d, MPI.DOUBLE])
+        net.Gatherv(send["Gatherv"], [mine["Gatherv"], c, d, MPI.DOUBLE], root=LAST)
+        WORLD.Gatherv(send["Gatherv"], [ref["Gatherv"], c, d, MPI.DOUBLE], root=LAST)
+        net.Scatterv([send["Scatterv"], c, d, MPI.DOUBLE], mine["Scatterv"], root=0)
+        WORLD.Scatterv([send["Scatterv"], c, d, MPI.DOUBLE], ref["Scatterv"], root=0)
+        for buf in (mine["inplace"], ref["inplace"]):
+            buf[d[RANK]:d[RANK] + c[RANK]] = data(np.float64, c[RANK], step, 7)
+        net.Allgatherv(MPI.IN_PLACE, [mine["inplace"], c, d, MPI.DOUBLE])
+        WORLD.Allgatherv(MPI.IN_PLACE, [ref["inplace"], c, d, MPI.DOUBLE])
+        ok = ok and all(same(mine[k], ref[k]) for k in mine)
+        for method in ("Alltoallv", "Alltoallw", "Allgatherv", "Gatherv", "Scatterv"):
+            memo = net._v_memo.get(method)
+            kinds.setdefault(method, []).append(bool(memo and getattr(memo.run, "absolute", 0)))
+    for method, seen in kinds.items():
+        if method == "Allgatherv":
+            continue  # the in-place call after it takes its memory
+        # bound at the end of the second call, run so from the third on
+        want = [False] + [net._zero_copy] * 4
+        ok = ok and seen == want
+    assert agree(ok), kinds
