@@ -187,18 +187,21 @@ static int live(Lane *self)
     return self->comm != MPI_COMM_NULL;
 }
 
-/* An int rank or tag, or -2 when the Python path must read it. */
-static long small_int(PyObject *obj)
+/* 1 when ``obj`` is an int (not a bool, not a numpy integer) that fits in a long: ``*out``
+ * set; 0 when the Python path must read it.  No value is reserved for "unreadable": MPI's
+ * constants differ between libraries (ANY_SOURCE is -1 in Open MPI, -2 in MPICH). */
+static int read_int(PyObject *obj, long *out)
 {
     if (!PyLong_CheckExact(obj))
-        return -2;
+        return 0;
     int overflow = 0;
     long v = PyLong_AsLongAndOverflow(obj, &overflow);
     if (overflow || (v == -1 && PyErr_Occurred())) {
         PyErr_Clear();
-        return -2;
+        return 0;
     }
-    return v;
+    *out = v;
+    return 1;
 }
 
 static int arm(Lane *self, int64_t slot)
@@ -264,8 +267,9 @@ static int take(void *buf, Py_ssize_t room, MPI_Message *msg, MPI_Status *st, in
 /* The source and tag of a receive: 1 (``*src``, ``*tag`` set), 0 for the Python path. */
 static int recv_args(Lane *self, PyObject *source, PyObject *tag, int *src, int *rtag)
 {
-    long s = source == Py_None ? self->any_source : small_int(source);
-    long t = tag == Py_None ? self->any_tag : small_int(tag);
+    long s = self->any_source, t = self->any_tag;
+    if ((source != Py_None && !read_int(source, &s)) || (tag != Py_None && !read_int(tag, &t)))
+        return 0;
     if (s == self->any_source) {
         if (!self->recv_ok[self->size] || PyList_GET_SIZE(self->mailbox) != 0)
             return 0;
@@ -284,7 +288,9 @@ static int recv_args(Lane *self, PyObject *source, PyObject *tag, int *src, int 
 /* The destination and tag of a send: 1 (``*dest``, ``*tag`` set), 0 for the Python path. */
 static int send_args(Lane *self, PyObject *dest, PyObject *tag, int *d, int *t)
 {
-    long dv = small_int(dest), tv = small_int(tag);
+    long dv, tv;
+    if (!read_int(dest, &dv) || !read_int(tag, &tv))
+        return 0;
     if (dv < 0 || dv >= self->size || !self->send_ok[dv] || tv < 0 || tv > TAG_MAX_ANY_MPI)
         return 0;
     *d = (int)dv;
