@@ -100,7 +100,7 @@ def collective(comm, method, read, args=None, arrays=()):
     name = None if call is None else _engine_name(comm, desc, call)
     agree(comm, method, call.sig if call else (), problem,
           lambda: comm._store_bytes(name, call.root, call.nbytes, call.itemsize,
-                                    _written(call)),
+                                    _written(call), _binds_first(comm, desc, call, name, args)),
           call.fields if call else ())
     call.pack()
     packed = any(m.packed for m in call.sends + call.recvs)
@@ -115,8 +115,26 @@ def collective(comm, method, read, args=None, arrays=()):
         run = comm._runner(name, call.root, call.nbytes, call.send, call.recv, objs, salt)
     if args is not None and not packed:
         comm._remember(method, args, arrays, run, call.send, call.recv)
-    run.run(call.send, call.recv)
+    try:
+        run.run(call.send, call.recv)
+    finally:
+        if getattr(run, "transient", False):
+            comm._engine.release(run)
     call.unpack()
+
+
+def _binds_first(comm, desc, call, name, args):
+    """True when a fixed-count call on new buffers runs on a runner bound to them.
+
+    What :meth:`Comm._runner <dualmpi.Comm._runner>` decides (for the memory estimate, before
+    the call): one node per rank, no option, no reduction, no packing, pieces of at least
+    :data:`ZERO_COPY_ABOVE`, buffers apart, the rank moving :data:`ZERO_COPY_FIRST`.
+    """
+    return (comm._zero_copy and args is not None and not desc.combines
+            and not any(m.packed for m in call.sends + call.recvs)
+            and call.nbytes >= ZERO_COPY_ABOVE and not _overlap(call.send, call.recv)
+            and _moved(call.send, call.recv) >= ZERO_COPY_FIRST
+            and not comm._engine.streams(name, call.nbytes))
 
 
 def _written(call):
@@ -285,11 +303,15 @@ def _vector_call(comm, method, desc, read, args):
             memo.epoch == comm._engine.evictions:
         memo.exchange()
         if memo.table.tobytes() == memo.seen:
-            comm._last_runner = memo.run
-            memo.data()
-            if memo.remake is not None:  # repeated: from the next call on, zero-copy
+            if memo.data is None:  # the first call ran on a runner of its own: bind one now
                 _zero_copy(comm, method, memo)
-            return
+                memo = comm._v_memo[method]
+            if memo.data is not None:
+                comm._last_runner = memo.run
+                memo.data()
+                if memo.remake is not None:  # repeated: from the next call on, zero-copy
+                    _zero_copy(comm, method, memo)
+                return
         call, problem, row, table = memo.call, None, memo.row, memo.table.copy()
     else:
         call, problem = _read(read)
@@ -301,22 +323,33 @@ def _vector_call(comm, method, desc, read, args):
     comm._v_memo.pop(method, None)
     nbytes, root, sdispls, rdispls = _table_sizes(comm, method, desc, call, table, problem)
     check_memory(comm, method, desc.name, nbytes, root, call.itemsize)
+    call.pack()
+    packed = any(m.packed for m in call.sends + call.recvs)
+    moved = _moved(call.send, call.recv)
+    zero = comm._zero_copy and call.op is None and not packed and \
+        not _overlap(call.send, call.recv)
+    # new buffers, big enough that binding costs less than the copies: a runner of this call's
+    # own, bound to them (released after the call; a repeat binds one to keep, below)
+    first = zero and moved >= ZERO_COPY_FIRST and not comm._engine.streams(desc.name, nbytes)
     run = comm._engine.runner(comm.rank, desc.name, nbytes, root, comm.variant,
                               sdispls=sdispls, rdispls=rdispls, packets=1,
-                              itemsize=call.itemsize, op=call.op, salt=_salt(method))
-    call.pack()
+                              itemsize=call.itemsize, op=call.op, salt=_salt(method),
+                              buffers=(call.send, call.recv) if first else None, cache=not first)
+    run.transient = first
     comm._last_runner = run
-    run.run(call.send, call.recv)
+    try:
+        run.run(call.send, call.recv)
+    finally:
+        if first:
+            comm._engine.release(run)
     call.unpack()
-    if key is not None and not any(m.packed for m in call.sends + call.recvs) and \
-            getattr(run, "bind_call", None) is not None:
+    if key is not None and not packed and getattr(run, "bind_call", None) is not None:
         counts = comm._runner("allgather", 0, row.nbytes, salt=_salt(method + " counts"))
-        memo = comm._v_memo[method] = _VectorMemo(key, args, call, row, table, counts, run,
+        memo = comm._v_memo[method] = _VectorMemo(key, args, call, row, table, counts,
+                                                  None if first else run,
                                                   comm._engine.evictions)
-        moved = (0 if call.send is None else call.send.size) + \
-            (0 if call.recv is None else call.recv.size)
-        if comm._zero_copy and call.op is None and moved >= ZERO_COPY_ABOVE and \
-                not _overlap(call.send, call.recv):
+        comm._last_runner = run  # the call's, not its count table's
+        if zero and moved >= ZERO_COPY_ABOVE:
             memo.remake = (desc.name, nbytes, root, sdispls, rdispls, call.itemsize,
                            _salt(method))
 
@@ -326,6 +359,17 @@ def _vector_call(comm, method, desc, read, args):
 #: remembered v-variant call, :func:`_zero_copy`); below it the copies cost less than looking
 #: the buffers up (docs/performance.md).
 ZERO_COPY_ABOVE = 1 << 15
+
+
+#: A call whose buffers are new to it runs zero-copy when the rank moves this many bytes (its
+#: send and receive buffers together): a runner bound to them for that call alone, which costs
+#: about a millisecond to make, less than copying this much in and out (docs/performance.md).
+ZERO_COPY_FIRST = 1 << 25
+
+
+def _moved(send, recv):
+    """Bytes of a call's send and receive buffers (byte arrays, or None)."""
+    return (0 if send is None else send.size) + (0 if recv is None else recv.size)
 
 
 def _overlap(a, b):
@@ -351,6 +395,7 @@ def _zero_copy(comm, method, memo):
                                   buffers=(call.send, call.recv))
         run.pinned = memo.args
         counts = comm._runner("allgather", 0, memo.row.nbytes, salt=_salt(method + " counts"))
+        comm._last_runner = run
     except (DualmpiError, ResourceError, MemoryError):
         # the call itself is done on every rank: this one keeps copying, and its next call
         # (the memory's epoch changed, or not) is read afresh or repeated as before
@@ -380,7 +425,8 @@ class _VectorMemo:
         self.remake = None
         self.table, self.seen, self.run = np.zeros_like(table), table.tobytes(), run
         self.exchange = counts.bind_call(row.view(np.uint8), self.table.view(np.uint8).reshape(-1))
-        self.data = run.bind_call(call.send, call.recv)
+        #: None when the call ran on a runner of its own (``run`` None): the next repeat binds
+        self.data = None if run is None else run.bind_call(call.send, call.recv)
 
     @staticmethod
     def key_of(args):

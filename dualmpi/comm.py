@@ -786,18 +786,20 @@ class Comm(p2p.PointToPoint):
         self._transport.barrier()
 
     # -- internals -----------------------------------------------------------------------------
-    def _store_bytes(self, collective, root, nbytes, itemsize=1, written=0):
+    def _store_bytes(self, collective, root, nbytes, itemsize=1, written=0, zero_copy=False):
         """Estimate the bytes this call makes resident on this rank.
 
         The runner's store (:meth:`Engine.store_bytes
-        <dualmpi.engine.core.Engine.store_bytes>`) plus ``written``, the bytes of the
+        <dualmpi.engine.core.Engine.store_bytes>`; ``zero_copy``: of a runner bound to the
+        call's buffers, see :meth:`_runner`) plus ``written``, the bytes of the
         user's receive buffer the call writes: a buffer from ``np.empty`` or ``np.zeros``
         has no pages until they are written (reading an untouched send buffer maps none).
         Constant time in the size of the network (the receive buffer's length, not a walk
         over its blocks: with MC(2,3) on 2 ranks that walk took minutes).
         """
         return self._engine.store_bytes(self.rank, collective, nbytes, root, self.variant,
-                                        self.algorithms.get(collective), itemsize) + written
+                                        self.algorithms.get(collective), itemsize,
+                                        zero_copy) + written
 
     def _remember(self, name, args, arrays, run, send, recv):
         """Remember a call, once its runner is final (see :meth:`_runner`), as ``self._m<name>``.
@@ -830,7 +832,10 @@ class Comm(p2p.PointToPoint):
         :data:`dualmpi.calls.ZERO_COPY_ABOVE` bytes, a call with the same buffer objects
         ``objs`` as the previous call of the same kind gets a runner bound to their memory
         (no copy in or out; the runner keeps a reference to them, so their memory stays where
-        it is while it is cached); other calls copy through the store.  ``salt``: see
+        it is while it is cached).  Buffers seen for the first time that the rank moves at
+        least :data:`dualmpi.calls.ZERO_COPY_FIRST` bytes of get a runner bound to them for
+        that call only (``run.transient``: the caller releases it).  Other calls copy through
+        the store.  ``salt``: see
         :meth:`Engine.runner <dualmpi.engine.core.Engine.runner>`.
         """
         engine = self._engine
@@ -860,6 +865,18 @@ class Comm(p2p.PointToPoint):
                 self._settled = True
                 return run
             self._last[key] = ids
+            if not self._settled and calls._moved(send, recv) >= calls.ZERO_COPY_FIRST and \
+                    not engine.streams(collective, nbytes):
+                # new buffers, big enough that binding costs less than the copies: a runner
+                # bound to them for this call alone (released after it, never remembered)
+                run = engine.runner(
+                    self.rank, collective, nbytes, root, self.variant,
+                    self.algorithms.get(collective),
+                    packets=None if self.packets == "auto" else self.packets,
+                    buffers=(send, recv), salt=salt, cache=False)
+                run.transient = True
+                self._last_runner = run
+                return run
         run = self._fast.get(key)
         if run is None:
             run = self._fast[key] = engine.runner(

@@ -27,6 +27,25 @@ def test_engine_benchmark_writes_every_variant(tmp_path):
 
 
 @needs_mpiexec
+def test_new_buffers_benchmark_times_both_paths(tmp_path):
+    """Two ranks, one size, the threshold lowered below it: the 'dualmpi' calls ran zero-copy
+    on runners of their own and the 'copied' ones did not, results checked against native."""
+    out = tmp_path / "new_buffers.json"
+    job = run_job(mpi_cmd(2, REPO / "benchmarks" / "new_buffers.py", "hypercube:n=1", "--sizes",
+                          "65536", "--repeats", "2", "--calls", "2", "--zero-copy-first",
+                          "65536", "--json", out), ompi_env(120), timeout=180)
+    assert job.returncode == 0 and not job.timed_out, job.stdout + job.stderr
+    data = json.loads(out.read_text())
+    assert data["format"] == "dualmpi-new-buffers-bench/1" and data["meta"]["ranks"] == 2
+    rows = {r["collective"]: r for r in data["rows"]}
+    assert set(rows) == {"alltoall", "allgather", "bcast", "scatter", "gather", "alltoallv",
+                         "allgatherv"}
+    for name, row in rows.items():
+        assert row["zero_copy"] and not row["zero_copy_copied"], name
+        assert all(len(ts) == 2 for ts in row["times"].values()), name
+
+
+@needs_mpiexec
 def test_packets_benchmark_times_every_piece_count(tmp_path):
     """Every collective with 1..16 pieces; the plans really were cut that many times."""
     out = tmp_path / "packets.json"

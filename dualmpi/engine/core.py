@@ -175,13 +175,15 @@ class Engine:
         return int(min(self.max_packets, -(-biggest // self.packet_bytes)))
 
     def store_bytes(self, rank, collective, nbytes, root_rank=0, variant="corrected",
-                    algorithm=None, itemsize=1):
+                    algorithm=None, itemsize=1, zero_copy=False):
         """Estimate the bytes a runner of this call allocates on ``rank`` (before building it).
 
         The store holds every slot of the rank's plan (:meth:`rank_plan`): the blocks its
         nodes start with, receive and deliver, at their sizes, and transit and scratch
         slots, each counted at the largest block; plus about 64 bytes per row and piece
-        for the bound segments.  A streamed total exchange holds two chunk buffers.
+        for the bound segments.  A streamed total exchange holds two chunk buffers.  With
+        ``zero_copy`` (a runner bound to the user's buffers, ``runner(buffers=...)``) the
+        blocks the rank starts with and delivers are in those buffers, not in the store.
 
         >>> from dualmpi.topology import from_spec
         >>> from dualmpi.engine.local import LocalTransport
@@ -202,13 +204,17 @@ class Engine:
             np.zeros(1, dtype=np.int64)
         biggest = int(sizes.max()) if sizes.size else 0
         others = int((~is_block).sum()) + plan.scratch
+        if zero_copy and is_block.any():
+            held = np.ones(is_block.size, dtype=bool)
+            held[plan.inputs[0]] = held[plan.outputs[0]] = False
+            sizes = sizes[held[is_block]]
         rows = sum(int(getattr(plan, kind)["round"].size) for kind in ("send", "recv", "local"))
         packets = self.packets_for(layout, collective)
         return int(sizes.sum()) + others * biggest + 64 * rows * packets
 
     def runner(self, rank, collective, nbytes, root_rank=0, variant="corrected", algorithm=None,
                sdispls=None, rdispls=None, packets=None, buffers=None, itemsize=1, op=None,
-               salt=0):
+               salt=0, cache=True):
         """Return the transport's runner of one collective and size (cached).
 
         ``salt`` (an int) joins the call signature every message carries: what the caller
@@ -216,7 +222,8 @@ class Engine:
         differs in it is caught by the ranks that receive from it.
 
         ``buffers=(send, recv)``: a zero-copy runner bound to those arrays (cached by their
-        addresses; one node per rank, no reductions).  Reductions take ``op=(key, code,
+        addresses; one node per rank, no reductions); with ``cache=False`` it is not kept
+        (a call's own runner: :meth:`release` it after the call).  Reductions take ``op=(key, code,
         combine)`` (:func:`dualmpi.ops.resolve`): ``combine(src, dst)`` combines byte array
         ``src`` into ``dst`` (whole elements of ``itemsize`` bytes), ``key`` names it in the
         cache and ``code`` in the messages' call signature.
@@ -262,6 +269,8 @@ class Engine:
         run = self.transport.prepare(bound, plan, signature=signature, **extra, **self.options)
         run.hop_rounds, run.steps, run.step_bytes = self.cost(collective, nbytes, root_rank,
                                                               variant, algorithm, itemsize)
+        if not cache:
+            return run
         self._bound[sig] = run
         while len(self._bound) > CACHE_SIZE:
             self.evictions += 1
@@ -269,6 +278,15 @@ class Engine:
             self._retire(old)
             old.free()
         return run
+
+    def release(self, run):
+        """Free a runner made with ``cache=False``, its counts kept for the statistics."""
+        self._retire(run)
+        run.free()
+
+    def streams(self, collective, nbytes):
+        """True when a call of ``collective`` and ``nbytes`` runs streamed (no zero-copy runner)."""
+        return collective == "alltoall" and self._streams(nbytes)
 
     def bind(self, rank, collective, nbytes, root_rank=0, variant="corrected", algorithm=None,
              sdispls=None, rdispls=None, itemsize=1, combines=False, salt=0, packets=None):

@@ -417,3 +417,77 @@ def test_large_v_calls_repeated_run_zero_copy(index):
         want = [False] + [net._zero_copy] * 4
         ok = ok and seen == want
     assert agree(ok), kinds
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("index", ERROR_NETS)
+def test_first_calls_of_new_buffers_run_zero_copy(index, monkeypatch):
+    """Fixed-count and v-variant calls made each time on new buffers that the rank moves
+    at least ``calls.ZERO_COPY_FIRST`` bytes of (lowered here to 32 KiB) run on a runner bound
+    to those buffers for that call alone (one node per rank, no option), released after it:
+    every result equals MPI's, the gaps stay untouched, the send buffers too, in-place and
+    derived-datatype calls copy as before, and the link counts equal those of the same calls
+    copied through the working buffer."""
+    from dualmpi import calls
+
+    net = network(index)
+    n = calls.ZERO_COPY_ABOVE // 8 + 5  # doubles a piece
+    c = [n + r for r in range(SIZE)]
+    gap = 3
+    d = [int(sum(c[:r])) + gap * r for r in range(SIZE)]
+    total = d[-1] + c[-1] + gap
+    vec = MPI.DOUBLE.Create_vector(n, 1, 2).Commit()  # every other double: packed, copied
+
+    def rounds():
+        ok, kinds = True, []
+        for step in range(3):
+            send = data(np.float64, n * SIZE, step)
+            big = data(np.float64, max(total, c[RANK] * SIZE), step)
+            pairs = data(np.float64, 2 * n, step)  # every other one sent
+            cases = {
+                "Alltoall": lambda b, out: b.Alltoall(send, out),
+                "Allgather": lambda b, out: b.Allgather(send[:n], out),
+                "Gather": lambda b, out: b.Gather(send[:n], out, root=LAST),
+                "Scatter": lambda b, out: b.Scatter(send, out, root=0),
+                "Alltoallv": lambda b, out: b.Alltoallv(
+                    [big[:c[RANK] * SIZE], [c[RANK]] * SIZE,
+                     [k * c[RANK] for k in range(SIZE)], MPI.DOUBLE], [out, c, d, MPI.DOUBLE]),
+                "Allgatherv": lambda b, out: b.Allgatherv(big[:c[RANK]], [out, c, d, MPI.DOUBLE]),
+                "Scatterv": lambda b, out: b.Scatterv([big, c, d, MPI.DOUBLE], out, root=0),
+                "Gatherv": lambda b, out: b.Gatherv(big[:c[RANK]], [out, c, d, MPI.DOUBLE],
+                                                    root=LAST),
+                "Allgather-vector": lambda b, out: b.Allgather([pairs, 1, vec], [out, 1, vec]),
+            }
+            sizes = {"Scatter": n, "Scatterv": c[RANK], "Allgather-vector": (2 * n - 1) * SIZE}
+            for name, run in cases.items():
+                size = sizes.get(name, total if name.endswith("v") else n * SIZE)
+                mine, ref = sentinel(np.float64, size), sentinel(np.float64, size)
+                before = send.copy(), big.copy(), pairs.copy()
+                run(net, mine)  # new buffers each time
+                kinds.append((name, bool(getattr(net._last_runner, "transient", False))))
+                run(WORLD, ref)
+                ok = ok and same(mine, ref) and same(send, before[0]) and \
+                    same(big, before[1]) and same(pairs, before[2])
+            mine = sentinel(np.float64, n * SIZE)
+            mine[RANK * n:(RANK + 1) * n] = send[:n]
+            ref = mine.copy()
+            net.Allgather(MPI.IN_PLACE, mine)
+            WORLD.Allgather(MPI.IN_PLACE, ref)
+            kinds.append(("Allgather-in-place",
+                          bool(getattr(net._last_runner, "transient", False))))
+            ok = ok and same(mine, ref)
+        return ok, kinds
+
+    monkeypatch.setattr(calls, "ZERO_COPY_FIRST", calls.ZERO_COPY_ABOVE)
+    net.reset_stats()
+    ok, kinds = rounds()
+    links = net.stats()["links"]
+    monkeypatch.setattr(calls, "ZERO_COPY_FIRST", 1 << 62)
+    net.reset_stats()
+    ok_copied, copied = rounds()
+    links_copied = net.stats()["links"]
+    vec.Free()
+    copies = ("Allgather-vector", "Allgather-in-place")
+    want = [(name, net._zero_copy and name not in copies) for name, _ in kinds]
+    assert agree(ok and ok_copied and kinds == want and not any(t for _, t in copied)
+                 and links == links_copied), (kinds, links, links_copied)
