@@ -146,6 +146,8 @@ class Comm(p2p.PointToPoint):
         #: the last call of each v-variant method (calls._VectorMemo)
         self._v_memo = {}
         self._fast, self._gen, self._last = {}, 0, {}
+        #: the store of a runner bound to a call's buffers, per call shape (calls._worth_binding)
+        self._forwarded = {}
         self._zero_copy = q == 1 and not verify and shape is None and drop is None
         self._baseline = None
         self._p2p = self._router.links
@@ -865,8 +867,8 @@ class Comm(p2p.PointToPoint):
                 self._settled = True
                 return run
             self._last[key] = ids
-            if not self._settled and calls._moved(send, recv) >= calls.ZERO_COPY_FIRST and \
-                    not engine.streams(collective, nbytes):
+            if not self._settled and calls._worth_binding(self, collective, nbytes, root,
+                                                          send, recv):
                 # new buffers, big enough that binding costs less than the copies: a runner
                 # bound to them for this call alone (released after it, never remembered)
                 run = engine.runner(

@@ -422,9 +422,10 @@ def test_large_v_calls_repeated_run_zero_copy(index):
 @pytest.mark.mpi
 @pytest.mark.parametrize("index", ERROR_NETS)
 def test_first_calls_of_new_buffers_run_zero_copy(index, monkeypatch):
-    """Fixed-count and v-variant calls made each time on new buffers that the rank moves
-    at least ``calls.ZERO_COPY_FIRST`` bytes of (lowered here to 32 KiB) run on a runner bound
-    to those buffers for that call alone (one node per rank, no option), released after it:
+    """Fixed-count and v-variant calls made each time on new buffers (pieces of 32 KiB; the
+    thresholds ``calls.ZERO_COPY_FIRST`` and ``calls.FORWARDED_AT_MOST`` out of the way) run on
+    a runner bound to those buffers for that call alone (one node per rank, no option), released
+    after it:
     every result equals MPI's, the gaps stay untouched, the send buffers too, in-place and
     derived-datatype calls copy as before, and the link counts equal those of the same calls
     copied through the working buffer."""
@@ -478,7 +479,8 @@ def test_first_calls_of_new_buffers_run_zero_copy(index, monkeypatch):
             ok = ok and same(mine, ref)
         return ok, kinds
 
-    monkeypatch.setattr(calls, "ZERO_COPY_FIRST", calls.ZERO_COPY_ABOVE)
+    monkeypatch.setattr(calls, "ZERO_COPY_FIRST", 1)
+    monkeypatch.setattr(calls, "FORWARDED_AT_MOST", float("inf"))
     net.reset_stats()
     ok, kinds = rounds()
     links = net.stats()["links"]
