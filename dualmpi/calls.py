@@ -378,8 +378,8 @@ def _worth_binding(comm, collective, nbytes, root, send, recv, itemsize=1, least
     When the rank moves at least ``least`` bytes (default :data:`ZERO_COPY_FIRST`; the
     v-variants pass twice that: their plans take longer to bind) and forwards little: the
     store of such a runner (what it forwards, in pages it touches for the first time) at most
-    :data:`FORWARDED_AT_MOST` of that.  Not for a streamed total exchange.  The caller checks the rest (one
-    node per rank, no option, no reduction, no packing, buffers apart).
+    :data:`FORWARDED_AT_MOST` of that.  Not for a streamed total exchange.  The caller checks
+    the rest (one node per rank, no option, no reduction, no packing, buffers apart).
     """
     moved = _moved(send, recv)
     if moved < (ZERO_COPY_FIRST if least is None else least):

@@ -834,10 +834,11 @@ class Comm(p2p.PointToPoint):
         :data:`dualmpi.calls.ZERO_COPY_ABOVE` bytes, a call with the same buffer objects
         ``objs`` as the previous call of the same kind gets a runner bound to their memory
         (no copy in or out; the runner keeps a reference to them, so their memory stays where
-        it is while it is cached).  Buffers seen for the first time that the rank moves at
-        least :data:`dualmpi.calls.ZERO_COPY_FIRST` bytes of get a runner bound to them for
-        that call only (``run.transient``: the caller releases it).  Other calls copy through
-        the store.  ``salt``: see
+        it is while it is cached).  Buffers seen for the first time, when binding costs less
+        than copying (``calls._worth_binding``: the rank moves at least
+        :data:`dualmpi.calls.ZERO_COPY_FIRST` bytes and forwards little), get a runner bound to
+        them for that call only (``run.transient``: the caller releases it).  Other calls copy
+        through the store.  ``salt``: see
         :meth:`Engine.runner <dualmpi.engine.core.Engine.runner>`.
         """
         engine = self._engine
