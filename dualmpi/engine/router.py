@@ -48,6 +48,7 @@ import numpy as np
 from mpi4py import MPI
 
 from ..errors import DualmpiError, mpi_error
+from . import threads
 from .mpi import OTHER_GRACE, ROOT_GRACE
 from .watchdog import last_words
 
@@ -400,8 +401,7 @@ class Hub:
         self.threaded = bool(threaded)
         self.thread = None
         if self.threaded:
-            self.thread = threading.Thread(target=self._run, name="dualmpi-router", daemon=True)
-            self.thread.start()
+            self.thread = threads.start(self._run, "dualmpi-router")
         _LIVE.append(self)
         _hook()
 

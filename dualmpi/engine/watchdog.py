@@ -10,6 +10,8 @@ import weakref
 
 import numpy as np
 
+from . import threads
+
 __all__ = ["Watchdog", "last_words", "DEFAULT_DEADLINE", "ASK_SECONDS"]
 
 #: Seconds a rank may wait in one round (or one control-plane call) before the job is aborted.
@@ -69,9 +71,7 @@ class Watchdog:
         self._wake = threading.Event()
         self._thread = None
         if deadline and deadline > 0:
-            self._thread = threading.Thread(target=self._watch, name="dualmpi-watchdog",
-                                            daemon=True)
-            self._thread.start()
+            self._thread = threads.start(self._watch, "dualmpi-watchdog")
 
     def listen(self, comm):
         """Answer the other ranks' watchdogs on ``comm`` and ask them before aborting.
@@ -103,8 +103,7 @@ class Watchdog:
             self.comm = comm
         _LISTENING.add(self)
         _stop_at_finalize(MPI)
-        threading.Thread(target=self._listen, name="dualmpi-watchdog-answers",
-                         daemon=True).start()
+        threads.start(self._listen, "dualmpi-watchdog-answers")
 
     def arm(self, where, waiting_for, grace=None):
         """Start the clock: waiting in ``where`` (a round index or a text) for ``waiting_for``.
