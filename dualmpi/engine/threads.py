@@ -19,6 +19,7 @@ Examples
 ['first', 'second']
 """
 
+import os
 import sys
 import threading
 
@@ -85,6 +86,17 @@ def _run(slot, job):
             job = slot.next
             if job is None:
                 _idle.remove(slot)
+
+
+def _after_fork():
+    """In a forked child: the waiting threads did not come along (nor may the lock be free)."""
+    global _lock
+    _lock = threading.Lock()
+    _idle.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def start(target, name):
