@@ -21,6 +21,27 @@ from mpi4py import MPI
 __all__ = ["floor_loop", "python_loop", "neighbor_loop", "schedule_loop"]
 
 
+def _where(runner):
+    """Return ``(buffer, types)``: what a round's segments are offsets into, and a type list.
+
+    A runner bound to the user's buffers (``runner.absolute``) runs segments at absolute
+    addresses (``MPI.BOTTOM``); any other, offsets into its store.
+    """
+    return (MPI.BOTTOM if runner.absolute else runner.store), []
+
+
+def _segments(where, types, offs, lens):
+    """Return an mpi4py buffer spec of the segments ``(offs, lens)`` of ``where``."""
+    if offs.size == 0:
+        return [MPI.BOTTOM, 0, MPI.BYTE]
+    if offs.size == 1 and where is not MPI.BOTTOM:
+        a = int(offs[0])
+        return [where[a:a + int(lens[0])], MPI.BYTE]
+    dtype = MPI.BYTE.Create_hindexed(lens.tolist(), offs.tolist()).Commit()
+    types.append(dtype)
+    return [where, 1, dtype]
+
+
 def floor_loop(runner, own=True):
     """Return a no-argument function running ``runner``'s rounds once: the C loop, else Python.
 
@@ -89,18 +110,18 @@ def neighbor_loop(runner):
     requests: docs/performance.md has the comparison.
     """
     graph = runner.transport.graph
-    store = runner.store
+    store, types = _where(runner)
     peers = runner.transport.peers
     index = {peer: i for i, peer in enumerate(peers)}
-    types, reqs = [], []
+    reqs = []
 
     def spec(messages):
         counts, displs, dtypes = [0] * len(peers), [0] * len(peers), [MPI.BYTE] * len(peers)
         for peer, offs, lens in messages:
             i = index[peer]
-            if offs.size == 1:
+            if offs.size == 1 and store is not MPI.BOTTOM:
                 counts[i], displs[i] = int(lens[0]), int(offs[0])
-            elif offs.size > 1:
+            elif offs.size:
                 dt = MPI.BYTE.Create_hindexed(lens.tolist(), offs.tolist()).Commit()
                 types.append(dt)
                 counts[i], dtypes[i] = 1, dt
@@ -137,18 +158,10 @@ def schedule_loop(runner):
     difference to :func:`python_loop` is what persistent requests save.
     """
     graph = runner.transport.graph
-    store = runner.store
-    types = []
+    where, types = _where(runner)
 
     def spec(offs, lens):
-        if offs.size == 0:
-            return [store[0:0], MPI.BYTE]
-        if offs.size == 1:
-            a = int(offs[0])
-            return [store[a:a + int(lens[0])], MPI.BYTE]
-        dtype = MPI.BYTE.Create_hindexed(lens.tolist(), offs.tolist()).Commit()
-        types.append(dtype)
-        return [store, 1, dtype]
+        return _segments(where, types, offs, lens)
 
     extra = {k: (move, combine) for k, _, move, combine, _, _, _ in runner._loop}
     rounds = []

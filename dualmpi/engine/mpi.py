@@ -11,6 +11,7 @@ allocates or builds a Python object per message.
 """
 
 import ctypes
+import dataclasses
 import time
 import zlib
 
@@ -259,8 +260,11 @@ class MPIRunner:
     With ``buffers=(send, recv)`` (one node per rank) the runner is *zero-copy*: the slots
     of the blocks the rank starts with are the user's send buffer, those it delivers are
     the receive buffer, and the requests address them directly (``MPI_BOTTOM`` and
-    absolute addresses), so nothing is copied in or out but a rank's own block.  It runs
-    only with those very buffers (the engine caches it by their addresses).
+    absolute addresses), so nothing is copied in or out but a rank's own block; its store
+    holds only the other slots (:meth:`_held`) and :attr:`bound` is the plan it runs
+    (segments at absolute addresses, ``slot_offset`` the slots' offsets in the store, -1 for
+    those in the user's buffers).  It runs only with those very buffers (the engine caches
+    it by their addresses).
     """
 
     def __init__(self, transport, bound, plan, verify=False, shape=None, drop=None, signature=0,
@@ -274,6 +278,9 @@ class MPIRunner:
         nrecv = sum(len(r.recvs) for r in bound.rounds)
         extra = 8 * nmsg if verify else 0
         sig_at = bound.nbytes + extra
+        if buffers is not None:  # the store holds only the slots not in the user's buffers
+            held_at, held = self._held(bound, plan, buffers)
+            sig_at = held
         self.store = np.zeros(sig_at + 8 + 8 * nrecv, dtype=np.uint8)
         #: the plan's signature; a call's messages carry it mixed with the call number
         self.signature = signature & _MASK
@@ -290,7 +297,11 @@ class MPIRunner:
         #: the user's (send, recv) uint8 arrays a zero-copy runner is bound to
         self.buffers = buffers
         if self.absolute:
-            bound, self._own = self._relocate(bound, plan, layout, buffers)
+            bound, self._own = self._relocate(bound, plan, layout, buffers, held_at)
+            # what runs: segments at absolute addresses; slots at their offsets in the store
+            # (-1: in the user's buffers)
+            held_at[self._user_slots(plan, buffers)[0]] = -1
+            self.bound = dataclasses.replace(bound, nbytes=held, slot_offset=held_at)
             base = self.store.ctypes.data
             sig_at, trail_at = base + sig_at, base + trail_at
         self._types, self._reqs, self._loop, self._checks = [], [], [], []
@@ -553,10 +564,37 @@ class MPIRunner:
             self.alarm.raise_alarm(MISMATCH, peer, what, where=k)
         self.alarm.raise_alarm(MPI_FAILED, err, what)
 
-    def _relocate(self, bound, plan, layout, buffers):
+    @staticmethod
+    def _user_slots(plan, buffers):
+        """Return the slots in the user's buffers and which output slots are input slots too."""
+        send, recv = buffers
+        in_slots, out_slots = plan.inputs[0], plan.outputs[0]
+        taken = np.isin(out_slots, in_slots)
+        user = []
+        if send is not None:
+            user.append(in_slots)
+        if recv is not None:
+            user.append(out_slots[~taken])
+        return (np.concatenate(user) if user else np.zeros(0, np.int64)), taken
+
+    @classmethod
+    def _held(cls, bound, plan, buffers):
+        """Return the store offset of every slot with the user's ones left out, and their total.
+
+        A zero-copy store holds only the slots that are not in the user's buffers (transit,
+        scratch), one after the other, so it is the size :meth:`Engine.store_bytes` estimates
+        with ``zero_copy``; its pages are all ones a call writes.
+        """
+        size = bound.slot_size.copy()
+        size[cls._user_slots(plan, buffers)[0]] = 0
+        at = np.zeros(size.size + 1, dtype=np.int64)
+        np.cumsum(size, out=at[1:])
+        return at[:-1], int(at[-1])
+
+    def _relocate(self, bound, plan, layout, buffers, held_at):
         """Rebind ``bound`` with slots at absolute addresses in the user's buffers and the store."""
         send, recv = buffers
-        at = self.store.ctypes.data + bound.slot_offset
+        at = self.store.ctypes.data + held_at
         in_slots, in_rows = plan.inputs
         out_slots, out_rows = plan.outputs
         if send is not None and in_slots.size:
@@ -564,7 +602,7 @@ class MPIRunner:
         own = []
         if recv is not None and out_slots.size:
             user = layout.outputs(plan.rank)[3]
-            taken = np.isin(out_slots, in_slots)
+            taken = self._user_slots(plan, buffers)[1]
             at[out_slots[~taken]] = recv.ctypes.data + user[~taken]
             if send is not None:
                 pos_in = dict(zip(in_slots.tolist(), layout.inputs(plan.rank)[3].tolist()))
