@@ -249,7 +249,8 @@ def main():
             if getattr(runner, "_c", None) is not None:
                 variants["floor-python"] = python_loop(runner)
                 # every rank times the same variants (the root of a scatter alone copies)
-                if world.allreduce(len(runner.own_copies()), op=MPI.MAX):
+                if world.allreduce(len(runner.own_copies()) + len(runner.seed_copies()),
+                                   op=MPI.MAX):
                     variants["floor-rounds"] = floor_loop(runner, own=False)
             if against is not None:
                 other = api_call(against, coll, None if send is None else send.copy(),

@@ -45,15 +45,17 @@ def _segments(where, types, offs, lens):
 def floor_loop(runner, own=True):
     """Return a no-argument function running ``runner``'s rounds once: the C loop, else Python.
 
-    The C loop is called with no flags: the rounds and, with ``own`` (default), the copy of
-    the rank's own block from its send to its receive buffer that a zero-copy runner makes
-    during the first round — data movement the collective needs (MPI's own collectives make
+    The C loop is called with no flags: the rounds and, with ``own`` (default), the copies
+    a zero-copy runner makes of the rank's own blocks (from its send to its receive buffer
+    during the first round; a reduction's blocks from the send buffer to where they are
+    combined, before it) — data movement the collective needs (MPI's own collectives make
     it too) — and nothing else: the engine's own call also clears and checks the trailers
     and counts the call.  ``own=False`` is the rounds alone.
     """
     compiled = None
     if getattr(runner, "_c", None) is not None:
-        compiled = runner.c_call(0, mid=runner.own_copies() if own else ())
+        compiled = runner.c_call(0, pre=runner.seed_copies() if own else (),
+                                 mid=runner.own_copies() if own else ())
     if compiled is not None and not isinstance(compiled[1], tuple):
         fn, arg, keep = compiled
 
@@ -76,10 +78,14 @@ def floor_loop(runner, own=True):
 
 
 def python_loop(runner):
-    """Return a no-argument function running ``runner``'s rounds once, as leanly as Python can."""
-    rounds = [(reqs, move) for _, reqs, move, _, _, _, _ in runner._loop]
+    """Return a no-argument function running ``runner``'s rounds once, as leanly as Python can.
+
+    The same work as :func:`floor_loop`'s C loop: a zero-copy runner's copies of the rank's
+    own blocks, each round's ``Startall``, local moves, ``Waitall`` and combines.
+    """
+    rounds = [(reqs, move, combine) for _, reqs, move, combine, _, _, _ in runner._loop]
     startall, waitall = MPI.Prequest.Startall, MPI.Request.Waitall
-    own = runner.own_copies()
+    seeds, own = runner.seed_copies(), runner.own_copies()
     if own and rounds:  # the rank's own block, while the first round's messages fly
         first = rounds[0][1]
 
@@ -88,14 +94,18 @@ def python_loop(runner):
                 first()
             for dst, src, n in own:
                 ctypes.memmove(dst, src, n)
-        rounds[0] = (rounds[0][0], copy_own)
+        rounds[0] = (rounds[0][0], copy_own, rounds[0][2])
 
     def run():
-        for reqs, move in rounds:
+        for dst, src, n in seeds:
+            ctypes.memmove(dst, src, n)
+        for reqs, move, combine in rounds:
             startall(reqs)
             if move is not None:
                 move()
             waitall(reqs)
+            if combine is not None:
+                combine()
     return run
 
 
@@ -172,7 +182,11 @@ def schedule_loop(runner):
                        [(spec(o, n), peer, tag) for peer, o, n in rnd.sends], move, combine))
     irecv, isend, waitall = graph.Irecv, graph.Isend, MPI.Request.Waitall
 
+    seeds = runner.seed_copies()
+
     def run():
+        for dst, src, n in seeds:  # a plain program's copy of the send buffer, too
+            ctypes.memmove(dst, src, n)
         for recvs, sends, move, combine in rounds:
             reqs = [irecv(*r) for r in recvs] + [isend(*s) for s in sends]
             if move is not None:

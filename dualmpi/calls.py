@@ -105,14 +105,9 @@ def collective(comm, method, read, args=None, arrays=()):
     call.pack()
     packed = any(m.packed for m in call.sends + call.recvs)
     salt = _salt(method, call.sig)
-    if desc.combines:
-        run = comm._engine.runner(comm.rank, name, call.nbytes, call.root, comm.variant,
-                                  itemsize=call.itemsize, op=call.op, salt=salt)
-        comm._last_runner = run
-        comm._settled = True
-    else:
-        objs = None if packed or args is None else (args[0], args[1] if len(args) > 2 else None)
-        run = comm._runner(name, call.root, call.nbytes, call.send, call.recv, objs, salt)
+    objs = None if packed or not args else (args[0], args[1] if len(args) > 2 else None)
+    run = comm._runner(name, call.root, call.nbytes, call.send, call.recv, objs, salt,
+                       call.itemsize, call.op)
     if args is not None and not packed:
         comm._remember(method, args, arrays, run, call.send, call.recv)
     try:
@@ -127,13 +122,14 @@ def _binds_first(comm, desc, call, name, args):
     """True when a fixed-count call on new buffers runs on a runner bound to them.
 
     What :meth:`Comm._runner <dualmpi.Comm._runner>` decides (for the memory estimate, before
-    the call): one node per rank, no option, no reduction, no packing, pieces of at least
+    the call): one node per rank, no option, no packing, pieces of at least
     :data:`ZERO_COPY_ABOVE`, buffers apart, and :func:`_worth_binding`.
     """
-    return (comm._zero_copy and args is not None and not desc.combines
+    return (comm._zero_copy and args is not None
             and not any(m.packed for m in call.sends + call.recvs)
             and call.nbytes >= ZERO_COPY_ABOVE and not _overlap(call.send, call.recv)
-            and _worth_binding(comm, name, call.nbytes, call.root, call.send, call.recv))
+            and _worth_binding(comm, name, call.nbytes, call.root, call.send, call.recv,
+                               call.itemsize))
 
 
 def _written(call):
@@ -378,8 +374,9 @@ def _worth_binding(comm, collective, nbytes, root, send, recv, itemsize=1, least
     When the rank moves at least ``least`` bytes (default :data:`ZERO_COPY_FIRST`; the
     v-variants pass twice that: their plans take longer to bind) and forwards little: the
     store of such a runner (what it forwards, in pages it touches for the first time) at most
-    :data:`FORWARDED_AT_MOST` of that.  Not for a streamed total exchange.  The caller checks
-    the rest (one node per rank, no option, no reduction, no packing, buffers apart).
+    :data:`FORWARDED_AT_MOST` of that (a reduction's scratch slots count: they are fresh pages
+    too).  Not for a streamed total exchange.  The caller checks the rest (one node per rank,
+    no option, no packing, buffers apart).
     """
     moved = _moved(send, recv)
     if moved < (ZERO_COPY_FIRST if least is None else least):

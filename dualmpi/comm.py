@@ -827,7 +827,8 @@ class Comm(p2p.PointToPoint):
         call = bind(send, recv) if bind is not None else (lambda: run.run(send, recv))
         setattr(self, attr, _matcher(args, checks, call, self._engine))
 
-    def _runner(self, collective, root, nbytes, send=None, recv=None, objs=None, salt=0):
+    def _runner(self, collective, root, nbytes, send=None, recv=None, objs=None, salt=0,
+                itemsize=1, op=None):
         """Return the runner of a call: zero-copy when the same buffers come back.
 
         With one node per rank, no option that needs the store and pieces of at least
@@ -838,7 +839,7 @@ class Comm(p2p.PointToPoint):
         than copying (``calls._worth_binding``: the rank moves at least
         :data:`dualmpi.calls.ZERO_COPY_FIRST` bytes and forwards little), get a runner bound to
         them for that call only (``run.transient``: the caller releases it).  Other calls copy
-        through the store.  ``salt``: see
+        through the store.  ``salt``, ``itemsize`` and ``op`` (a reduction's): see
         :meth:`Engine.runner <dualmpi.engine.core.Engine.runner>`.
         """
         engine = self._engine
@@ -846,7 +847,7 @@ class Comm(p2p.PointToPoint):
             raise DualmpiError(f"{collective}: the communicator was freed")
         if self._gen != engine.evictions:
             self._fast, self._gen = {}, engine.evictions
-        key = (collective, root, nbytes, salt)
+        key = (collective, root, nbytes, salt, None if op is None else (op[0], itemsize))
         # settled: the same objects next time get the same runner (for _remember)
         self._settled = True
         if objs is not None and self._zero_copy and nbytes >= calls.ZERO_COPY_ABOVE:
@@ -862,21 +863,21 @@ class Comm(p2p.PointToPoint):
                     self.rank, collective, nbytes, root, self.variant,
                     self.algorithms.get(collective),
                     packets=None if self.packets == "auto" else self.packets,
-                    buffers=(send, recv), salt=salt)
+                    buffers=(send, recv), salt=salt, itemsize=itemsize, op=op)
                 run.pinned = objs
                 self._last_runner = run
                 self._settled = True
                 return run
             self._last[key] = ids
             if not self._settled and calls._worth_binding(self, collective, nbytes, root,
-                                                          send, recv):
+                                                          send, recv, itemsize):
                 # new buffers, big enough that binding costs less than the copies: a runner
                 # bound to them for this call alone (released after it, never remembered)
                 run = engine.runner(
                     self.rank, collective, nbytes, root, self.variant,
                     self.algorithms.get(collective),
                     packets=None if self.packets == "auto" else self.packets,
-                    buffers=(send, recv), salt=salt, cache=False)
+                    buffers=(send, recv), salt=salt, cache=False, itemsize=itemsize, op=op)
                 run.transient = True
                 self._last_runner = run
                 return run
@@ -884,7 +885,8 @@ class Comm(p2p.PointToPoint):
         if run is None:
             run = self._fast[key] = engine.runner(
                 self.rank, collective, nbytes, root, self.variant, self.algorithms.get(collective),
-                packets=None if self.packets == "auto" else self.packets, salt=salt)
+                packets=None if self.packets == "auto" else self.packets, salt=salt,
+                itemsize=itemsize, op=op)
         self._last_runner = run
         return run
 

@@ -17,7 +17,7 @@ from ..errors import DualmpiError
 from ..topology import DualCube, Hypercube, MetaCube
 from .arrays import alltoall_arrays, from_schedule
 from .layout import Layout, describe, layout_kind, pieces_per_rank
-from .plan import compile_rank
+from .plan import IN_STORE, compile_rank
 
 __all__ = ["Engine", "array_schedule", "copy_segments", "CACHE_SIZE", "STREAM_ABOVE"]
 
@@ -98,6 +98,9 @@ class Engine:
         self._bound = OrderedDict()
         self._bound_only = OrderedDict()
         self._costs = OrderedDict()
+        #: The store a call's own runner borrows (``runner(cache=False)``): one array, as large
+        #: as the largest such store so far, its pages warm from the second call on.
+        self._spare = np.zeros(0, dtype=np.uint8)
 
     def schedule(self, collective, root=0, variant="corrected", algorithm=None):
         """Return the cached array schedule of ``collective`` (root a *node*).
@@ -183,7 +186,9 @@ class Engine:
         slots, each counted at the largest block; plus about 64 bytes per row and piece
         for the bound segments.  A streamed total exchange holds two chunk buffers.  With
         ``zero_copy`` (a runner bound to the user's buffers, ``runner(buffers=...)``) the
-        blocks the rank starts with and delivers are in those buffers, not in the store.
+        blocks the rank starts with and delivers are in those buffers, not in the store, but
+        for input blocks a reduction combines into that the rank does not deliver
+        (:meth:`RankPlan.placement <dualmpi.engine.plan.RankPlan.placement>`).
 
         >>> from dualmpi.topology import from_spec
         >>> from dualmpi.engine.local import LocalTransport
@@ -204,9 +209,8 @@ class Engine:
             np.zeros(1, dtype=np.int64)
         biggest = int(sizes.max()) if sizes.size else 0
         others = int((~is_block).sum()) + plan.scratch
-        if zero_copy and is_block.any():
-            held = np.ones(is_block.size, dtype=bool)
-            held[plan.inputs[0]] = held[plan.outputs[0]] = False
+        if zero_copy and is_block.any():  # the slots in the user's buffers are not in the store
+            held = plan.placement()[0][:is_block.size] == IN_STORE
             sizes = sizes[held[is_block]]
         rows = sum(int(getattr(plan, kind)["round"].size) for kind in ("send", "recv", "local"))
         packets = self.packets_for(layout, collective)
@@ -222,8 +226,9 @@ class Engine:
         differs in it is caught by the ranks that receive from it.
 
         ``buffers=(send, recv)``: a zero-copy runner bound to those arrays (cached by their
-        addresses; one node per rank, no reductions); with ``cache=False`` it is not kept
-        (a call's own runner: :meth:`release` it after the call).  Reductions take ``op=(key, code,
+        addresses; one node per rank; a reduction first copies the blocks it combines into
+        from the send buffer); with ``cache=False`` it is not kept (a call's own runner:
+        :meth:`release` it after the call).  Reductions take ``op=(key, code,
         combine)`` (:func:`dualmpi.ops.resolve`): ``combine(src, dst)`` combines byte array
         ``src`` into ``dst`` (whole elements of ``itemsize`` bytes), ``key`` names it in the
         cache and ``code`` in the messages' call signature.
@@ -264,6 +269,8 @@ class Engine:
                     opcode, salt)).encode()
         signature = zlib.crc32(key) << 32 | zlib.crc32(key[::-1])
         extra = {} if buffers is None else {"layout": layout, "buffers": buffers}
+        if buffers is not None and not cache:  # released after its call: the spare store
+            extra["store"] = self._lend
         if op is not None:
             extra["combine"] = op[2]
         run = self.transport.prepare(bound, plan, signature=signature, **extra, **self.options)
@@ -280,9 +287,27 @@ class Engine:
         return run
 
     def release(self, run):
-        """Free a runner made with ``cache=False``, its counts kept for the statistics."""
+        """Free a runner made with ``cache=False``, its counts kept for the statistics.
+
+        Its store was the spare one (:meth:`_lend`), free for the next such runner — but
+        after an alarm, when receives the runner started may still write into it.
+        """
         self._retire(run)
         run.free()
+        if getattr(getattr(run, "alarm", None), "broken", None) is not None:
+            self._spare = np.zeros(0, dtype=np.uint8)
+
+    def _lend(self, nbytes):
+        """Return the spare store, grown to at least ``nbytes`` (one runner uses it at a time).
+
+        A call's own runner (:meth:`runner` with ``cache=False``) lives for one call, so a
+        program that allocates its buffers per call would otherwise give each call's
+        forwarded blocks fresh pages.
+        """
+        if self._spare.size < nbytes:
+            self._spare = np.zeros(0, dtype=np.uint8)  # the old one goes first
+            self._spare = np.zeros(nbytes, dtype=np.uint8)
+        return self._spare
 
     def streams(self, collective, nbytes):
         """True when a call of ``collective`` and ``nbytes`` runs streamed (no zero-copy runner)."""

@@ -22,6 +22,7 @@ from ..errors import DualmpiError
 from .alarm import MISMATCH, MPI_FAILED, Alarm
 from .core import copy_segments
 from .layout import describe
+from .plan import IN_RECV, IN_SEND, IN_STORE
 from .watchdog import Watchdog
 
 __all__ = ["MPITransport", "MPIRunner", "StreamRunner", "rank_graph"]
@@ -153,12 +154,13 @@ class MPITransport:
             wd.disarm()
 
     def prepare(self, bound, plan, verify=False, shape=None, drop=None, signature=0,
-                layout=None, buffers=None, combine=None):
+                layout=None, buffers=None, combine=None, store=None):
         """Return an :class:`MPIRunner` of ``bound`` (options: see :class:`MPIRunner`).
 
         ``buffers=(send, recv)`` (uint8 arrays, with ``layout``) binds the plan to those
         buffers: see :class:`MPIRunner`.  ``combine(src, dst)`` applies a reduction's
-        operator (default: bytes added modulo 256).
+        operator (default: bytes added modulo 256).  ``store(n)``: where the runner's store
+        of ``n`` bytes comes from (default: new zeroed memory).
         """
         for rnd in bound.rounds:
             for peer, _, _ in rnd.sends + rnd.recvs:
@@ -166,7 +168,7 @@ class MPITransport:
                     raise DualmpiError(f"rank {self.rank} would exchange with rank {peer}, "
                                        "which plays no neighbour of its nodes")
         return MPIRunner(self, bound, plan, verify, shape, drop, signature, layout, buffers,
-                         combine)
+                         combine, store)
 
     def prepare_stream(self, plan, nbytes):
         """Return a :class:`StreamRunner` of the streamed total exchange."""
@@ -268,7 +270,7 @@ class MPIRunner:
     """
 
     def __init__(self, transport, bound, plan, verify=False, shape=None, drop=None, signature=0,
-                 layout=None, buffers=None, combine=None):
+                 layout=None, buffers=None, combine=None, store=None):
         self.transport, self.bound, self.plan = transport, bound, plan
         self._c_fn = None
         self.checksum_failures = 0
@@ -279,9 +281,12 @@ class MPIRunner:
         extra = 8 * nmsg if verify else 0
         sig_at = bound.nbytes + extra
         if buffers is not None:  # the store holds only the slots not in the user's buffers
-            held_at, held = self._held(bound, plan, buffers)
+            where, held_at, held = self._held(bound, plan, buffers)
             sig_at = held
-        self.store = np.zeros(sig_at + 8 + 8 * nrecv, dtype=np.uint8)
+        size = sig_at + 8 + 8 * nrecv
+        # every byte is written before it is read: a call's signature, the trailers and
+        # slots received into (a zero-copy store has no block the rank starts with)
+        self.store = np.zeros(size, dtype=np.uint8) if store is None else store(size)[:size]
         #: the plan's signature; a call's messages carry it mixed with the call number
         self.signature = signature & _MASK
         self._sig_word = self.store[sig_at:sig_at + 8].view(np.uint64)
@@ -293,14 +298,13 @@ class MPIRunner:
         self._senders = []
         trail_at = sig_at + 8
         self.absolute = buffers is not None
-        self._own = []
+        self._own, self._seeds = [], []
         #: the user's (send, recv) uint8 arrays a zero-copy runner is bound to
         self.buffers = buffers
         if self.absolute:
-            bound, self._own = self._relocate(bound, plan, layout, buffers, held_at)
+            bound, self._own, self._seeds = self._relocate(bound, plan, layout, buffers, where,
+                                                           held_at)
             # what runs: segments at absolute addresses; slots at their offsets in the store
-            # (-1: in the user's buffers)
-            held_at[self._user_slots(plan, buffers)[0]] = -1
             self.bound = dataclasses.replace(bound, nbytes=held, slot_offset=held_at)
             base = self.store.ctypes.data
             sig_at, trail_at = base + sig_at, base + trail_at
@@ -336,7 +340,8 @@ class MPIRunner:
                 hold = sum(ts + tw * int(lens.sum()) + th for _, _, lens in rnd.sends)
             self._reqs += reqs
             self._loop.append((rnd.index, reqs, move,
-                               _combiner(self.store, rnd.combines, combine), peers, crcs,
+                               _combiner(self.store, rnd.combines, combine, self.absolute),
+                               peers, crcs,
                                hold))
             self._checks.append(checks)
         #: the reduction's (MPI_Op, MPI_Datatype, itemsize) handles when the compiled loop
@@ -441,7 +446,8 @@ class MPIRunner:
             a[_A_REQS] = reqs.ctypes.data + (int(nreq[:first].sum()) + first) * width
             a[_A_NMOVE] = nmove.ctypes.data + first * nmove.itemsize
             a[_A_MOVES] = moves.ctypes.data + 3 * 8 * int(nmove[:first].sum())
-            a[_A_STORE] = self.store.ctypes.data
+            # a zero-copy plan's offsets are absolute addresses: the store's base is 0
+            a[_A_STORE] = 0 if self.absolute else self.store.ctypes.data
             a[_A_PROGRESS] = self.transport.progress.ctypes.data
             a[_A_BASE] = first
             tbase = sum(self._nrecv[:first])
@@ -486,7 +492,7 @@ class MPIRunner:
             return lambda: self.run(send, recv)
         pre = mid = post = ()
         if self.absolute:
-            mid = self.own_copies(send, recv)
+            pre, mid = self.seed_copies(), self.own_copies(send, recv)
         else:
             base = self.store.ctypes.data
             pre = [] if send is None else [(base + a, send.ctypes.data + b, n)
@@ -518,6 +524,17 @@ class MPIRunner:
                 if err:
                     failed(err)
         return call
+
+    def seed_copies(self):
+        """Return a zero-copy runner's copies before the first round (none for any other).
+
+        ``(destination, source, length)`` at absolute addresses: the input blocks that the
+        rounds combine into, from the send buffer to where the result builds up (the receive
+        buffer, or the store for a block the rank does not keep) — the copy MPI's own
+        reductions make first (:meth:`RankPlan.placement
+        <dualmpi.engine.plan.RankPlan.placement>`).
+        """
+        return list(self._seeds)
 
     def own_copies(self, send=None, recv=None):
         """Return a zero-copy runner's copies of the rank's own block, send to receive buffer.
@@ -565,52 +582,55 @@ class MPIRunner:
         self.alarm.raise_alarm(MPI_FAILED, err, what)
 
     @staticmethod
-    def _user_slots(plan, buffers):
-        """Return the slots in the user's buffers and which output slots are input slots too."""
-        send, recv = buffers
-        in_slots, out_slots = plan.inputs[0], plan.outputs[0]
-        taken = np.isin(out_slots, in_slots)
-        user = []
-        if send is not None:
-            user.append(in_slots)
-        if recv is not None:
-            user.append(out_slots[~taken])
-        return (np.concatenate(user) if user else np.zeros(0, np.int64)), taken
+    def _held(bound, plan, buffers):
+        """Return ``(where, at, total)``: each slot's place and offset in the store, its size.
 
-    @classmethod
-    def _held(cls, bound, plan, buffers):
-        """Return the store offset of every slot with the user's ones left out, and their total.
-
-        A zero-copy store holds only the slots that are not in the user's buffers (transit,
-        scratch), one after the other, so it is the size :meth:`Engine.store_bytes` estimates
-        with ``zero_copy``; its pages are all ones a call writes.
+        ``where`` is :meth:`RankPlan.placement <dualmpi.engine.plan.RankPlan.placement>`
+        for these buffers.  A zero-copy store holds only the slots that are not in the
+        user's buffers (transit, scratch, seeded input slots), one after the other, so it is
+        the size :meth:`Engine.store_bytes` estimates with ``zero_copy``; its pages are all
+        ones a call writes.  ``at`` is -1 for the slots in the user's buffers.
         """
-        size = bound.slot_size.copy()
-        size[cls._user_slots(plan, buffers)[0]] = 0
+        send, recv = buffers
+        where = plan.placement(send is not None, recv is not None)[0]
+        size = np.where(where == IN_STORE, bound.slot_size, 0)
         at = np.zeros(size.size + 1, dtype=np.int64)
         np.cumsum(size, out=at[1:])
-        return at[:-1], int(at[-1])
+        return where, np.where(where == IN_STORE, at[:-1], -1), int(at[-1])
 
-    def _relocate(self, bound, plan, layout, buffers, held_at):
-        """Rebind ``bound`` with slots at absolute addresses in the user's buffers and the store."""
+    def _relocate(self, bound, plan, layout, buffers, where, held_at):
+        """Rebind ``bound`` with slots at absolute addresses in the user's buffers and the store.
+
+        Also returns the rank's own blocks to copy from the send to the receive buffer during
+        the first round (``(recv offset, send offset, length)``) and the seeds to copy
+        before it (``(destination, source, length)`` at absolute addresses).
+        """
         send, recv = buffers
         at = self.store.ctypes.data + held_at
-        in_slots, in_rows = plan.inputs
-        out_slots, out_rows = plan.outputs
+        in_slots, out_slots = plan.inputs[0], plan.outputs[0]
+        in_user = layout.inputs(plan.rank)[3] if in_slots.size else None
         if send is not None and in_slots.size:
-            at[in_slots] = send.ctypes.data + layout.inputs(plan.rank)[3]
+            pick = where[in_slots] == IN_SEND
+            at[in_slots[pick]] = send.ctypes.data + in_user[pick]
         own = []
         if recv is not None and out_slots.size:
-            user = layout.outputs(plan.rank)[3]
-            taken = self._user_slots(plan, buffers)[1]
-            at[out_slots[~taken]] = recv.ctypes.data + user[~taken]
-            if send is not None:
-                pos_in = dict(zip(in_slots.tolist(), layout.inputs(plan.rank)[3].tolist()))
-                for s_, u in zip(out_slots[taken].tolist(), user[taken].tolist()):
+            out_user = layout.outputs(plan.rank)[3]
+            pick = where[out_slots] == IN_RECV
+            at[out_slots[pick]] = recv.ctypes.data + out_user[pick]
+            if send is not None and in_slots.size:
+                pos_in = dict(zip(in_slots.tolist(), in_user.tolist()))
+                for s_, u in zip(out_slots[~pick].tolist(), out_user[~pick].tolist()):
                     n = int(bound.slot_size[s_])
-                    if n:
+                    if n and s_ in pos_in:
                         own.append((u, pos_in[s_], n))
-        return plan.bind(layout, bound.packets, at), own
+        seeds = []
+        if send is not None and in_slots.size:
+            pick = np.isin(in_slots, plan.placement(True, recv is not None)[1])
+            for s_, u in zip(in_slots[pick].tolist(), in_user[pick].tolist()):
+                n = int(bound.slot_size[s_])
+                if n:
+                    seeds.append((int(at[s_]), send.ctypes.data + u, n))
+        return plan.bind(layout, bound.packets, at), own, seeds
 
     def _spec(self, offs, lens):
         """Return an mpi4py buffer spec for the segments ``(offs, lens)`` of the store."""
@@ -635,6 +655,8 @@ class MPIRunner:
         if send is not None and not self.absolute:
             for a, b, n in self.copy_in:
                 store[a:a + n] = send[b:b + n]
+        for dst, src, n in self._seeds:  # zero-copy: the input blocks the rounds combine into
+            ctypes.memmove(dst, src, n)
         if self._c is not None:
             self._c_run()
         else:
@@ -834,15 +856,23 @@ def _row_mover(rows, s_idx, d_idx):
     return move
 
 
-def _combiner(store, combines, op=None):
+def _combiner(store, combines, op=None, absolute=False):
     """Return a function combining a round's reduction blocks into their slots, or None.
 
-    ``op(src, dst)`` combines byte views (default: bytes added modulo 256).
+    ``op(src, dst)`` combines byte views (default: bytes added modulo 256).  With
+    ``absolute`` the offsets are addresses (a zero-copy runner, whose owner keeps the
+    memory they point into alive).
     """
     src, dst, lens = combines
     if src.size == 0:
         return None
-    pairs = [(store[a:a + n], store[b:b + n])
+    if absolute:
+        def view(a, n):
+            return np.ctypeslib.as_array((ctypes.c_uint8 * n).from_address(a))
+    else:
+        def view(a, n):
+            return store[a:a + n]
+    pairs = [(view(a, n), view(b, n))
              for a, b, n in zip(src.tolist(), dst.tolist(), lens.tolist()) if n]
     if op is None:
         def op(x, y):

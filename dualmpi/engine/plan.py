@@ -30,7 +30,12 @@ from ..errors import DualmpiError
 from .arrays import block_key, key_space
 from .layout import Layout, layout_kind
 
-__all__ = ["RankPlan", "BoundPlan", "BoundRound", "compile_rank", "merge_segments"]
+__all__ = ["RankPlan", "BoundPlan", "BoundRound", "compile_rank", "merge_segments", "IN_STORE",
+           "IN_SEND", "IN_RECV"]
+
+#: Where a zero-copy runner keeps a slot (:meth:`RankPlan.placement`): in its store, in the
+#: user's send buffer, in the user's receive buffer.
+IN_STORE, IN_SEND, IN_RECV = 0, 1, 2
 
 
 @dataclass
@@ -71,6 +76,55 @@ class RankPlan:
         key = self.slot_codes % key_space(p)
         is_block = key < (p + 2) * (p + 1)
         return key // (p + 1) - 2, key % (p + 1) - 1, is_block
+
+    def placement(self, send=True, recv=True):
+        """Return where a runner bound to the user's buffers keeps each slot (zero-copy).
+
+        ``send``/``recv``: whether the rank has a send and a receive buffer.  Returns
+        ``(where, seeds)``: ``where`` per slot (:attr:`num_slots`) is :data:`IN_STORE`,
+        :data:`IN_SEND` or :data:`IN_RECV`; ``seeds`` are the input slots a round writes
+        (a reduction combines into them), whose blocks are copied from the send buffer
+        before the first round.
+
+        - An input slot no round writes is read where it is, in the send buffer; one that
+          is an output slot too is then copied to the receive buffer (the rank's own block).
+        - An input slot a round writes is seeded: in the receive buffer when it is an output
+          slot too (the result builds up where it belongs, as MPI's own reductions start by
+          copying the send buffer to the receive buffer), else in the store.
+        - Any other output slot is received where it belongs, in the receive buffer.
+        - Transit and scratch slots are in the store.
+
+        >>> from dualmpi.topology import from_spec
+        >>> from dualmpi.engine.core import Engine
+        >>> from dualmpi.engine.local import LocalTransport
+        >>> engine = Engine(from_spec("hypercube:n=1"), 1, LocalTransport())
+        >>> first, second = (engine.rank_plan(rank, "scan") for rank in (0, 1))
+        >>> first.placement()[0].tolist() == [IN_SEND]  # rank 0's result: its own block
+        True
+        >>> where, seeds = second.placement()  # rank 1 combines rank 0's block into its own
+        >>> where.tolist() == [IN_RECV, IN_STORE], seeds.tolist() == second.inputs[0].tolist()
+        (True, True)
+        """
+        where = np.full(self.num_slots, IN_STORE, dtype=np.int8)
+        in_slots, out_slots = self.inputs[0], self.outputs[0]
+        written = np.zeros(self.num_slots, dtype=bool)
+        for rows, cols in ((self.recv, ("slot", "final")), (self.local, ("dest", "final"))):
+            for col in cols:
+                if rows.get(col) is not None and rows[col].size:
+                    written[rows[col][rows[col] >= 0]] = True
+        if recv:
+            where[out_slots] = IN_RECV
+        seeds = np.zeros(0, dtype=np.int64)
+        if send:
+            read = in_slots[~written[in_slots]]
+            where[read] = IN_SEND
+            seeds = in_slots[written[in_slots]]
+            if not recv:
+                return where, seeds
+            where[seeds[~np.isin(seeds, out_slots)]] = IN_STORE
+        else:
+            where[in_slots] = IN_STORE
+        return where, seeds
 
     def find(self, nodes, origin, target):
         """Return the slot ids of blocks ``(origin, target)`` held by ``nodes`` (-1: none)."""

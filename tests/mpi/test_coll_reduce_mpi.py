@@ -242,3 +242,62 @@ def test_reduce_bad_calls(index, case):
     bad rank's own and "rejected on rank N" elsewhere); the communicator still works."""
     method = "Allreduce" if case.startswith("all-") else "Reduce"
     check_bad_call(index, case, _cases(), method)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("index", ERROR_NETS)
+def test_repeated_reductions_run_zero_copy(index, monkeypatch):
+    """Reductions repeated on the same buffers (pieces of 32 KiB and more) run on a runner bound
+    to them with one node per rank: the blocks they combine into are copied once from the send
+    buffer to the receive buffer (or the store) and combined there; MPI's ops and a user op
+    (combined in Python) on changing send contents equal MPI's, the gaps around the receive
+    buffer and the send buffer stay untouched, and the link counts equal those of the same
+    calls copied through the working buffer."""
+    from dualmpi import calls
+
+    net = network(index)
+    n = SIZE * (calls.ZERO_COPY_ABOVE // 8 + 5)  # elements of 8 bytes, a piece >= 32 KiB
+    gap = 3
+    gcd = gcd_op()
+    cases = [("Allreduce", "SUM", np.float64, None), ("Allreduce", "MAX", np.int64, None),
+             ("Allreduce", "gcd", np.int64, gcd), ("Reduce", "SUM", np.float64, None),
+             ("Scan", "PROD", np.float64, None), ("Exscan", "MIN", np.int64, None),
+             ("Reduce_scatter_block", "SUM", np.int64, None)]
+
+    def rounds():
+        ok, kinds = True, []
+        for kind, opname, dtype, user in cases:
+            op = OPS[opname] if user is None else user
+            out = n // SIZE if kind == "Reduce_scatter_block" else n
+            send = operands(dtype, n, "SUM" if user is not None else opname, 0)
+            if user is not None:
+                send = np.abs(send) * 6 + 6  # gcd's operands: multiples of 6
+            mine, ref = sentinel(dtype, out + 2 * gap), sentinel(dtype, out + 2 * gap)
+            recv = mine[gap:gap + out]  # the same object every call: a repeated call
+            extra = (LAST,) if kind == "Reduce" else ()
+            for step in range(3):  # the second and third calls repeat the first's buffers
+                send[:] = np.roll(send, step)  # new contents, same buffer
+                before = send.copy()
+                getattr(net, kind)(send, recv, op, *extra)
+                kinds.append((kind, opname, step, bool(getattr(net._last_runner, "absolute",
+                                                               False))))
+                getattr(WORLD, kind)(send, ref[gap:gap + out], op, *extra)
+                significant = not (kind == "Reduce" and RANK != LAST) and \
+                    not (kind == "Exscan" and RANK == 0)
+                ok = ok and same(send, before) and same(mine[:gap], ref[:gap]) and \
+                    same(mine[gap + out:], ref[gap + out:]) and \
+                    (not significant or close(mine, ref, opname))
+        return ok, kinds
+
+    net.reset_stats()
+    ok, kinds = rounds()
+    links = net.stats()["links"]
+    monkeypatch.setattr(calls, "ZERO_COPY_ABOVE", 1 << 62)
+    net.reset_stats()
+    ok_copied, copied = rounds()
+    links_copied = net.stats()["links"]
+    gcd.Free()
+    want = [(kind, opname, step, net._zero_copy and step > 0)
+            for kind, opname, step, _ in kinds]
+    assert agree(ok and ok_copied and kinds == want and not any(z for *_, z in copied)
+                 and links == links_copied), (ok, ok_copied, kinds, links, links_copied)
