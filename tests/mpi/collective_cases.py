@@ -196,6 +196,21 @@ def close(a, b, opname="SUM"):
     return bool(np.allclose(a, b, rtol=tol, atol=4 * tol * np.sqrt(SIZE)))
 
 
+def bound_then_copied(net, rounds, copy):
+    """Run ``rounds()`` as it is, then after ``copy()`` (which turns zero-copy binding off).
+
+    Returns ``(first, links, second, links_copied)``: each run's result and the link counts
+    (``net.stats()["links"]``) of its calls alone.
+    """
+    net.reset_stats()
+    first = rounds()
+    links = net.stats()["links"]
+    copy()
+    net.reset_stats()
+    second = rounds()
+    return first, links, second, net.stats()["links"]
+
+
 def v_counts(scale, seed, shape=None):
     """Return random element counts (the same on every rank), about a third of them zero."""
     rng = np.random.default_rng([SIZE, scale, seed])

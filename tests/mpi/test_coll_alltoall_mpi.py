@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from collective_cases import (COUNTS, DTYPES, ERROR_NETS, EVERY, MPI, NETS, RANK, SIZE, WORLD,
-                              agree, check_bad_call, data, expect_error, freed, mpi_type, network,
-                              same, sentinel, v_counts, v_displs)
+                              agree, bound_then_copied, check_bad_call, data, expect_error, freed,
+                              mpi_type, network, same, sentinel, v_counts, v_displs)
 from collective_cases import free_networks  # noqa: F401 - frees the module's communicators
 
 LAST = SIZE - 1
@@ -481,13 +481,8 @@ def test_first_calls_of_new_buffers_run_zero_copy(index, monkeypatch):
 
     monkeypatch.setattr(calls, "ZERO_COPY_FIRST", 1)
     monkeypatch.setattr(calls, "FORWARDED_AT_MOST", float("inf"))
-    net.reset_stats()
-    ok, kinds = rounds()
-    links = net.stats()["links"]
-    monkeypatch.setattr(calls, "ZERO_COPY_FIRST", 1 << 62)
-    net.reset_stats()
-    ok_copied, copied = rounds()
-    links_copied = net.stats()["links"]
+    (ok, kinds), links, (ok_copied, copied), links_copied = bound_then_copied(
+        net, rounds, lambda: monkeypatch.setattr(calls, "ZERO_COPY_FIRST", 1 << 62))
     vec.Free()
     copies = ("Allgather-vector", "Allgather-in-place")
     want = [(name, net._zero_copy and name not in copies) for name, _ in kinds]

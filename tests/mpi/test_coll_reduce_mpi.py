@@ -11,9 +11,10 @@ ranks agree on the verdict before asserting.
 import numpy as np
 import pytest
 
-from collective_cases import (COMBOS, COUNTS, DTYPES, ERROR_NETS, MPI, NETS, OPS,
-                              RANK, ROOTS, SIZE, WORLD, agree, check_bad_call, close, error_of,
-                              freed, gcd_op, network, operands, same, sample, sentinel, valid)
+from collective_cases import (COMBOS, COUNTS, DTYPES, ERROR_NETS, MPI, NETS, OPS, RANK, ROOTS,
+                              SIZE, WORLD, agree, bound_then_copied, check_bad_call, close,
+                              error_of, freed, gcd_op, network, operands, same, sample, sentinel,
+                              valid)
 from collective_cases import free_networks  # noqa: F401 - frees the module's communicators
 
 LAST = SIZE - 1
@@ -289,13 +290,8 @@ def test_repeated_reductions_run_zero_copy(index, monkeypatch):
                     (not significant or close(mine, ref, opname))
         return ok, kinds
 
-    net.reset_stats()
-    ok, kinds = rounds()
-    links = net.stats()["links"]
-    monkeypatch.setattr(calls, "ZERO_COPY_ABOVE", 1 << 62)
-    net.reset_stats()
-    ok_copied, copied = rounds()
-    links_copied = net.stats()["links"]
+    (ok, kinds), links, (ok_copied, copied), links_copied = bound_then_copied(
+        net, rounds, lambda: monkeypatch.setattr(calls, "ZERO_COPY_ABOVE", 1 << 62))
     gcd.Free()
     want = [(kind, opname, step, net._zero_copy and step > 0)
             for kind, opname, step, _ in kinds]
