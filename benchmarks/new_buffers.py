@@ -119,11 +119,7 @@ def main():
     parser.add_argument("--zero-copy-first", type=int, default=calls.ZERO_COPY_FIRST,
                         metavar="BYTES", help="the 'dualmpi' variant's threshold (default: "
                         "dualmpi.calls.ZERO_COPY_FIRST, %(default)s)")
-    parser.add_argument("--forwarded-at-most", type=float, default=calls.FORWARDED_AT_MOST,
-                        metavar="SHARE", help="dualmpi.calls.FORWARDED_AT_MOST for the run "
-                        "(default %(default)s; 'inf': ranks that forward much bind too)")
     args = parser.parse_args()
-    calls.FORWARDED_AT_MOST = args.forwarded_at_most
     world = MPI.COMM_WORLD
     me, ranks = world.Get_rank(), world.Get_size()
     load = [os.getloadavg()]
@@ -188,8 +184,7 @@ def main():
     if me == 0:
         write_results(args.json, "dualmpi-new-buffers-bench/1",
                       run_meta(args.spec, load, args.repeats, zero_copy_first=first,
-                               shipped=shipped, forwarded_at_most=args.forwarded_at_most),
-                      rows)
+                               shipped=shipped), rows)
 
 
 if __name__ == "__main__":

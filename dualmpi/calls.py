@@ -128,8 +128,7 @@ def _binds_first(comm, desc, call, name, args):
     return (comm._zero_copy and args is not None
             and not any(m.packed for m in call.sends + call.recvs)
             and call.nbytes >= ZERO_COPY_ABOVE and not _overlap(call.send, call.recv)
-            and _worth_binding(comm, name, call.nbytes, call.root, call.send, call.recv,
-                               call.itemsize))
+            and _worth_binding(comm, name, call.nbytes, call.send, call.recv))
 
 
 def _written(call):
@@ -325,8 +324,8 @@ def _vector_call(comm, method, desc, read, args):
         not _overlap(call.send, call.recv)
     # new buffers, big enough that binding costs less than the copies: a runner of this call's
     # own, bound to them (released after the call; a repeat binds one to keep, below)
-    first = zero and _worth_binding(comm, desc.name, nbytes, root, call.send, call.recv,
-                                    call.itemsize, 2 * ZERO_COPY_FIRST)
+    first = zero and _worth_binding(comm, desc.name, nbytes, call.send, call.recv,
+                                    2 * ZERO_COPY_FIRST)
     run = comm._engine.runner(comm.rank, desc.name, nbytes, root, comm.variant,
                               sdispls=sdispls, rdispls=rdispls, packets=1,
                               itemsize=call.itemsize, op=call.op, salt=_salt(method),
@@ -360,40 +359,23 @@ ZERO_COPY_ABOVE = 1 << 15
 #: A call whose buffers are new to it runs zero-copy when the rank moves this many bytes (its
 #: send and receive buffers together; a v-variant twice as many): a runner bound to them for
 #: that call alone, which costs a millisecond or more to make, less than copying this much in
-#: and out (docs/performance.md, ``benchmarks/new_buffers.py``) ...
+#: and out (docs/performance.md, ``benchmarks/new_buffers.py``).
 ZERO_COPY_FIRST = 1 << 25
 
-#: ... and when what the rank forwards (the store of that runner, fresh pages every call) is at
-#: most this share of what it moves; a rank that forwards more copies through the cached store.
-FORWARDED_AT_MOST = 1 / 8
 
-
-def _worth_binding(comm, collective, nbytes, root, send, recv, itemsize=1, least=None):
+def _worth_binding(comm, collective, nbytes, send, recv, least=None):
     """True when a call on new buffers is worth a runner bound to them for that call alone.
 
     When the rank moves at least ``least`` bytes (default :data:`ZERO_COPY_FIRST`; the
-    v-variants pass twice that: their plans take longer to bind) and forwards little: the
-    store of such a runner (what it forwards, in pages it touches for the first time) at most
-    :data:`FORWARDED_AT_MOST` of that (a reduction's scratch slots count: they are fresh pages
-    too).  Not for a streamed total exchange.  The caller checks the rest (one node per rank,
-    no option, no packing, buffers apart).
+    v-variants pass twice that: their plans take longer to bind), but for a streamed total
+    exchange.  What the rank forwards or combines goes through the engine's spare store
+    (:meth:`Engine.runner <dualmpi.engine.core.Engine.runner>` with ``cache=False``), whose
+    pages are warm from the second such call.  The caller checks the rest (one node per
+    rank, no option, no packing, buffers apart).
     """
-    moved = _moved(send, recv)
-    if moved < (ZERO_COPY_FIRST if least is None else least):
+    if _moved(send, recv) < (ZERO_COPY_FIRST if least is None else least):
         return False
-    engine = comm._engine
-    if engine.streams(collective, nbytes):
-        return False
-    key = (collective, nbytes if isinstance(nbytes, int) else np.asarray(nbytes).tobytes(),
-           root, itemsize)
-    forwarded = comm._forwarded.get(key)
-    if forwarded is None:  # a walk over the plan's slots: once per call shape
-        if len(comm._forwarded) > 256:
-            comm._forwarded.clear()
-        forwarded = comm._forwarded[key] = engine.store_bytes(
-            comm.rank, collective, nbytes, root, comm.variant, comm.algorithms.get(collective),
-            itemsize, zero_copy=True)
-    return forwarded <= FORWARDED_AT_MOST * moved
+    return not comm._engine.streams(collective, nbytes)
 
 
 def _moved(send, recv):

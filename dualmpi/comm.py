@@ -146,8 +146,6 @@ class Comm(p2p.PointToPoint):
         #: the last call of each v-variant method (calls._VectorMemo)
         self._v_memo = {}
         self._fast, self._gen, self._last = {}, 0, {}
-        #: the store of a runner bound to a call's buffers, per call shape (calls._worth_binding)
-        self._forwarded = {}
         self._zero_copy = q == 1 and not verify and shape is None and drop is None
         self._baseline = None
         self._p2p = self._router.links
@@ -837,7 +835,7 @@ class Comm(p2p.PointToPoint):
         (no copy in or out; the runner keeps a reference to them, so their memory stays where
         it is while it is cached).  Buffers seen for the first time, when binding costs less
         than copying (``calls._worth_binding``: the rank moves at least
-        :data:`dualmpi.calls.ZERO_COPY_FIRST` bytes and forwards little), get a runner bound to
+        :data:`dualmpi.calls.ZERO_COPY_FIRST` bytes), get a runner bound to
         them for that call only (``run.transient``: the caller releases it).  Other calls copy
         through the store.  ``salt``, ``itemsize`` and ``op`` (a reduction's): see
         :meth:`Engine.runner <dualmpi.engine.core.Engine.runner>`.
@@ -869,8 +867,8 @@ class Comm(p2p.PointToPoint):
                 self._settled = True
                 return run
             self._last[key] = ids
-            if not self._settled and calls._worth_binding(self, collective, nbytes, root,
-                                                          send, recv, itemsize):
+            if not self._settled and calls._worth_binding(self, collective, nbytes, send,
+                                                          recv):
                 # new buffers, big enough that binding costs less than the copies: a runner
                 # bound to them for this call alone (released after it, never remembered)
                 run = engine.runner(

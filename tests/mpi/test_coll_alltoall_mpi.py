@@ -423,7 +423,7 @@ def test_large_v_calls_repeated_run_zero_copy(index):
 @pytest.mark.parametrize("index", ERROR_NETS)
 def test_first_calls_of_new_buffers_run_zero_copy(index, monkeypatch):
     """Fixed-count and v-variant calls made each time on new buffers (pieces of 32 KiB; the
-    thresholds ``calls.ZERO_COPY_FIRST`` and ``calls.FORWARDED_AT_MOST`` out of the way) run on
+    threshold ``calls.ZERO_COPY_FIRST`` out of the way) run on
     a runner bound to those buffers for that call alone (one node per rank, no option), released
     after it:
     every result equals MPI's, the gaps stay untouched, the send buffers too, in-place and
@@ -480,7 +480,6 @@ def test_first_calls_of_new_buffers_run_zero_copy(index, monkeypatch):
         return ok, kinds
 
     monkeypatch.setattr(calls, "ZERO_COPY_FIRST", 1)
-    monkeypatch.setattr(calls, "FORWARDED_AT_MOST", float("inf"))
     (ok, kinds), links, (ok_copied, copied), links_copied = bound_then_copied(
         net, rounds, lambda: monkeypatch.setattr(calls, "ZERO_COPY_FIRST", 1 << 62))
     vec.Free()

@@ -246,16 +246,20 @@ def test_reduce_bad_calls(index, case):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("first", [False, True], ids=["repeated", "first"])
 @pytest.mark.parametrize("index", ERROR_NETS)
-def test_repeated_reductions_run_zero_copy(index, monkeypatch):
+def test_repeated_reductions_run_zero_copy(index, first, monkeypatch):
     """Reductions repeated on the same buffers (pieces of 32 KiB and more) run on a runner bound
-    to them with one node per rank: the blocks they combine into are copied once from the send
-    buffer to the receive buffer (or the store) and combined there; MPI's ops and a user op
-    (combined in Python) on changing send contents equal MPI's, the gaps around the receive
-    buffer and the send buffer stay untouched, and the link counts equal those of the same
-    calls copied through the working buffer."""
+    to them with one node per rank — from the first call too, with ``calls.ZERO_COPY_FIRST``
+    out of the way (a runner of the call's own, on the engine's spare store): the blocks they
+    combine into are copied once from the send buffer to the receive buffer (or the store) and
+    combined there; MPI's ops and a user op (combined in Python) on changing send contents
+    equal MPI's, the gaps around the receive buffer and the send buffer stay untouched, and the
+    link counts equal those of the same calls copied through the working buffer."""
     from dualmpi import calls
 
+    if first:
+        monkeypatch.setattr(calls, "ZERO_COPY_FIRST", 1)
     net = network(index)
     n = SIZE * (calls.ZERO_COPY_ABOVE // 8 + 5)  # elements of 8 bytes, a piece >= 32 KiB
     gap = 3
@@ -293,7 +297,7 @@ def test_repeated_reductions_run_zero_copy(index, monkeypatch):
     (ok, kinds), links, (ok_copied, copied), links_copied = bound_then_copied(
         net, rounds, lambda: monkeypatch.setattr(calls, "ZERO_COPY_ABOVE", 1 << 62))
     gcd.Free()
-    want = [(kind, opname, step, net._zero_copy and step > 0)
+    want = [(kind, opname, step, net._zero_copy and (step > 0 or first))
             for kind, opname, step, _ in kinds]
     assert agree(ok and ok_copied and kinds == want and not any(z for *_, z in copied)
                  and links == links_copied), (ok, ok_copied, kinds, links, links_copied)
