@@ -65,6 +65,9 @@ ALL = ("bcast", "scatter", "allgather", "alltoall", "gather", "scatterv", "gathe
        "allgatherv", "alltoallv", "allreduce", "reduce", "scan", "exscan",
        "reduce_scatter_block", "barrier")
 _REDUCING = ("allreduce", "reduce", "scan", "exscan", "reduce_scatter_block")
+#: Also timed when asked for (not in ``all``): ``MPI.IN_PLACE`` calls, the data in the receive
+#: buffer (the allreduce with MPI.MAX, so that repeated calls leave the data as it is).
+IN_PLACE = ("allgather_in_place", "allreduce_in_place")
 
 
 def buffers(coll, ranks, size, rng):
@@ -80,6 +83,10 @@ def buffers(coll, ranks, size, rng):
         return data(size * ranks), np.zeros(size, np.uint8)
     if coll in ("gather", "gatherv", "allgather", "allgatherv"):
         return data(size), np.zeros(size * ranks, np.uint8)
+    if coll == "allgather_in_place":  # this rank's piece in its place in the receive buffer
+        return None, data(size * ranks)
+    if coll == "allreduce_in_place":
+        return None, rng.integers(0, 100, max(1, size // 8)).astype(np.float64)
     if coll in _REDUCING:  # doubles of integer values (sums exact in any order), MPI.SUM
         n = max(1, size // 8)
         if coll == "reduce_scatter_block":
@@ -114,6 +121,10 @@ def api_call(target, coll, send, recv):
     if coll == "alltoallv":
         counts = [send.size // ranks] * ranks
         return lambda: target.Alltoallv([send, counts], [recv, counts])
+    if coll == "allgather_in_place":
+        return lambda: target.Allgather(MPI.IN_PLACE, recv)
+    if coll == "allreduce_in_place":
+        return lambda: target.Allreduce(MPI.IN_PLACE, recv, op=MPI.MAX)
     method = {"allreduce": "Allreduce", "reduce": "Reduce", "scan": "Scan", "exscan": "Exscan",
               "reduce_scatter_block": "Reduce_scatter_block"}[coll]
     if coll == "reduce":
@@ -205,7 +216,8 @@ def main():
     parser.add_argument("--json", required=True)
     parser.add_argument("--sizes", default="8,1024,65536,1048576")
     parser.add_argument("--collectives", default=",".join(COLLECTIVES),
-                        help="comma-separated, of " + ", ".join(ALL) + "; or all")
+                        help="comma-separated, of " + ", ".join(ALL + IN_PLACE) + "; or all "
+                        "(all but the in-place ones)")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--before", action="store_true", help="also time the engine of " + BEFORE)
     parser.add_argument("--against", metavar="COMMIT",
@@ -218,7 +230,7 @@ def main():
     topo = from_spec(args.spec)
     sizes = [int(s) for s in args.sizes.split(",")]
     colls = list(ALL) if args.collectives == "all" else args.collectives.split(",")
-    unknown = sorted(set(colls) - set(ALL))
+    unknown = sorted(set(colls) - set(ALL) - set(IN_PLACE))
     if unknown:
         raise SystemExit(f"--collectives: unknown {', '.join(unknown)} (choose from {', '.join(ALL)})")
     load = [os.getloadavg()]
@@ -234,7 +246,8 @@ def main():
             ours = api_call(net, coll, send, recv)
             # the results must be the native ones before anything is timed
             send2 = None if send is None else send.copy()
-            recv2 = None if recv is None else np.zeros_like(recv)
+            recv2 = None if recv is None else \
+                recv.copy() if coll in IN_PLACE else np.zeros_like(recv)
             ours()
             api_call(world, coll, send2, recv2)()
             same = same_results(coll, me, send, send2, recv, recv2)

@@ -123,11 +123,12 @@ def _binds_first(comm, desc, call, name, args):
 
     What :meth:`Comm._runner <dualmpi.Comm._runner>` decides (for the memory estimate, before
     the call): one node per rank, no option, no packing, pieces of at least
-    :data:`ZERO_COPY_ABOVE`, buffers apart, and :func:`_worth_binding`.
+    :data:`ZERO_COPY_ABOVE`, buffers apart (:func:`_apart`), and :func:`_worth_binding`.
     """
     return (comm._zero_copy and args is not None
             and not any(m.packed for m in call.sends + call.recvs)
-            and call.nbytes >= ZERO_COPY_ABOVE and not _overlap(call.send, call.recv)
+            and call.nbytes >= ZERO_COPY_ABOVE
+            and _apart(comm, name, call.nbytes, call.root, call.send, call.recv, call.itemsize)
             and _worth_binding(comm, name, call.nbytes, call.send, call.recv))
 
 
@@ -386,6 +387,31 @@ def _moved(send, recv):
 def _overlap(a, b):
     """True when two buffers may share memory (they cannot be bound separately)."""
     return a is not None and b is not None and np.may_share_memory(a, b)
+
+
+def _apart(comm, collective, nbytes, root, send, recv, itemsize):
+    """True when a call's buffers can be bound: apart, or in place where the plan allows it.
+
+    In place (``MPI.IN_PLACE``, or a reduction's send buffer at the receive buffer's address)
+    the send buffer lies in the receive buffer: the call's own piece of an ``Allgather``, the
+    whole receive buffer of an ``Allreduce``.  It can be bound where every block the rank
+    starts with is one it delivers at the same address (:meth:`Engine.in_place
+    <dualmpi.engine.core.Engine.in_place>`, decided once per call shape).
+    """
+    if not _overlap(send, recv):
+        return True
+    shift = send.ctypes.data - recv.ctypes.data
+    if shift < 0 or shift + send.size > recv.size:
+        return False
+    key = (collective, nbytes, root, itemsize, shift)
+    ok = comm._in_place.get(key)
+    if ok is None:
+        if len(comm._in_place) > 256:
+            comm._in_place.clear()
+        ok = comm._in_place[key] = comm._engine.in_place(
+            comm.rank, collective, nbytes, root, comm.variant, comm.algorithms.get(collective),
+            itemsize, shift)
+    return ok
 
 
 def _zero_copy(comm, method, memo):

@@ -146,6 +146,8 @@ class Comm(p2p.PointToPoint):
         #: the last call of each v-variant method (calls._VectorMemo)
         self._v_memo = {}
         self._fast, self._gen, self._last = {}, 0, {}
+        #: whether a call can be bound in place, per call shape (calls._apart)
+        self._in_place = {}
         self._zero_copy = q == 1 and not verify and shape is None and drop is None
         self._baseline = None
         self._p2p = self._router.links
@@ -855,7 +857,8 @@ class Comm(p2p.PointToPoint):
             if run is not None and run.pinned[0] is objs[0] and run.pinned[1] is objs[1]:
                 self._last_runner = run
                 return run
-            self._settled = calls._overlap(send, recv)
+            self._settled = not calls._apart(self, collective, nbytes, root, send, recv,
+                                             itemsize)
             if self._last.get(key) == ids and not self._settled:
                 run = self._fast[zkey] = engine.runner(
                     self.rank, collective, nbytes, root, self.variant,

@@ -216,6 +216,38 @@ class Engine:
         packets = self.packets_for(layout, collective)
         return int(sizes.sum()) + others * biggest + 64 * rows * packets
 
+    def in_place(self, rank, collective, nbytes, root_rank=0, variant="corrected", algorithm=None,
+                 itemsize=1, shift=0):
+        """True when a runner may be bound to a send buffer inside the receive buffer.
+
+        ``shift`` is the send buffer's address minus the receive buffer's.  True when every
+        block the rank starts with is one it delivers, at the same address (an in-place
+        ``Allreduce`` or ``Scan``, whose send buffer is the receive buffer; an in-place
+        ``Allgather``, whose own piece is in its place): each such slot reads and writes its
+        own bytes, as it does in the store, and no other slot touches them.  False when the
+        rank would receive into bytes that still hold input it has to send (an in-place
+        ``Exscan`` or ``Alltoall``).
+
+        >>> from dualmpi.topology import from_spec
+        >>> from dualmpi.engine.local import LocalTransport
+        >>> eng = Engine(from_spec("hypercube:n=1"), 1, LocalTransport())
+        >>> eng.in_place(1, "scan", 64), eng.in_place(1, "exscan", 64)
+        (True, False)
+        >>> eng.in_place(1, "allgather", 64, shift=64), eng.in_place(1, "allgather", 64)
+        (True, False)
+        """
+        plan = self.rank_plan(rank, collective, root_rank, variant, algorithm)
+        layout = Layout(layout_kind(collective, algorithm), self.topo.num_nodes, self.q, nbytes,
+                        root_rank, None, None, itemsize)
+        in_slots, out_slots = plan.inputs[0], plan.outputs[0]
+        if not in_slots.size:
+            return True
+        if not out_slots.size:
+            return False
+        at = dict(zip(out_slots.tolist(), layout.outputs(plan.rank)[3].tolist()))
+        return all(at.get(s) == u + shift for s, u in zip(in_slots.tolist(),
+                                                          layout.inputs(plan.rank)[3].tolist()))
+
     def runner(self, rank, collective, nbytes, root_rank=0, variant="corrected", algorithm=None,
                sdispls=None, rdispls=None, packets=None, buffers=None, itemsize=1, op=None,
                salt=0, cache=True):
@@ -227,7 +259,8 @@ class Engine:
 
         ``buffers=(send, recv)``: a zero-copy runner bound to those arrays (cached by their
         addresses; one node per rank; a reduction first copies the blocks it combines into
-        from the send buffer); with ``cache=False`` it is not kept (a call's own runner:
+        from the send buffer; ``send`` may be ``recv`` where :meth:`in_place` allows it);
+        with ``cache=False`` it is not kept (a call's own runner:
         :meth:`release` it after the call).  Reductions take ``op=(key, code,
         combine)`` (:func:`dualmpi.ops.resolve`): ``combine(src, dst)`` combines byte array
         ``src`` into ``dst`` (whole elements of ``itemsize`` bytes), ``key`` names it in the

@@ -619,16 +619,17 @@ class MPIRunner:
             at[out_slots[pick]] = recv.ctypes.data + out_user[pick]
             if send is not None and in_slots.size:
                 pos_in = dict(zip(in_slots.tolist(), in_user.tolist()))
+                shift = send.ctypes.data - recv.ctypes.data  # in place: the block is there
                 for s_, u in zip(out_slots[~pick].tolist(), out_user[~pick].tolist()):
                     n = int(bound.slot_size[s_])
-                    if n and s_ in pos_in:
+                    if n and s_ in pos_in and u != pos_in[s_] + shift:
                         own.append((u, pos_in[s_], n))
         seeds = []
         if send is not None and in_slots.size:
             pick = np.isin(in_slots, plan.placement(True, recv is not None)[1])
             for s_, u in zip(in_slots[pick].tolist(), in_user[pick].tolist()):
                 n = int(bound.slot_size[s_])
-                if n:
+                if n and int(at[s_]) != send.ctypes.data + u:  # in place: already there
                     seeds.append((int(at[s_]), send.ctypes.data + u, n))
         return plan.bind(layout, bound.packets, at), own, seeds
 
