@@ -34,21 +34,23 @@ def test_disarmed_watchdog_stays_quiet():
 
 
 def test_missing_send_aborts_the_job_with_a_diagnostic(mpi_env):  # noqa: F811
-    """Node 0 skips its round-1 send: node 1 waits for it; the job ends well inside 30 s."""
+    """Node 0 skips its round-1 send: node 1 waits for it and the watchdog ends the job.
+
+    It fires a few seconds after the deadline (the wait it reports); how long the whole job
+    takes depends on the machine's load (8 ranks starting on 2 cores beside another test's),
+    so the subprocess's timeout is the bound on that."""
     if not MPIEXEC.exists():
         pytest.skip(f"no mpiexec beside {MPIEXEC.parent}")
-    started = time.monotonic()
     proc = subprocess.run(
         [str(MPIEXEC), "-n", "8", str(MPIEXEC.parent / "python"), "-m", "mpi4py", "-m", "dualmpi",
          "run", "dualcube:r=2", "--collective", "bcast", "--sizes", "64", "--iters", "1",
          "--warmup", "0", "--watchdog", "3", "--inject-drop", "1:0"],
         env=mpi_env, capture_output=True, text=True, timeout=TIMEOUT)
-    elapsed = time.monotonic() - started
     assert proc.returncode != 0
-    assert elapsed < 30
     assert_no_traceback(proc)
     # under load other ranks may be slow to answer the trace: "; ranks ... do not answer"
     # then comes before "; aborting the job"
-    assert re.search(r"dualmpi: watchdog: rank 1 \(node 1\) has waited [0-9.]+ s \(deadline 3 s\) "
-                     r"in round 1 for rank 0 to send(; [^\n]*)?; aborting the job",
-                     proc.stderr), proc.stderr
+    line = re.search(r"dualmpi: watchdog: rank 1 \(node 1\) has waited ([0-9.]+) s \(deadline "
+                     r"3 s\) in round 1 for rank 0 to send(; [^\n]*)?; aborting the job",
+                     proc.stderr)
+    assert line and float(line.group(1)) < 20, proc.stderr
