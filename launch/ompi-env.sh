@@ -15,6 +15,6 @@ export PRTE_MCA_rmaps_default_mapping_policy="${PRTE_MCA_rmaps_default_mapping_p
 export OMPI_MCA_mpi_yield_when_idle="${OMPI_MCA_mpi_yield_when_idle:-true}"
 # Wall-clock limit in seconds for each whole mpiexec job (Open MPI and MPICH read it).
 export MPIEXEC_TIMEOUT="${MPIEXEC_TIMEOUT:-600}"
-# ... and for launch/test's tiers of 32 ranks and more when MPIEXEC_TIMEOUT was not given:
-# CPU-bound on a few cores, their time swings with the machine's load (5-10 min on 2 cores).
+# ... and for launch/test's tiers of 32 ranks and more, when larger: CPU-bound on a few cores,
+# their time swings with the machine's load (5-10 min on 2 cores).
 export MPIEXEC_TIMEOUT_MANY="${MPIEXEC_TIMEOUT_MANY:-900}"
