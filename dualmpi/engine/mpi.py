@@ -281,7 +281,7 @@ class MPIRunner:
         extra = 8 * nmsg if verify else 0
         sig_at = bound.nbytes + extra
         if buffers is not None:  # the store holds only the slots not in the user's buffers
-            where, held_at, held = self._held(bound, plan, buffers)
+            where, seeded, held_at, held = self._held(bound, plan, buffers)
             sig_at = held
         size = sig_at + 8 + 8 * nrecv
         # every byte is written before it is read: a call's signature, the trailers and
@@ -303,7 +303,7 @@ class MPIRunner:
         self.buffers = buffers
         if self.absolute:
             bound, self._own, self._seeds = self._relocate(bound, plan, layout, buffers, where,
-                                                           held_at)
+                                                           seeded, held_at)
             # what runs: segments at absolute addresses; slots at their offsets in the store
             self.bound = dataclasses.replace(bound, nbytes=held, slot_offset=held_at)
             base = self.store.ctypes.data
@@ -583,22 +583,24 @@ class MPIRunner:
 
     @staticmethod
     def _held(bound, plan, buffers):
-        """Return ``(where, at, total)``: each slot's place and offset in the store, its size.
+        """Return ``(where, seeds, at, total)``: each slot's place, the seeded input slots,
+        each slot's offset in the store and the store's size.
 
-        ``where`` is :meth:`RankPlan.placement <dualmpi.engine.plan.RankPlan.placement>`
-        for these buffers.  A zero-copy store holds only the slots that are not in the
-        user's buffers (transit, scratch, seeded input slots), one after the other, so it is
-        the size :meth:`Engine.store_bytes` estimates with ``zero_copy``; its pages are all
-        ones a call writes.  ``at`` is -1 for the slots in the user's buffers.
+        ``where`` and ``seeds`` are :meth:`RankPlan.placement
+        <dualmpi.engine.plan.RankPlan.placement>` for these buffers.  A zero-copy store holds
+        only the slots that are not in the user's buffers (transit, scratch, seeded input
+        slots), one after the other, so it is the size :meth:`Engine.store_bytes` estimates
+        with ``zero_copy``; its pages are all ones a call writes.  ``at`` is -1 for the slots
+        in the user's buffers.
         """
         send, recv = buffers
-        where = plan.placement(send is not None, recv is not None)[0]
+        where, seeds = plan.placement(send is not None, recv is not None)
         size = np.where(where == IN_STORE, bound.slot_size, 0)
         at = np.zeros(size.size + 1, dtype=np.int64)
         np.cumsum(size, out=at[1:])
-        return where, np.where(where == IN_STORE, at[:-1], -1), int(at[-1])
+        return where, seeds, np.where(where == IN_STORE, at[:-1], -1), int(at[-1])
 
-    def _relocate(self, bound, plan, layout, buffers, where, held_at):
+    def _relocate(self, bound, plan, layout, buffers, where, seeded, held_at):
         """Rebind ``bound`` with slots at absolute addresses in the user's buffers and the store.
 
         Also returns the rank's own blocks to copy from the send to the receive buffer during
@@ -626,7 +628,7 @@ class MPIRunner:
                         own.append((u, pos_in[s_], n))
         seeds = []
         if send is not None and in_slots.size:
-            pick = np.isin(in_slots, plan.placement(True, recv is not None)[1])
+            pick = np.isin(in_slots, seeded)
             for s_, u in zip(in_slots[pick].tolist(), in_user[pick].tolist()):
                 n = int(bound.slot_size[s_])
                 if n and int(at[s_]) != send.ctypes.data + u:  # in place: already there
