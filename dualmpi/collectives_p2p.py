@@ -41,13 +41,13 @@ communicator and a tag range of their own.
 """
 
 import queue
-import threading
 import time
 import zlib
 
 import numpy as np
 
 from . import arguments
+from .engine import threads
 from .errors import DualmpiError, InputError
 
 __all__ = [
@@ -1022,9 +1022,7 @@ class Worker:
         ep = self.comm._coll
         state = _State(ep, False, what=f"{method} on a derived communicator", request=True)
         if self.thread is None:
-            self.thread = threading.Thread(target=self._loop, name="dualmpi-collectives",
-                                           daemon=True)
-            self.thread.start()
+            self.thread = threads.start(self._loop, "dualmpi-collectives")
         self.jobs.put((run, state))
         return ep.request(state)
 

@@ -56,3 +56,47 @@ def test_a_forked_child_starts_threads_of_its_own():
         os._exit(0 if done.wait(5) else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_start_does_not_wait_for_a_new_thread_to_run(monkeypatch):
+    """A new thread that the scheduler has not run yet does not hold up :func:`start`.
+
+    Here the thread begins to run only when the test lets it (as a thread the kernel never
+    scheduled, issue 23); ``threading.Thread.start`` would wait for it forever.
+    """
+    gate, pending = threading.Event(), []
+
+    def held(function, args):
+        pending.append((function, args))
+        return threading.Thread(target=lambda: (gate.wait(), function(*args)), daemon=True).start()
+    monkeypatch.setattr(threads, "_idle", [])  # no waiting thread: a new one must start
+    monkeypatch.setattr(threads, "_new_thread", held)
+    before = threads.started()
+    done = threading.Event()
+    work = threads.start(done.set, "held")
+    assert pending and threads.started() == before + 1
+    assert work.is_alive() and not done.is_set()  # start returned; the work has not run
+    gate.set()
+    work.join(5)
+    assert done.is_set() and not work.is_alive()
+
+
+def test_a_second_round_of_work_starts_no_thread():
+    """Threads that finished their work wait for more for as long as the process lives."""
+    gates = [threading.Event() for _ in range(3)]
+    for gate in gates:  # three at once, so that three threads exist
+        threads.start(gate.wait, "first round")
+    for gate in gates:
+        gate.set()
+    for _ in range(500):
+        if len(threads._idle) >= 3:
+            break
+        threading.Event().wait(0.01)
+    before = threads.started()
+    again = [threading.Event() for _ in range(3)]
+    works = [threads.start(gate.wait, "second round") for gate in again]
+    for gate in again:
+        gate.set()
+    for work in works:
+        work.join(5)
+    assert threads.started() == before

@@ -4,10 +4,16 @@ Every :class:`dualmpi.Comm` runs up to three helper threads (the watchdog's cloc
 answers, :mod:`dualmpi.engine.watchdog`; the progress thread, :mod:`dualmpi.engine.router`),
 which end when it is freed.  A program (or a test suite) that makes and frees communicators
 one after another would start new threads each time; :func:`start` hands the work to a
-thread that has finished its previous work and waits (at most :data:`KEEP` of them, each for
-:data:`IDLE_SECONDS`), and starts a thread only when none waits.  Starting threads is where
-two of the three stalls of one rank seen in the 32-rank test tier were (issue 23: a
-``pthread_create`` that had not returned after 50 s, in a new communicator's set-up).
+thread that has finished its previous work and waits (at most :data:`KEEP` of them, for the
+life of the process), and starts a thread only when none waits: a process starts as many
+helper threads as it ever runs at once (:func:`started` counts them).
+
+A new thread is started with :func:`_thread.start_new_thread`, which returns once the thread
+exists, not, as :meth:`threading.Thread.start` does, once it has begun to run: the caller
+never waits for the scheduler.  Starting threads is where the stalls of one rank seen in the
+test tiers were (issue 23: the new thread had not run its first instruction 50 s after
+``pthread_create`` returned, while its rank waited in ``Thread.start`` and the others in a
+new communicator's set-up).
 
 Examples
 --------
@@ -19,19 +25,20 @@ Examples
 ['first', 'second']
 """
 
+import _thread
 import os
 import sys
 import threading
 
-__all__ = ["start", "Work", "KEEP", "IDLE_SECONDS"]
+__all__ = ["start", "started", "Work", "KEEP"]
 
-#: At most this many threads wait for work.
-KEEP = 8
-#: How long (seconds) a thread with no work waits for some before it ends.
-IDLE_SECONDS = 60.0
+#: At most this many threads wait for work (a thread finishing work when as many wait ends).
+KEEP = 16
 
 _lock = threading.Lock()
 _idle = []  # the waiting threads' _Slot, most recent last
+_started = [0]  # threads started by this process (reset in a forked child)
+_new_thread = _thread.start_new_thread  # replaced by the tests
 
 
 class Work:
@@ -82,10 +89,8 @@ def _run(slot, job):
                 return
             slot.next = None
             _idle.append(slot)
-            slot.ready.wait_for(lambda: slot.next is not None, IDLE_SECONDS)
+            slot.ready.wait_for(lambda: slot.next is not None)
             job = slot.next
-            if job is None:
-                _idle.remove(slot)
 
 
 def _after_fork():
@@ -93,6 +98,7 @@ def _after_fork():
     global _lock
     _lock = threading.Lock()
     _idle.clear()
+    _started[0] = 0
 
 
 if hasattr(os, "register_at_fork"):
@@ -102,7 +108,8 @@ if hasattr(os, "register_at_fork"):
 def start(target, name):
     """Run ``target()`` on a helper thread (daemon) named ``name``; return its :class:`Work`.
 
-    A thread whose previous work has ended takes it if one waits; else a new thread starts.
+    A thread whose previous work has ended takes it if one waits; else a new thread starts
+    (and this returns without waiting for it to run).
     """
     work = Work()
     job = (target, name, work)
@@ -112,5 +119,17 @@ def start(target, name):
             slot.next = job
             slot.ready.notify()
             return work
-    threading.Thread(target=_run, args=(_Slot(), job), name=name, daemon=True).start()
+        _started[0] += 1
+    _new_thread(_run, (_Slot(), job))
     return work
+
+
+def started():
+    """How many helper threads this process has started (a forked child counts its own).
+
+    >>> before = started()
+    >>> start(lambda: None, "counted").join(5)
+    >>> started() - before in (0, 1)  # 0: a waiting thread took the work
+    True
+    """
+    return _started[0]

@@ -342,9 +342,7 @@ class Watchdog:
         Questions are MPI calls: were one to block, the watchdog still aborts the job.
         """
         out = []
-        helper = threading.Thread(target=lambda: out.append(self.trace(state)),
-                                  name="dualmpi-watchdog-trace", daemon=True)
-        helper.start()
+        helper = threads.start(lambda: out.append(self.trace(state)), "dualmpi-watchdog-trace")
         helper.join(4 * min(ASK_SECONDS, max(1.0, self.deadline / 2)) + 2.0)
         return out[0] if out else ""
 

@@ -86,3 +86,29 @@ def test_ranks_given_other_options_fail_alike():
         err = str(exc)
     errs = WORLD.allgather(err)
     assert _agree(all(e is not None and "options" in e for e in errs)), errs
+
+
+@pytest.mark.mpi(min_size=1)
+def test_communicators_made_again_start_no_thread():
+    """Helper threads outlive the communicators that used them (issue 23: starting a thread is
+    where one rank's stalls were): two communicators alive at once, freed, then made again and
+    used, start no new thread on any rank."""
+    from dualmpi.engine import threads
+
+    spec = "hypercube:n=0" if SIZE == 1 else _spec()
+    ok = True
+    for round_ in range(3):
+        idle, before = len(threads._idle), threads.started()
+        nets = [dualmpi.Comm(WORLD, spec) for _ in range(2)]
+        got = [net.allreduce(RANK + 1) for net in nets]
+        ok = ok and got == [SIZE * (SIZE + 1) // 2] * 2
+        for net in nets:
+            net.Free()
+        if round_:  # the first round may start them
+            ok = ok and threads.started() == before
+        # the freed communicators' threads end their work on their own: wait for them
+        back = min(threads.KEEP, idle + threads.started() - before)
+        until = time.monotonic() + 10
+        while len(threads._idle) < back and time.monotonic() < until:
+            time.sleep(0.01)
+    assert _agree(ok)
