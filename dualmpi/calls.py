@@ -468,18 +468,25 @@ class _VectorMemo:
     @staticmethod
     def key_of(args):
         """Return the key of ``args`` (the two buffer arguments first), or None."""
+        # (loops rather than generator expressions: this runs on every repeated call)
         try:
             out = []
-            for i, a in enumerate(args):
+            i = 0
+            for a in args:
                 t = type(a)
                 if i < 2 and t is np.ndarray:
                     out.append(_buffer_key(a))
                 elif i < 2 and (t is list or t is tuple):
-                    first = a[0] if a else None
-                    out.append((t, _buffer_key(first) if type(first) is np.ndarray else
-                                _value_key(first)) + tuple(_value_key(v) for v in a[1:]))
+                    key = [t]
+                    for j, v in enumerate(a):
+                        key.append(_buffer_key(v) if j == 0 and type(v) is np.ndarray else
+                                   _value_key(v))
+                    if not a:
+                        key.append(None)
+                    out.append(tuple(key))
                 else:
                     out.append(_value_key(a))
+                i += 1
             return tuple(out)
         except _NotRemembered:
             return None
