@@ -15,6 +15,11 @@ starting each repeat with the next variant (A B C D, B C D A, ...):
   needs) — run by the smallest loop (``benchmarks/floor.py``): the engine's compiled C
   loop called directly where it is built, and ``floor-python``, the same loop in Python;
   ``floor-rounds``, where the call copies its own block, the rounds alone;
+* ``checked`` (``--layers``): the floor's C loop with the flags the call itself passes
+  (a new call number, the trailers checked, the call counted, every round also waiting on
+  the alarm line), so ``checked/floor`` is what those checks cost in C and
+  ``dualmpi/checked`` what the Python call around the C loop costs (with, below
+  ``calls.ZERO_COPY_ABOVE``, the copies in and out of the store);
 * ``native``: the MPI library's own collective on the same buffers;
 * ``native-schedule``: native MPI on the same schedule's messages — the plan's messages
   sent as a plain mpi4py program would (``Irecv``/``Isend`` per round, ``Waitall``:
@@ -224,6 +229,8 @@ def main():
                         help="also time dualmpi.Comm of COMMIT on the same buffers")
     parser.add_argument("--neighbor", action="store_true",
                         help="also time the plan as persistent neighbourhood collectives")
+    parser.add_argument("--layers", action="store_true",
+                        help="also time the C loop with the call's own checks (checked)")
     args = parser.parse_args()
     world = MPI.COMM_WORLD
     me, ranks = world.Get_rank(), world.Get_size()
@@ -273,6 +280,8 @@ def main():
                 variants["against"] = other
             if args.neighbor:
                 variants["floor-neighbor"] = neighbor_loop(runner)
+            if args.layers and floor_loop(runner, checked=True) is not None:
+                variants["checked"] = floor_loop(runner, checked=True)
             cleanup = None
             if old is not None:
                 variants["before"], cleanup = before_call(old, args.spec, coll, size)
@@ -300,6 +309,9 @@ def main():
                    "rounds": len(runner.bound.rounds)}
             if "floor-neighbor" in med:
                 row["neighbor/floor"] = med["floor-neighbor"] / med["floor"]
+            if "checked" in med:
+                row["checked/floor"] = med["checked"] / med["floor"]
+                row["dualmpi/checked"] = med["dualmpi"] / med["checked"]
             row["compiled_loop"] = "floor-python" in med
             if "floor-python" in med:
                 row["python/floor"] = med["floor-python"] / med["floor"]
@@ -318,11 +330,18 @@ def main():
                     extra += f" dualmpi/against {row['dualmpi/against']:5.2f}"
                 if "neighbor/floor" in row:
                     extra += f" neighbor/floor {row['neighbor/floor']:5.2f}"
+                if "checked/floor" in row:
+                    extra += (f" checked/floor {row['checked/floor']:5.2f} dualmpi/checked "
+                              f"{row['dualmpi/checked']:5.2f}")
                 print(f"{coll:9s} {size:>8} dualmpi {med['dualmpi'] * 1e6:9.1f} us  floor "
                       f"{med['floor'] * 1e6:9.1f}  native {med['native'] * 1e6:9.1f}  "
                       f"dualmpi/floor {row['dualmpi/floor']:5.2f}  dualmpi/native "
                       f"{row['dualmpi/native']:6.2f}  schedule/native "
                       f"{row['native-schedule/native']:6.2f}{extra}", flush=True)
+    # the point-to-point progress thread and its idle sleep (benchmarks/progress_thread.py)
+    from dualmpi.engine.router import POLL
+
+    thread = {"progress_thread": bool(net._router.threaded), "poll_cold_s": POLL["cold"]}
     net.Free()
     if against is not None:
         against.Free()
@@ -330,7 +349,8 @@ def main():
     if me == 0:
         meta = run_meta(args.spec, load, args.repeats, before=BEFORE if args.before else None,
                         against=args.against,
-                        compiled_loop=not cloop.reason(), compiled_loop_reason=cloop.reason())
+                        compiled_loop=not cloop.reason(), compiled_loop_reason=cloop.reason(),
+                        **thread)
         write_results(args.json, "dualmpi-engine-bench/1", meta, rows)
 
 

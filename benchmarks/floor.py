@@ -42,7 +42,7 @@ def _segments(where, types, offs, lens):
     return [where, 1, dtype]
 
 
-def floor_loop(runner, own=True):
+def floor_loop(runner, own=True, checked=False):
     """Return a no-argument function running ``runner``'s rounds once: the C loop, else Python.
 
     The C loop is called with no flags: the rounds and, with ``own`` (default), the copies
@@ -50,11 +50,22 @@ def floor_loop(runner, own=True):
     during the first round; a reduction's blocks from the send buffer to where they are
     combined, before it) — data movement the collective needs (MPI's own collectives make
     it too) — and nothing else: the engine's own call also clears and checks the trailers
-    and counts the call.  ``own=False`` is the rounds alone.
+    and counts the call.  ``own=False`` is the rounds alone.  ``checked=True`` (the
+    compiled loop only, else None) passes the flags the engine's own call passes: a new call
+    number and signature, the trailers checked after each round, the call counted, and
+    every round waiting on the alarm line too (:mod:`dualmpi.engine.alarm`) — what the
+    checks cost in C, without the Python call around them.
     """
     compiled = None
+    if checked and getattr(runner, "_c", None) is None:
+        return None
     if getattr(runner, "_c", None) is not None:
-        compiled = runner.c_call(0, pre=runner.seed_copies() if own else (),
+        flags = 0
+        if checked:
+            from dualmpi.engine.mpi import _F_CHECK, _F_COUNT, _F_START
+
+            flags = _F_START | _F_CHECK | _F_COUNT
+        compiled = runner.c_call(flags, pre=runner.seed_copies() if own else (),
                                  mid=runner.own_copies() if own else ())
     if compiled is not None and not isinstance(compiled[1], tuple):
         fn, arg, keep = compiled

@@ -12,7 +12,8 @@ def test_engine_benchmark_writes_every_variant(tmp_path):
     copies its own block), native and the Python loop, results checked against native."""
     out = tmp_path / "engine.json"
     job = run_job(mpi_cmd(2, REPO / "benchmarks" / "engine.py", "dualcube:r=1", "--sizes",
-                          "65536", "--repeats", "2", "--json", out), ompi_env(120), timeout=180)
+                          "65536", "--repeats", "2", "--layers", "--json", out), ompi_env(120),
+                  timeout=180)
     assert job.returncode == 0 and not job.timed_out, job.stdout + job.stderr
     data = json.loads(out.read_text())
     assert data["format"] == "dualmpi-engine-bench/1" and data["meta"]["ranks"] == 2
@@ -24,6 +25,27 @@ def test_engine_benchmark_writes_every_variant(tmp_path):
     if data["meta"]["compiled_loop"]:
         assert "floor-rounds" in rows["allgather"]["median"]  # every rank copies its own block
         assert "floor-rounds" not in rows["bcast"]["median"]
+        for name, row in rows.items():  # --layers: the C loop with the call's own checks
+            assert row["checked/floor"] > 0 and "checked" in row["median"], name
+    assert data["meta"]["progress_thread"] in (True, False)
+
+
+@needs_mpiexec
+def test_progress_thread_benchmark_runs_each_variant_as_asked(tmp_path):
+    """One job of each variant: the jobs ran with the thread, with the 10-ms idle sleep and
+    without the thread as their names say (engine.py records it), and the ratios are there."""
+    import sys
+
+    out = tmp_path / "thread.json"
+    job = run_job([sys.executable, REPO / "benchmarks" / "progress_thread.py", "dualcube:r=1",
+                   "--ranks", "2", "--jobs", "1", "--collectives", "bcast", "--sizes", "8",
+                   "--repeats", "2", "--json", out], ompi_env(120), timeout=300)
+    assert job.returncode == 0 and not job.timed_out, job.stdout + job.stderr
+    data = json.loads(out.read_text())
+    ran = {r["variant"]: (r["progress_thread"], r["poll_cold_s"]) for r in data["runs"]}
+    assert ran == {"on": (True, 2e-3), "cold10": (True, 1e-2), "off": (False, 2e-3)}
+    (row,) = data["rows"]
+    assert row["collective"] == "bcast" and row["dualmpi off/on"] > 0
 
 
 @needs_mpiexec
