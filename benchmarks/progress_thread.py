@@ -19,7 +19,7 @@ average before every job, and what each job ran with (``progress_thread``, ``pol
 ``benchmarks/engine.py`` records them).  Run from the repository root, one timing benchmark at a
 time::
 
-    .venv/bin/python benchmarks/progress_thread.py dualcube:r=2 --ranks 8 --jobs 4 \\
+    .venv/bin/python benchmarks/progress_thread.py dualcube:r=2 --ranks 8 --jobs 7 \\
         --json benchmarks/results/progress_thread_d2_np8.json
 """
 
@@ -43,7 +43,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("spec")
     parser.add_argument("--ranks", type=int, default=8)
-    parser.add_argument("--jobs", type=int, default=4, help="jobs of each variant")
+    parser.add_argument("--jobs", type=int, default=7, help="jobs of each variant")
     parser.add_argument("--collectives", default="bcast,gather,reduce,allreduce,alltoall")
     parser.add_argument("--sizes", default="8,65536")
     parser.add_argument("--repeats", type=int, default=7, help="repeats within each job")
