@@ -280,8 +280,9 @@ def main():
                 variants["against"] = other
             if args.neighbor:
                 variants["floor-neighbor"] = neighbor_loop(runner)
-            if args.layers and floor_loop(runner, checked=True) is not None:
-                variants["checked"] = floor_loop(runner, checked=True)
+            checked = floor_loop(runner, checked=True) if args.layers else None
+            if checked is not None:
+                variants["checked"] = checked
             cleanup = None
             if old is not None:
                 variants["before"], cleanup = before_call(old, args.spec, coll, size)
