@@ -6,7 +6,9 @@ between a rank's own nodes, ``Waitall`` — and nothing else: no argument checks
 copy of the user's buffers in or out (but, for a runner bound to the user's buffers,
 the rank's own block from its send to its receive buffer, which the collective needs),
 no watchdog, no statistics.  Where the engine's compiled loop is built
-(:mod:`dualmpi.engine.cloop`) the floor is that C loop called directly; ``python_loop``
+(:mod:`dualmpi.engine.cloop`) the floor is that C loop called directly (through the same
+compiled bound call as dualmpi's, :mod:`dualmpi.engine.recall`, when it is built; else
+ctypes); ``python_loop``
 is the same in Python.  It is what the topology's schedule costs on this host, the
 reference for dualmpi's own overhead (``benchmarks/engine.py``).  ``schedule_loop`` is
 *native MPI on the same schedule's messages*: the plan's messages (payload only, no
@@ -17,6 +19,8 @@ round and a ``Waitall``.
 import ctypes
 
 from mpi4py import MPI
+
+from dualmpi.engine import recall
 
 __all__ = ["floor_loop", "python_loop", "neighbor_loop", "schedule_loop"]
 
@@ -69,6 +73,10 @@ def floor_loop(runner, own=True, checked=False):
                                  mid=runner.own_copies() if own else ())
     if compiled is not None and not isinstance(compiled[1], tuple):
         fn, arg, keep = compiled
+        module = recall.load()
+        if module is not None:  # the cheapest call from Python: the bound call dualmpi makes
+            return module.Recall(ctypes.cast(fn, ctypes.c_void_p).value, arg.value, (fn, arg, keep), None,
+                        None, runner._failed)
 
         def run():
             fn(arg)

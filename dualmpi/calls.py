@@ -25,10 +25,12 @@ from collections import OrderedDict
 import numpy as np
 
 from .collectives import registry
+from .engine import recall
 from .errors import DualmpiError, InputError
 from .resources import ResourceError
 
-__all__ = ["collective", "icollective", "agree", "verdict", "with_op", "memory_problem", "Tally"]
+__all__ = ["collective", "icollective", "agree", "verdict", "with_op", "memory_problem", "Tally",
+           "no_match", "template_of", "same"]
 
 #: Width of the argument-check vector: code, six signature fields, memory flag, problem flag.
 WIDTH = 9
@@ -83,18 +85,20 @@ def _engine_name(comm, desc, call):
     return desc.name
 
 
-def collective(comm, method, read, args=None, arrays=()):
+def collective(comm, method, read, args=None, arrays=(), exchanged=False):
     """Read, agree on, plan and run one blocking call of ``method`` (an MPI method name).
 
     ``args``/``arrays``: the call's argument objects and arrays, for the
-    communicator's memory of a repeated call (``Comm._remember``).
+    communicator's memory of a repeated call (``Comm._remember``); ``exchanged``: a
+    v-variant's remembered call exchanged the count table and found it changed
+    (:func:`_vector_call`).
     """
     if comm._engine is None:
         raise DualmpiError(f"{method}: the communicator was freed")
     comm._transport.alarm.check()
     desc = registry.by_mpi(method)
     if desc.counts != "fixed":
-        _vector_call(comm, method, desc, read, args)
+        _vector_call(comm, method, desc, read, args, exchanged)
         return
     call, problem = _read(read)
     name = None if call is None else _engine_name(comm, desc, call)
@@ -277,7 +281,7 @@ def _row(comm, method, desc, call, problem):
     return row, problem
 
 
-def _vector_call(comm, method, desc, read, args):
+def _vector_call(comm, method, desc, read, args, exchanged=False):
     """Read, agree on the sizes of, plan and run one blocking v-variant call.
 
     Every rank contributes one row — its own counts, a checksum of the counts it
@@ -290,14 +294,19 @@ def _vector_call(comm, method, desc, read, args):
     sent then; when the table that comes back is the same bytes too, the call runs the
     previous call's plan on the same buffers: two C calls, no reading, no verdict, no
     lookup.  The table is exchanged on every call, so a rank whose counts changed is heard
-    by all.
+    by all.  Once such a call runs on its final plan, the comparison, the table's exchange
+    and the plan's run are one C call (``comm._m<method>``, a ``VRecall`` of
+    :mod:`dualmpi.engine.recall`); ``exchanged``: that call exchanged the table and found it
+    changed, so the table is in ``comm._v_memo[method].table``.
     """
     memo = comm._v_memo.get(method)
-    key = _VectorMemo.key_of(args) if args is not None else None
-    if memo is not None and key is not None and memo.key == key and \
-            memo.epoch == comm._engine.evictions:
-        memo.exchange()
-        if memo.table.tobytes() == memo.seen:
+    template = None
+    if exchanged or (memo is not None and args is not None and
+                     memo.epoch == comm._engine.evictions and same(memo.template, tuple(args))):
+        template = memo.template
+        if not exchanged:
+            memo.exchange()
+        if not exchanged and memo.table.tobytes() == memo.seen:
             if memo.data is None:  # the first call ran on a runner of its own: bind one now
                 _zero_copy(comm, method, memo)
                 memo = comm._v_memo[method]
@@ -306,16 +315,20 @@ def _vector_call(comm, method, desc, read, args):
                 memo.data()
                 if memo.remake is not None:  # repeated: from the next call on, zero-copy
                     _zero_copy(comm, method, memo)
+                else:
+                    _install(comm, method, memo)
                 return
         call, problem, row, table = memo.call, None, memo.row, memo.table.copy()
     else:
+        if args is not None:
+            template = template_of(args)
         call, problem = _read(read)
         row, problem = _row(comm, method, desc, call, problem)
         table = np.zeros((comm.size, row.size), dtype=np.int64)
         agree(comm, method + " counts", (row.size,), None)
         comm._runner("allgather", 0, row.nbytes, salt=_salt(method + " counts")).run(
             row.view(np.uint8), table.view(np.uint8).reshape(-1))
-    comm._v_memo.pop(method, None)
+    _forget(comm, method)
     nbytes, root, sdispls, rdispls = _table_sizes(comm, method, desc, call, table, problem)
     check_memory(comm, method, desc.name, nbytes, root, call.itemsize)
     call.pack()
@@ -339,15 +352,15 @@ def _vector_call(comm, method, desc, read, args):
         if first:
             comm._engine.release(run)
     call.unpack()
-    if key is not None and not packed and getattr(run, "bind_call", None) is not None:
+    if template is not None and not packed and getattr(run, "bind_call", None) is not None:
         counts = comm._runner("allgather", 0, row.nbytes, salt=_salt(method + " counts"))
-        memo = comm._v_memo[method] = _VectorMemo(key, args, call, row, table, counts,
-                                                  None if first else run,
-                                                  comm._engine.evictions)
+        memo = _VectorMemo(template, args, call, row, table, counts, None if first else run,
+                           comm._engine.evictions)
         comm._last_runner = run  # the call's, not its count table's
         if zero and moved >= ZERO_COPY_ABOVE:
             memo.remake = (desc.name, nbytes, root, sdispls, rdispls, call.itemsize,
                            _salt(method))
+        _install(comm, method, memo)
 
 
 #: Calls repeated with the same buffers run zero-copy from pieces of this many bytes (a
@@ -436,28 +449,57 @@ def _zero_copy(comm, method, memo):
     except (DualmpiError, ResourceError, MemoryError):
         # the call itself is done on every rank: this one keeps copying, and its next call
         # (the memory's epoch changed, or not) is read afresh or repeated as before
+        _install(comm, method, memo)
         return
     table = np.frombuffer(memo.seen, dtype=np.int64).reshape(memo.table.shape)
-    comm._v_memo[method] = _VectorMemo(memo.key, memo.args, call, memo.row, table, counts,
-                                       run, comm._engine.evictions)
+    _install(comm, method, _VectorMemo(memo.template, memo.args, call, memo.row, table, counts,
+                                       run, comm._engine.evictions))
+
+
+def _install(comm, method, memo):
+    """Make ``memo`` the remembered call of ``method``, matched in C where it can be.
+
+    ``comm._m<method>`` becomes a ``VRecall`` (:mod:`dualmpi.engine.recall`) once the memo
+    runs its final plan (bound, nothing left to bind again); until then, and without the
+    extension, the Python path of :func:`_vector_call` compares and runs it.
+    """
+    comm._v_memo[method] = memo
+    module = recall.load()
+    if memo.data is None or memo.remake is not None or module is None or \
+            not isinstance(memo.exchange, module.Recall) or \
+            not isinstance(memo.data, module.Recall):
+        setattr(comm, "_m" + method, no_match)
+        return
+    setattr(comm, "_m" + method, module.VRecall(
+        memo.template, comm._engine, memo.epoch, memo.exchange, memo.table, memo.seen, memo.data))
+
+
+def _forget(comm, method):
+    """Drop the remembered call of ``method`` (:func:`_install`)."""
+    comm._v_memo.pop(method, None)
+    setattr(comm, "_m" + method, no_match)
+
+
+def no_match(*args):
+    """No call remembered (``Comm._m<Name>``): the Python path reads the arguments."""
+    return False
 
 
 class _VectorMemo:
     """A v-variant call remembered for the next call of its method (see :func:`_vector_call`).
 
-    ``key`` is what the arguments were: buffer arrays by identity with their dtype, shape,
-    strides and writability (the memo holds ``args``, so no id is reused), counts and
-    displacements by value (ints, lists of ints, int arrays by their bytes), datatypes and
-    ops by identity; an argument of any other kind is not remembered.  ``exchange()`` sends
-    ``row`` into ``table`` (the count table's allgather, bound to them); ``data()`` runs the
-    call's plan bound to its buffers; ``seen`` is the table the plan was made for.
+    ``template`` is what the arguments were (:func:`template_of`; the memo holds ``args``, so
+    no id is reused).  ``exchange()`` sends ``row`` into ``table`` (the count table's
+    allgather, bound to them); ``data()`` runs the call's plan bound to its buffers; ``seen``
+    is the table the plan was made for.
     """
 
-    __slots__ = ("key", "args", "call", "row", "table", "seen", "exchange", "run", "data",
+    __slots__ = ("template", "args", "call", "row", "table", "seen", "exchange", "run", "data",
                  "epoch", "remake")
 
-    def __init__(self, key, args, call, row, table, counts, run, epoch):
-        self.key, self.args, self.call, self.row, self.epoch = key, args, call, row, epoch
+    def __init__(self, template, args, call, row, table, counts, run, epoch):
+        self.template, self.args, self.call, self.row, self.epoch = template, args, call, row, \
+            epoch
         #: the engine runner's arguments, to bind the plan to the buffers (:func:`_zero_copy`)
         self.remake = None
         self.table, self.seen, self.run = np.zeros_like(table), table.tobytes(), run
@@ -465,68 +507,122 @@ class _VectorMemo:
         #: None when the call ran on a runner of its own (``run`` None): the next repeat binds
         self.data = None if run is None else run.bind_call(call.send, call.recv)
 
-    @staticmethod
-    def key_of(args):
-        """Return the key of ``args`` (the two buffer arguments first), or None."""
-        # (loops rather than generator expressions: this runs on every repeated call)
-        try:
-            out = []
-            i = 0
-            for a in args:
-                t = type(a)
-                if i < 2 and t is np.ndarray:
-                    out.append(_buffer_key(a))
-                elif i < 2 and (t is list or t is tuple):
-                    key = [t]
-                    for j, v in enumerate(a):
-                        key.append(_buffer_key(v) if j == 0 and type(v) is np.ndarray else
-                                   _value_key(v))
-                    if not a:
-                        key.append(None)
-                    out.append(tuple(key))
-                else:
-                    out.append(_value_key(a))
-                i += 1
-            return tuple(out)
-        except _NotRemembered:
-            return None
-
 
 class _NotRemembered(Exception):
-    """An argument :class:`_VectorMemo` cannot compare."""
+    """An argument :func:`template_of` cannot compare."""
 
 
-def _buffer_key(x):
-    """A buffer array's key: its memory by identity, and how it is viewed."""
-    return (id(x), x.dtype, x.shape, x.strides, x.flags.writeable)
+#: The kinds of a template's entries (dualmpi/engine/recall.c says how each is compared).
+SAME, ARRAY, INT, INTS, SEQ, VALUES, HANDLE = range(7)
+
+
+def template_of(args):
+    """Return a template of a v-variant call's arguments (see :func:`same`), or None.
+
+    The two buffer arguments' arrays (an array, or the first item of a buffer spec) are
+    kept by identity with their dtype, shape, strides and writability; counts and
+    displacements by value (ints, lists and tuples of them, integer arrays); a root by
+    value; datatypes and ops by identity and handle (one freed since differs); ``None``,
+    ``MPI.IN_PLACE`` and ``MPI.BOTTOM`` by identity.  An argument of any other kind: None
+    (the call is not remembered).
+
+    >>> import numpy as np
+    >>> a, counts = np.zeros(4), [2, 2]
+    >>> t = template_of(([a, counts], 0))
+    >>> same(t, ([a, counts], 0)), same(t, ([a, [2, 3]], 0)), same(t, ([a.copy(), counts], 0))
+    (True, False, False)
+    """
+    try:
+        out = []
+        for i, a in enumerate(args):
+            t = type(a)
+            if i < 2 and t is np.ndarray:
+                out.append(_array_entry(a))
+            elif i < 2 and (t is list or t is tuple):
+                out.append((SEQ, t, tuple(_array_entry(v) if j == 0 and type(v) is np.ndarray
+                                          else _value_entry(v) for j, v in enumerate(a))))
+            else:
+                out.append(_value_entry(a))
+        return tuple(out)
+    except _NotRemembered:
+        return None
+
+
+def _array_entry(x):
+    return (ARRAY, x, x.dtype, x.shape, x.strides, bool(x.flags.writeable))
 
 
 _REMEMBERED_OBJECTS = None
+_INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
-def _value_key(v):
-    """The key of counts, displacements, a root, a datatype or an op (by value or identity)."""
+def _value_entry(v):
+    """The template entry of counts, displacements, a root, a datatype or an op."""
     global _REMEMBERED_OBJECTS
     t = type(v)
-    if t is int or v is None:
-        return v
-    if t is list or t is tuple:
-        for e in v:
-            if type(e) is not int:
-                return (t,) + tuple(_value_key(e) for e in v)
-        return (t,) + tuple(v)
-    if t is np.ndarray:
-        if v.dtype.kind not in "iu":
+    if v is None:
+        return (SAME, None)
+    if t is int:
+        if not _INT64[0] <= v <= _INT64[1]:
             raise _NotRemembered
-        return ("ints", v.dtype.str, v.shape, v.tobytes())
+        return (INT, v)
+    if t is list or t is tuple:
+        if all(type(e) is int for e in v):
+            try:
+                return (INTS, t, np.array(v, dtype=np.int64).tobytes())
+            except OverflowError:
+                raise _NotRemembered from None
+        return (SEQ, t, tuple(_value_entry(e) for e in v))
+    if t is np.ndarray:
+        if v.dtype.kind not in "iu" or not v.flags.c_contiguous:
+            raise _NotRemembered
+        return (VALUES, v.dtype, v.shape, v.tobytes())
     if _REMEMBERED_OBJECTS is None:
         MPI = _mpi()
         _REMEMBERED_OBJECTS = ((MPI.Datatype, MPI.Op), (MPI.IN_PLACE, MPI.BOTTOM))
-    if isinstance(v, _REMEMBERED_OBJECTS[0]):  # its handle too: a datatype freed since differs
-        return ("obj", id(v), v.handle)
+    if isinstance(v, _REMEMBERED_OBJECTS[0]):
+        return (HANDLE, v, v.handle)
     if any(v is x for x in _REMEMBERED_OBJECTS[1]):
-        return ("obj", id(v))
+        return (SAME, v)
     raise _NotRemembered
+
+
+def same(template, args):
+    """True when ``args`` (a tuple) are what ``template`` (:func:`template_of`) was made of.
+
+    In C where the extension is built (:mod:`dualmpi.engine.recall`), else
+    :func:`_same_python`: both compare alike (``tests/test_recall.py``).
+    """
+    module = recall.load()
+    return (_same_python if module is None else module.same)(template, args)
+
+
+def _same_python(template, args):
+    """:func:`same` in Python."""
+    return len(template) == len(args) and all(_entry_same(t, a) for t, a in zip(template, args))
+
+
+def _entry_same(t, x):
+    kind = t[0]
+    if kind == SAME:
+        return x is t[1]
+    if kind == ARRAY:
+        return (x is t[1] and x.dtype is t[2] and x.shape == t[3] and x.strides == t[4]
+                and bool(x.flags.writeable) == t[5])
+    if kind == INT:
+        return type(x) is int and x == t[1]
+    if kind == INTS:
+        return type(x) is t[1] and all(type(e) is int for e in x) and \
+            len(x) * 8 == len(t[2]) and list(x) == np.frombuffer(t[2], np.int64).tolist()
+    if kind == SEQ:
+        return type(x) is t[1] and len(x) == len(t[2]) and \
+            all(_entry_same(e, y) for e, y in zip(t[2], list(x)))
+    if kind == VALUES:
+        return (type(x) is np.ndarray and np.dtype(x.dtype) == t[1] and x.flags.c_contiguous
+                and x.shape == t[2] and x.tobytes() == t[3])
+    if kind == HANDLE:
+        return x is t[1] and x.handle == t[2]
+    raise ValueError(f"no template kind {kind}")
 
 
 def _table_sizes(comm, method, desc, call, table, problem):

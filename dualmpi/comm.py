@@ -22,6 +22,7 @@ import numpy as np
 
 from . import arguments, calls, derived, neighbor, objects, p2p
 from .collectives import registry
+from .engine import recall
 from .errors import DualmpiError, InputError, RankCountError
 from .resources import ResourceError
 from .support import unsupported
@@ -206,7 +207,7 @@ class Comm(p2p.PointToPoint):
     def _forget(self):
         """Drop every remembered call (:meth:`_remember`)."""
         for name in self._codes:
-            setattr(self, "_m" + name, _no_match)
+            setattr(self, "_m" + name, calls.no_match)
         self._v_memo = {}
 
     def Free(self):
@@ -310,9 +311,11 @@ class Comm(p2p.PointToPoint):
 
     def Scatterv(self, sendbuf, recvbuf, root=0):
         """Scatter pieces of one size per rank (mirrors ``Comm.Scatterv``)."""
-        calls.collective(self, "Scatterv", lambda: arguments.scatter(sendbuf, recvbuf, root, self.rank,
-                                                               self.size, v=True),
-                         (sendbuf, recvbuf, root))
+        done = self._mScatterv(sendbuf, recvbuf, root)
+        if not done:
+            calls.collective(self, "Scatterv", lambda: arguments.scatter(
+                sendbuf, recvbuf, root, self.rank, self.size, v=True),
+                (sendbuf, recvbuf, root), exchanged=done is None)
 
     def Gather(self, sendbuf, recvbuf, root=0):
         """Gather every ``sendbuf`` into rank ``root``'s ``recvbuf`` (mirrors ``Comm.Gather``)."""
@@ -323,9 +326,11 @@ class Comm(p2p.PointToPoint):
 
     def Gatherv(self, sendbuf, recvbuf, root=0):
         """Gather pieces of one size per rank (mirrors ``Comm.Gatherv``)."""
-        calls.collective(self, "Gatherv", lambda: arguments.gather(sendbuf, recvbuf, root, self.rank,
-                                                             self.size, v=True),
-                         (sendbuf, recvbuf, root))
+        done = self._mGatherv(sendbuf, recvbuf, root)
+        if not done:
+            calls.collective(self, "Gatherv", lambda: arguments.gather(
+                sendbuf, recvbuf, root, self.rank, self.size, v=True),
+                (sendbuf, recvbuf, root), exchanged=done is None)
 
     def Allgather(self, sendbuf, recvbuf):
         """Gather every rank's ``sendbuf`` into every ``recvbuf`` (mirrors ``Comm.Allgather``)."""
@@ -336,9 +341,11 @@ class Comm(p2p.PointToPoint):
 
     def Allgatherv(self, sendbuf, recvbuf):
         """Allgather with one size per rank (mirrors ``Comm.Allgatherv``)."""
-        calls.collective(self, "Allgatherv", lambda: arguments.allgather(sendbuf, recvbuf, self.rank,
-                                                                   self.size, v=True),
-                         (sendbuf, recvbuf))
+        done = self._mAllgatherv(sendbuf, recvbuf)
+        if not done:
+            calls.collective(self, "Allgatherv", lambda: arguments.allgather(
+                sendbuf, recvbuf, self.rank, self.size, v=True),
+                (sendbuf, recvbuf), exchanged=done is None)
 
     def Alltoall(self, sendbuf, recvbuf):
         """The total exchange: piece ``j`` of ``sendbuf`` to rank ``j`` (mirrors ``Comm.Alltoall``)."""
@@ -349,15 +356,19 @@ class Comm(p2p.PointToPoint):
 
     def Alltoallv(self, sendbuf, recvbuf):
         """The total exchange with a count per pair (mirrors ``Comm.Alltoallv``)."""
-        calls.collective(self, "Alltoallv", lambda: arguments.alltoall(sendbuf, recvbuf, self.rank,
-                                                                 self.size, v=True),
-                         (sendbuf, recvbuf))
+        done = self._mAlltoallv(sendbuf, recvbuf)
+        if not done:
+            calls.collective(self, "Alltoallv", lambda: arguments.alltoall(
+                sendbuf, recvbuf, self.rank, self.size, v=True),
+                (sendbuf, recvbuf), exchanged=done is None)
 
     def Alltoallw(self, sendbuf, recvbuf):
         """The total exchange with a count and datatype per pair (mirrors ``Comm.Alltoallw``)."""
-        calls.collective(self, "Alltoallw", lambda: arguments.alltoallw(sendbuf, recvbuf, self.rank,
-                                                                  self.size),
-                         (sendbuf, recvbuf))
+        done = self._mAlltoallw(sendbuf, recvbuf)
+        if not done:
+            calls.collective(self, "Alltoallw", lambda: arguments.alltoallw(
+                sendbuf, recvbuf, self.rank, self.size),
+                (sendbuf, recvbuf), exchanged=done is None)
 
     # -- reductions -----------------------------------------------------------------------------
     def Reduce(self, sendbuf, recvbuf, op=None, root=0):
@@ -396,9 +407,12 @@ class Comm(p2p.PointToPoint):
 
     def Reduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=None):
         """Reduce, then ``recvcounts[r]`` elements to rank ``r`` (mirrors ``Comm.Reduce_scatter``)."""
-        calls.collective(self, "Reduce_scatter", lambda: calls.with_op(self, arguments.reduce_scatter(
-            sendbuf, recvbuf, recvcounts, self.rank, self.size), op, "Reduce_scatter"),
-            (sendbuf, recvbuf, recvcounts, op))
+        done = self._mReduce_scatter(sendbuf, recvbuf, recvcounts, op)
+        if not done:
+            calls.collective(self, "Reduce_scatter", lambda: calls.with_op(
+                self, arguments.reduce_scatter(sendbuf, recvbuf, recvcounts, self.rank, self.size),
+                op, "Reduce_scatter"),
+                (sendbuf, recvbuf, recvcounts, op), exchanged=done is None)
 
     def Scan(self, sendbuf, recvbuf, op=None):
         """Inclusive prefix reduction over the ranks (mirrors ``Comm.Scan``)."""
@@ -814,10 +828,11 @@ class Comm(p2p.PointToPoint):
         check was agreed on when the call was first made, as for every known signature
         (see :meth:`_agree`).  What runs is the runner's call bound to the buffers
         (:meth:`MPIRunner.bind_call <dualmpi.engine.mpi.MPIRunner.bind_call>`): with the
-        compiled loop, one C call.
+        compiled loop, one C call.  With the compiled extension (:mod:`dualmpi.engine.recall`)
+        the match is made in C too: ``self._m<name>`` is a ``Recall`` matcher.
         """
         attr = "_m" + name
-        setattr(self, attr, _no_match)
+        setattr(self, attr, calls.no_match)
         if not self._settled:
             return
         checks = tuple((a, a.dtype, a.shape, w) for a, w in arrays if type(a) is np.ndarray)
@@ -825,7 +840,12 @@ class Comm(p2p.PointToPoint):
             return  # a buffer that is not a plain array: checked each time
         bind = getattr(run, "bind_call", None)
         call = bind(send, recv) if bind is not None else (lambda: run.run(send, recv))
-        setattr(self, attr, _matcher(args, checks, call, self._engine))
+        module = recall.load()
+        if module is not None and len(args) <= 4:
+            match = module.Recall.match(call, tuple(args), checks, self._engine, self._engine.evictions)
+        else:
+            match = _matcher(args, checks, call, self._engine)
+        setattr(self, attr, match)
 
     def _runner(self, collective, root, nbytes, send=None, recv=None, objs=None, salt=0,
                 itemsize=1, op=None):
@@ -890,11 +910,6 @@ class Comm(p2p.PointToPoint):
                 itemsize=itemsize, op=op)
         self._last_runner = run
         return run
-
-
-def _no_match(*args):
-    """No call remembered: the arguments are checked (see :meth:`Comm._remember`)."""
-    return False
 
 
 def _matcher(held, checks, call, engine):

@@ -28,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["load", "reason", "build", "Library", "SOURCE", "cache_dir", "mpicc"]
+__all__ = ["load", "reason", "build", "extension", "Library", "SOURCE", "cache_dir", "mpicc"]
 
 #: The C source of the loop.
 SOURCE = Path(__file__).with_name("rounds.c")
@@ -155,6 +155,31 @@ def build(library, library_version="", mode=None):
     if problem:
         _warn(library, f"{target}: {problem}; rebuilt")
     return lib, ""
+
+
+def extension(make, init, switch, memo):
+    """Load a CPython extension of the package once per process; return its module or None.
+
+    ``make()`` returns its :class:`Library`, ``init`` is its ``PyInit_`` function's name,
+    ``switch`` the environment variable that turns it off (``=0``); ``memo`` (a dict of the
+    caller's) keeps ``module`` and ``reason`` ("" when in use, else why not) for the process.
+    """
+    if "module" in memo:
+        return memo["module"]
+    module, why = None, ""
+    if os.environ.get(switch, "1") == "0":
+        why = f"{switch}=0"
+    else:
+        from mpi4py import MPI
+
+        try:
+            lib, why = build(make(), MPI.Get_library_version())
+            if lib is not None:
+                module = ctypes.PYFUNCTYPE(ctypes.py_object)((init, lib))()
+        except (OSError, ValueError, ImportError, AttributeError) as exc:
+            module, why = None, f"{type(exc).__name__}: {exc}"
+    memo.update(module=module, reason=why)
+    return module
 
 
 def _record(path):

@@ -23,8 +23,6 @@ counts in), the GIL released in MPI.  Without ``mpicc``, Python headers or with
 ``DUALMPI_LANE=0`` there is no lane and every call takes the Python path.
 """
 
-import ctypes
-import os
 import sysconfig
 from pathlib import Path
 
@@ -55,23 +53,7 @@ def reason():
 
 def load():
     """Return the lane's extension module, or None with :func:`reason` set (once per process)."""
-    if "module" in _loaded:
-        return _loaded["module"]
-    module, why = None, ""
-    if os.environ.get("DUALMPI_LANE", "1") == "0":
-        why = "DUALMPI_LANE=0"
-    else:
-        from mpi4py import MPI
-
-        try:
-            lib, why = cloop.build(_library(), MPI.Get_library_version())
-            if lib is not None:
-                init = ctypes.PYFUNCTYPE(ctypes.py_object)(("PyInit_dualmpi_lane", lib))
-                module = init()
-        except (OSError, ValueError, ImportError, AttributeError) as exc:
-            module, why = None, f"{type(exc).__name__}: {exc}"
-    _loaded.update(module=module, reason=why)
-    return module
+    return cloop.extension(_library, "PyInit_dualmpi_lane", "DUALMPI_LANE", _loaded)
 
 
 def make(router, views):

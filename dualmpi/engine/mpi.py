@@ -19,6 +19,7 @@ import numpy as np
 from mpi4py import MPI
 
 from ..errors import DualmpiError
+from . import recall
 from .alarm import MISMATCH, MPI_FAILED, Alarm
 from .core import copy_segments
 from .layout import describe
@@ -500,14 +501,21 @@ class MPIRunner:
             post = [] if recv is None else [(recv.ctypes.data + a, base + b, n)
                                             for a, b, n in self.copy_out]
         fn, arg, keep = self.c_call(_F_START | _F_CHECK | _F_COUNT, pre, post, mid)
-        call = self._closure(fn, arg)
-        call.keep = (send, recv, keep)
-        return call
+        return self._closure(fn, arg, (send, recv, keep))
 
-    def _closure(self, fn, arg):
-        """Return a function of no argument making the C call(s) ``fn(arg)`` under the watchdog."""
+    def _closure(self, fn, arg, keep=None):
+        """Return a function of no argument making the C call(s) ``fn(arg)`` under the watchdog.
+
+        ``keep`` (what ``arg`` addresses) is held by the function.  A plan that runs in one
+        C call gets the compiled bound call (:mod:`dualmpi.engine.recall`) when there is one.
+        """
         wd = self.transport.watchdog
         tracked, failed = self._tracked, self._failed
+        module = None if self._combining else recall.load()
+        kind = None if module is None else module.Recall
+        if kind is not None:
+            return kind(ctypes.cast(fn, ctypes.c_void_p).value, arg.value, (fn, arg, keep),
+                        wd if wd.deadline > 0 else None, tracked, failed)
         if self._combining:
             def call():
                 self._call_segments(fn, arg)
@@ -523,6 +531,7 @@ class MPIRunner:
                 err = fn(arg)
                 if err:
                     failed(err)
+        call.keep = keep
         return call
 
     def seed_copies(self):

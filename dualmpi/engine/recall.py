@@ -1,0 +1,64 @@
+"""The remembered call in C: a repeated collective matched and run without Python frames.
+
+:class:`dualmpi.Comm` remembers each blocking collective's last call (``Comm._remember``):
+made again with the very same argument objects, it runs the plan already bound to those
+buffers.  Done in Python, matching the arguments, asking the engine's cache whether the plan
+is still there, arming the watchdog and calling the compiled round loop through ctypes cost
+about half a microsecond a call on one machine, a third of MPI's own latency
+(docs/performance.md, "Which layer costs what").  ``recall.c``, a CPython extension built with
+the MPI library's ``mpicc`` into the round loop's cache (:func:`dualmpi.engine.cloop.build`),
+does the same steps in one call:
+
+* ``Recall(fn, arg, keep, wd, tracked, failed)`` is a *bound call*: calling it runs the loop
+  ``fn(arg)`` with the GIL released, ``wd.state = tracked`` meanwhile (``wd`` None: no
+  deadline), and ``failed(err)`` (which raises) on a non-zero result — what
+  :meth:`MPIRunner._closure <dualmpi.engine.mpi.MPIRunner._closure>` does in Python;
+* ``Recall.match(call, held, checks, engine, epoch)`` is a *matcher*: called with up to four
+  arguments it runs ``call`` and returns True when they are the ``held`` objects (by
+  identity; missing ones None), each ``(array, dtype, shape, writable)`` of ``checks`` still
+  holds and ``engine.evictions == epoch``; else it runs nothing and returns False — what
+  ``dualmpi.comm._matcher`` does in Python;
+* ``VRecall(template, engine, epoch, exchange, table, seen, data)`` is a repeated v-variant
+  call: arguments equal to what ``template`` was made of (``same(template, args)``, the
+  comparison of :func:`dualmpi.calls.template_of`'s templates) and the cache unchanged, it
+  runs ``exchange`` (the count table's allgather into ``table``), then, when the table holds
+  the bytes ``seen``, ``data`` (the call's plan), and returns True; None when the table
+  changed (the Python path goes on with it); False, running nothing, otherwise.
+
+Without ``mpicc``, the Python headers or numpy's, or with ``DUALMPI_RECALL=0``, there is no
+extension (:func:`reason` says why) and those Python functions do the same.
+"""
+
+import sysconfig
+from pathlib import Path
+
+from . import cloop
+
+__all__ = ["SOURCE", "load", "reason"]
+
+#: The C source of the extension.
+SOURCE = Path(__file__).with_name("recall.c")
+
+_loaded = {}
+
+
+def _library():
+    import numpy as np
+
+    flags = (f"-I{sysconfig.get_paths()['include']}", f"-I{np.get_include()}")
+    return cloop.Library("recall", SOURCE, ("PyInit_dualmpi_recall",), "remembered-call extension",
+                         "repeated calls are matched in Python", flags)
+
+
+def reason():
+    """Return why the extension is not in use ("" when it is, None before :func:`load`)."""
+    return _loaded.get("reason")
+
+
+def load():
+    """Return the extension module, or None with :func:`reason` set (once per process).
+
+    >>> load() is None or sorted(n for n in dir(load()) if not n.startswith("_"))
+    ['Recall', 'VRecall', 'same']
+    """
+    return cloop.extension(_library, "PyInit_dualmpi_recall", "DUALMPI_RECALL", _loaded)

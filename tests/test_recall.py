@@ -1,0 +1,251 @@
+"""The remembered call in C (``dualmpi/engine/recall.c``, issue 25) against its Python twin.
+
+A matcher runs its call and answers True only for the very argument objects it holds, with
+their arrays' dtype, shape and (where asked) writability unchanged and the engine's cache
+not evicted since; the C matcher (``Recall.match``) and ``dualmpi.comm._matcher`` must
+answer alike in every case.  A bound call (``Recall(fn, arg, ...)``) runs a C function of
+one pointer with the watchdog's state set meanwhile and hands a non-zero result to
+``failed``; here the C function is a ctypes callback, so the test sees what it was given.
+"""
+
+import ctypes
+import sys
+
+import numpy as np
+import pytest
+
+from dualmpi.comm import _matcher
+from dualmpi.engine import cloop, recall
+
+MODULE = recall.load()
+KIND = None if MODULE is None else MODULE.Recall
+needs_c = pytest.mark.skipif(KIND is None, reason=f"no recall extension: {recall.reason()}")
+
+
+class _Engine:
+    evictions = 0
+
+
+def _c_matcher(held, checks, call, engine):
+    return KIND.match(call, tuple(held), checks, engine, engine.evictions)
+
+
+MATCHERS = [pytest.param(_matcher, id="python"),
+            pytest.param(_c_matcher, id="c", marks=needs_c)]
+
+
+def test_the_extension_is_built_where_mpicc_is():
+    """CI must not test the Python matcher only while believing it tests the C one."""
+    if cloop.mpicc() is not None:
+        assert KIND is not None, recall.reason()
+
+
+@pytest.mark.parametrize("make", MATCHERS)
+def test_a_matcher_runs_its_call_for_the_same_objects_only(make):
+    send, recv = np.arange(4.0), np.zeros(4)
+    ran = []
+    engine = _Engine()
+    match = make((send, recv, 3), ((send, send.dtype, send.shape, False),
+                                   (recv, recv.dtype, recv.shape, True)),
+                 lambda: ran.append(1), engine)
+    assert match(send, recv, 3) is True and len(ran) == 1
+    assert match(send, recv, 3, None) is True and len(ran) == 2  # a missing argument is None
+    assert match(send, np.zeros(4), 3) is False
+    assert match(send, recv, 3.0) is False  # equal, not the same object
+    assert match(send, recv) is False
+    assert match(send, recv, 3, 4) is False
+    assert len(ran) == 2
+
+
+@pytest.mark.parametrize("make", MATCHERS)
+@pytest.mark.parametrize("change", ["shape", "dtype", "read-only", "evicted"])
+def test_a_matcher_refuses_a_changed_array_or_an_evicted_plan(make, change):
+    send, recv = np.arange(4.0), np.zeros(4)
+    ran = []
+    engine = _Engine()
+    match = make((send, recv), ((send, send.dtype, send.shape, False),
+                                (recv, recv.dtype, recv.shape, True)),
+                 lambda: ran.append(1), engine)
+    if change == "shape":
+        recv.shape = (2, 2)
+    elif change == "dtype":
+        send.dtype = np.int32
+    elif change == "read-only":
+        recv.flags.writeable = False
+    else:
+        engine.evictions += 1
+    assert match(send, recv) is False and not ran
+
+
+@pytest.mark.parametrize("make", MATCHERS)
+def test_a_read_only_send_buffer_still_matches(make):
+    send, recv = np.arange(4.0), np.zeros(4)
+    match = make((send, recv), ((send, send.dtype, send.shape, False),
+                                (recv, recv.dtype, recv.shape, True)), lambda: None, _Engine())
+    send.flags.writeable = False
+    assert match(send, recv) is True
+
+
+@pytest.mark.parametrize("make", MATCHERS)
+def test_a_matcher_without_arrays_and_a_failing_call(make):
+    def boom():
+        raise ValueError("boom")
+    match = make((7,), (), boom, _Engine())
+    assert match(8) is False
+    with pytest.raises(ValueError, match="boom"):
+        match(7)
+
+
+class _Watchdog:
+    state = None
+
+
+@needs_c
+@pytest.mark.parametrize("watched", [True, False])
+def test_a_bound_call_runs_the_function_under_the_watchdog(watched):
+    wd, tracked, seen = _Watchdog(), object(), []
+    fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(
+        lambda arg: seen.append((arg, wd.state)) or 0)
+    keep = np.zeros(3)
+    before = sys.getrefcount(keep)
+    call = KIND(ctypes.cast(fn, ctypes.c_void_p).value, keep.ctypes.data, (fn, keep),
+                wd if watched else None, tracked, lambda err: None)
+    assert sys.getrefcount(keep) == before + 1  # held by the call
+    assert call() is None and call() is None
+    assert seen == [(keep.ctypes.data, tracked if watched else None)] * 2
+    assert wd.state is None
+    with pytest.raises(TypeError):
+        call(1)
+    match = KIND.match(call, (keep,), ((keep, keep.dtype, keep.shape, True),), _Engine(), 0)
+    assert match(keep) is True and len(seen) == 3  # a matcher runs a bound call directly
+    del call, match
+    assert sys.getrefcount(keep) == before
+
+
+@needs_c
+def test_a_bound_call_hands_its_error_to_failed():
+    wd, errors = _Watchdog(), []
+
+    def failed(err):
+        errors.append(err)
+        raise RuntimeError(f"failed with {err}")
+    fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(lambda arg: 5)
+    call = KIND(ctypes.cast(fn, ctypes.c_void_p).value, 1, fn, wd, object(), failed)
+    with pytest.raises(RuntimeError, match="failed with 5"):
+        call()
+    assert errors == [5] and wd.state is None
+
+
+@needs_c
+def test_bad_construction_is_refused():
+    with pytest.raises(ValueError):
+        KIND(0, 0, None, None, None, lambda err: None)  # no function
+    with pytest.raises(ValueError):
+        KIND.match(lambda: None, (1, 2, 3, 4, 5), (), _Engine(), 0)  # five arguments
+    with pytest.raises(TypeError):
+        KIND.match(lambda: None, (), ((np.zeros(1), "f8", (1,), True),), _Engine(), 0)
+
+
+# -- the v-variants' templates (dualmpi.calls.template_of) --------------------------------------
+def _sames():
+    from dualmpi import calls
+
+    out = [pytest.param(calls._same_python, id="python")]
+    out.append(pytest.param(None if MODULE is None else MODULE.same, id="c", marks=needs_c))
+    return out
+
+
+def _v_cases():
+    """``(args made, what changes, whether the call still matches)``."""
+    from mpi4py import MPI
+
+    a, b = np.arange(6.0), np.zeros(6)
+    counts, displs = [1, 2], [0, 3]
+    ints = np.array([1, 2], dtype=np.int32)
+    dt = MPI.DOUBLE.Create_contiguous(1).Commit()
+    base = lambda: ([a, counts, displs, MPI.DOUBLE], [b, ints, (0, 3), dt], 1)  # noqa: E731
+    cases = [
+        ("nothing", lambda args: args, True),
+        ("a new equal count list", lambda args: ([a, [1, 2], displs, MPI.DOUBLE],) + args[1:], True),
+        ("a count changed in place", lambda args: (counts.__setitem__(0, 3), args)[1], False),
+        ("a count array changed in place", lambda args: (ints.__setitem__(1, 5), args)[1], False),
+        ("a copy of the buffer", lambda args: ([a.copy(), counts, displs, MPI.DOUBLE],) + args[1:],
+         False),
+        ("a list for a tuple", lambda args: (args[0], [b, ints, [0, 3], dt], 1), False),
+        ("a bool root", lambda args: args[:2] + (True,), False),
+        ("another root", lambda args: args[:2] + (2,), False),
+        ("another datatype", lambda args: ([a, counts, displs, MPI.FLOAT],) + args[1:], False),
+        ("the datatype freed", lambda args: (dt.Free(), args)[1], False),
+        ("the buffer reshaped", lambda args: (setattr(a, "shape", (2, 3)), args)[1], False),
+        ("the buffer made read-only", lambda args: (setattr(b.flags, "writeable", False), args)[1],
+         False),
+        ("one argument more", lambda args: args + (None,), False),
+        ("a longer count list", lambda args: ([a, counts + [0], displs, MPI.DOUBLE],) + args[1:],
+         False),
+    ]
+    return base, cases
+
+
+@pytest.mark.parametrize("impl", _sames())
+def test_templates_compare_alike_in_c_and_python(impl):
+    """Every way a v-variant's arguments can change: the C comparison and the Python one say
+    the same, and only unchanged values (new equal lists included) match."""
+    from dualmpi import calls
+
+    names = [name for name, _, _ in _v_cases()[1]]
+    got = {}
+    for name in names:
+        base, cases = _v_cases()  # fresh objects: some cases change them in place
+        args = base()
+        template = calls.template_of(args)
+        assert template is not None
+        _, change, _ = next(c for c in cases if c[0] == name)
+        got[name] = impl(template, tuple(change(args)))
+    assert got == {name: want for name, _, want in _v_cases()[1]}
+
+
+def test_arguments_that_cannot_be_compared_are_not_remembered():
+    from dualmpi import calls
+
+    assert calls.template_of(([bytearray(8), [1]], None)) is None
+    assert calls.template_of(([np.zeros(2), np.array([1.0])], None)) is None  # float counts
+    assert calls.template_of(([np.zeros(2), [1 << 70]], None)) is None
+    assert calls.template_of((np.zeros(2), np.zeros(2), 1 << 70)) is None
+
+
+@needs_c
+def test_a_repeated_v_call_exchanges_then_runs_or_hands_back():
+    """VRecall: the same arguments run the exchange, then the data only when the table holds
+    the bytes seen (True); a changed table returns None after the exchange; other arguments
+    or an evicted plan run nothing (False)."""
+    from dualmpi import calls
+
+    table, seen = np.zeros(2, np.int64), np.array([4, 5], np.int64).tobytes()
+    ran = []
+
+    def bound(name, fill=None):
+        def fn(arg):
+            ran.append(name)
+            if fill is not None:
+                table[:] = fill
+            return 0
+        cfn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(fn)
+        return KIND(ctypes.cast(cfn, ctypes.c_void_p).value, 0, cfn, None, None, lambda e: None)
+
+    fill = [4, 5]
+    exchange = bound("exchange")
+    data = bound("data")
+    engine = _Engine()
+    a, counts = np.zeros(4), [2, 2]
+    args = ([a, counts], [a, counts])
+    call = MODULE.VRecall(calls.template_of(args), engine, 0, exchange, table, seen, data)
+    table[:] = fill
+    assert call(*args) is True and ran == ["exchange", "data"]
+    table[:] = [4, 6]  # as if the exchange brought another table
+    ran.clear()
+    assert call(*args) is None and ran == ["exchange"]
+    ran.clear()
+    table[:] = fill
+    assert call([a, [2, 3]], [a, counts]) is False and call(*args, None) is False
+    engine.evictions = 1
+    assert call(*args) is False and ran == []
