@@ -873,10 +873,11 @@ def _combiner(store, combines, op=None, absolute=False):
 
     ``op(src, dst)`` combines byte views (default: bytes added modulo 256).  With
     ``absolute`` the offsets are addresses (a zero-copy runner, whose owner keeps the
-    memory they point into alive).
+    memory they point into alive).  None when there is nothing to combine: no block, or
+    only empty ones (a barrier's), so the round does not end a segment of the C loop.
     """
     src, dst, lens = combines
-    if src.size == 0:
+    if not np.any(lens):
         return None
     if absolute:
         def view(a, n):
