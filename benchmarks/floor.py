@@ -75,8 +75,8 @@ def floor_loop(runner, own=True, checked=False):
         fn, arg, keep = compiled
         module = recall.load()
         if module is not None:  # the cheapest call from Python: the bound call dualmpi makes
-            return module.Recall(ctypes.cast(fn, ctypes.c_void_p).value, arg.value, (fn, arg, keep), None,
-                        None, runner._failed)
+            return module.Recall(ctypes.cast(fn, ctypes.c_void_p).value, arg.value,
+                                 (fn, arg, keep), None, None, runner._failed)
 
         def run():
             fn(arg)

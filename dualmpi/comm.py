@@ -842,7 +842,8 @@ class Comm(p2p.PointToPoint):
         call = bind(send, recv) if bind is not None else (lambda: run.run(send, recv))
         module = recall.load()
         if module is not None and len(args) <= 4:
-            match = module.Recall.match(call, tuple(args), checks, self._engine, self._engine.evictions)
+            match = module.Recall.match(call, tuple(args), checks, self._engine,
+                                        self._engine.evictions)
         else:
             match = _matcher(args, checks, call, self._engine)
         setattr(self, attr, match)

@@ -9,10 +9,12 @@ one pointer with the watchdog's state set meanwhile and hands a non-zero result 
 """
 
 import ctypes
+import json
 import sys
 
 import numpy as np
 import pytest
+from mpi_helpers import mpi_cmd, needs_mpiexec, ompi_env, run_job
 
 from dualmpi.comm import _matcher
 from dualmpi.engine import cloop, recall
@@ -249,3 +251,60 @@ def test_a_repeated_v_call_exchanges_then_runs_or_hands_back():
     assert call([a, [2, 3]], [a, counts]) is False and call(*args, None) is False
     engine.evictions = 1
     assert call(*args) is False and ran == []
+
+
+#: Repeated calls on 4 ranks (a fixed-count call and v-variants, their counts changed in place,
+#: then new objects on one rank only) against mpi4py's, and which matchers ran them.
+JOB = """
+import json
+import numpy as np
+from mpi4py import MPI
+import dualmpi
+w = MPI.COMM_WORLD
+R, me = w.Get_size(), w.Get_rank()
+net = dualmpi.Comm(w, "hypercube:n=2", watchdog=60)
+ok, kinds = True, set()
+a, mine, ref = np.arange(4.0 * R) + me, np.zeros(4 * R), np.zeros(4 * R)
+counts, displs = [2] * R, [4 * r for r in range(R)]
+send = np.arange(2.0) + 10 * me
+for step in range(6):
+    if step == 3:
+        counts[:] = [3] * R  # the same list, changed in place (on every rank)
+        send = np.arange(3.0) + 10 * me
+    if step == 5 and me == R - 1:
+        send = send.copy()  # a new object on one rank only
+    a += 1
+    net.Alltoall(a, mine); w.Alltoall(a, ref); ok &= np.array_equal(mine, ref)
+    mine[:] = ref[:] = -1
+    net.Allgatherv(send, [mine, counts, displs, MPI.DOUBLE])
+    w.Allgatherv(send, [ref, counts, displs, MPI.DOUBLE]); ok &= np.array_equal(mine, ref)
+    mine[:] = ref[:] = -1
+    net.Alltoallv([a, counts, displs, MPI.DOUBLE], [mine, counts, displs, MPI.DOUBLE])
+    w.Alltoallv([a, counts, displs, MPI.DOUBLE], [ref, counts, displs, MPI.DOUBLE])
+    ok &= np.array_equal(mine, ref)
+    kinds.update((type(net._mAlltoall).__name__, type(net._mAllgatherv).__name__))
+ok = w.allreduce(int(ok), op=MPI.MIN)
+if me == 0:
+    print(json.dumps({"ok": ok, "kinds": sorted(kinds)}))
+net.Free()
+"""
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("switch", ["1", "0"])
+def test_repeated_calls_equal_mpi_with_and_without_the_extension(tmp_path, switch):
+    """4 ranks: repeated Alltoall, Allgatherv and Alltoallv, counts changed in place and one
+    rank's objects replaced, equal mpi4py's with the C matchers and with the Python ones
+    (``DUALMPI_RECALL=0``), and the C matchers really ran where the extension builds."""
+    script = tmp_path / "job.py"
+    script.write_text(JOB)
+    env = ompi_env(120)
+    env["DUALMPI_RECALL"] = switch
+    job = run_job(mpi_cmd(4, script), env, timeout=180)
+    assert job.returncode == 0 and not job.timed_out, job.stdout + job.stderr
+    out = json.loads(job.stdout.strip().splitlines()[-1])
+    assert out["ok"] == 1
+    if switch == "0" or KIND is None:
+        assert not {"Recall", "VRecall"} & set(out["kinds"]), out
+    else:
+        assert {"Recall", "VRecall"} <= set(out["kinds"]), out
