@@ -112,3 +112,6 @@ def test_a_stopped_rank_ends_the_job_and_is_named(victim):
     assert elapsed < DEADLINE + 20, f"took {elapsed:.1f} s after the stop\n{err[-2000:]}"
     assert lines, err[-2000:]
     assert _names(lines[0], victim), "\n".join(lines)
+    if os.path.isdir("/proc"):  # the stopped rank's threads, read from /proc: all stopped (T)
+        mine = [line for line in lines if line.startswith(f"dualmpi: watchdog: rank {victim} (pid ")]
+        assert mine and ": main T " in mine[0], "\n".join(lines)

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import threads
 
-__all__ = ["Watchdog", "last_words", "DEFAULT_DEADLINE", "ASK_SECONDS"]
+__all__ = ["Watchdog", "last_words", "threads_of", "DEFAULT_DEADLINE", "ASK_SECONDS"]
 
 #: Seconds a rank may wait in one round (or one control-plane call) before the job is aborted.
 DEFAULT_DEADLINE = 120.0
@@ -59,6 +59,8 @@ class Watchdog:
     def __init__(self, who, deadline, abort, stream=None):
         self.who = f"node {who}" if isinstance(who, int) else str(who)
         self.deadline, self.abort = deadline, abort
+        #: the ranks the last :meth:`trace` found silent (their threads: :func:`threads_of`)
+        self.silent = []
         self.stream = stream
         self.state = None
         self.fired = False
@@ -205,6 +207,7 @@ class Watchdog:
                 self.fired = False  # the wait ended while the others were asked
                 continue
             line = self.diagnostic(state, time.monotonic(), chain)
+            line += "".join("\n" + text for text in self._on_this_host(self.silent))
             if self.stream is None:
                 last_words(line)
             else:
@@ -316,6 +319,7 @@ class Watchdog:
             answers.update(heard)
             silent = [r for r in frontier if heard[r] is None]
             if silent:
+                self.silent = silent
                 return _path(silent, parent, answers) + _silent(silent)
             nxt = []
             for r in frontier:
@@ -333,8 +337,32 @@ class Watchdog:
             heard = self.ask(rest, seconds)
             silent = [r for r in rest if heard[r] is None]
             if silent:
+                self.silent = silent
                 return end + _silent(silent)
         return end  # empty: the ranks wait for one another, the wait itself says most
+
+    def _on_this_host(self, ranks):
+        """Return a line per rank of ``ranks`` (silent ones) that runs on this host: its threads.
+
+        Evidence for a rank that stopped answering (issue 23): whether its main thread was
+        running, stopped or asleep, and where.  Never raises: the job is being aborted.
+        """
+        lines = []
+        if not ranks or self.comm is None:
+            return lines
+        try:
+            from mpi4py import MPI
+
+            world = MPI.Group.Translate_ranks(self.comm.Get_group(), list(ranks),
+                                              MPI.COMM_WORLD.Get_group())
+            for rank, world_rank in zip(ranks, world):
+                pid = _process_of(world_rank)
+                text = None if pid is None else threads_of(pid)
+                if text is not None:
+                    lines.append(f"dualmpi: watchdog: rank {rank} (pid {pid}, this host): {text}")
+        except Exception:  # noqa: BLE001 - evidence only; the abort comes first
+            return lines
+        return lines
 
     def _trace_at_most(self, state):
         """:meth:`trace` in a thread of its own, given up (empty) when it takes too long.
@@ -404,6 +432,58 @@ def _saved_stderr():
             if isinstance(fd, int) and not _is_capture(fd):
                 fds.append(fd)
     return fds
+
+
+def threads_of(pid):
+    """Return what the threads of process ``pid`` are doing, from ``/proc`` (Linux), or None.
+
+    Per thread: its state (R running, S sleeping, D waiting on the disk, T stopped, ...), its
+    CPU time and the kernel function it sleeps in (``wchan``); the main thread first.
+
+    >>> text = threads_of(os.getpid())
+    >>> text is None or text.startswith("main ")
+    True
+    """
+    try:
+        tick = os.sysconf("SC_CLK_TCK")
+        out = []
+        for tid in sorted(os.listdir(f"/proc/{pid}/task"), key=lambda t: (t != str(pid), int(t))):
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            try:
+                with open(f"/proc/{pid}/task/{tid}/wchan") as f:
+                    wchan = f.read().strip() or "-"
+            except OSError:
+                wchan = "?"
+            cpu = (int(fields[11]) + int(fields[12])) / tick
+            who = "main" if tid == str(pid) else f"thread {tid}"
+            out.append(f"{who} {fields[0]} {cpu:.2f} s CPU in {wchan if wchan != '0' else '-'}")
+        return ", ".join(out)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _process_of(world_rank):
+    """Return the pid of this job's rank ``world_rank`` when it runs on this host, else None.
+
+    Found by the launcher's environment (``PMIX_NAMESPACE`` and ``PMIX_RANK``, Open MPI and
+    other PMIx launchers) in ``/proc/*/environ``: no exchange between the ranks is needed.
+    """
+    namespace = os.environ.get("PMIX_NAMESPACE")
+    if namespace is None or not os.path.isdir("/proc"):
+        return None
+    want = {f"PMIX_NAMESPACE={namespace}".encode(), f"PMIX_RANK={world_rank}".encode()}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                env = set(f.read().split(b"\0"))
+        except OSError:
+            continue
+        if want <= env:
+            return int(name)
+    return None
 
 
 def _silent(ranks):
