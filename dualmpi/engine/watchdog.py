@@ -14,6 +14,9 @@ from . import threads
 
 __all__ = ["Watchdog", "last_words", "threads_of", "DEFAULT_DEADLINE", "ASK_SECONDS"]
 
+#: Seconds between the two looks at a silent rank's threads (:meth:`Watchdog._on_this_host`).
+SAMPLE_SECONDS = 1.0
+
 #: Seconds a rank may wait in one round (or one control-plane call) before the job is aborted.
 DEFAULT_DEADLINE = 120.0
 
@@ -355,9 +358,17 @@ class Watchdog:
 
             world = MPI.Group.Translate_ranks(self.comm.Get_group(), list(ranks),
                                               MPI.COMM_WORLD.Get_group())
+            found = {}
             for rank, world_rank in zip(ranks, world):
                 pid = _process_of(world_rank)
-                text = None if pid is None else threads_of(pid)
+                if pid is not None:
+                    found[rank] = (pid, _threads(pid))
+            if found:  # a second look a second later: who used CPU meanwhile
+                start = time.monotonic()
+                time.sleep(SAMPLE_SECONDS)
+                seconds = time.monotonic() - start
+            for rank, (pid, before) in found.items():
+                text = threads_of(pid, before, seconds)
                 if text is not None:
                     lines.append(f"dualmpi: watchdog: rank {rank} (pid {pid}, this host): {text}")
         except Exception:  # noqa: BLE001 - evidence only; the abort comes first
@@ -434,30 +445,58 @@ def _saved_stderr():
     return fds
 
 
-def threads_of(pid):
+def _threads(pid):
+    """Return ``[(tid, state, CPU seconds, wchan, queued seconds)]`` of process ``pid``, main first.
+
+    From ``/proc``; ``queued`` is the time the thread has spent runnable but waiting for a
+    CPU (``schedstat``), None where the kernel does not keep it.
+    """
+    tick = os.sysconf("SC_CLK_TCK")
+    out = []
+    for tid in sorted(os.listdir(f"/proc/{pid}/task"), key=lambda t: (t != str(pid), int(t))):
+        base = f"/proc/{pid}/task/{tid}"
+        with open(f"{base}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        try:
+            with open(f"{base}/wchan") as f:
+                wchan = f.read().strip()
+        except OSError:
+            wchan = "?"
+        try:
+            with open(f"{base}/schedstat") as f:
+                queued = int(f.read().split()[1]) / 1e9
+        except (OSError, ValueError, IndexError):
+            queued = None
+        out.append((tid, fields[0], (int(fields[11]) + int(fields[12])) / tick,
+                    "-" if wchan in ("", "0") else wchan, queued))
+    return out
+
+
+def threads_of(pid, before=None, seconds=None):
     """Return what the threads of process ``pid`` are doing, from ``/proc`` (Linux), or None.
 
-    Per thread: its state (R running, S sleeping, D waiting on the disk, T stopped, ...), its
-    CPU time and the kernel function it sleeps in (``wchan``); the main thread first.
+    Per thread: its state (R running or runnable, S sleeping, D waiting on the disk, T
+    stopped, ...), its CPU time and the kernel function it sleeps in (``wchan``); the main
+    thread first.  With ``before`` (an earlier ``_threads(pid)``, ``seconds`` ago) also the CPU
+    time each thread used since and the time it waited runnable for a CPU: a runnable thread
+    that used none while it waited was not scheduled.
 
     >>> text = threads_of(os.getpid())
     >>> text is None or text.startswith("main ")
     True
     """
     try:
-        tick = os.sysconf("SC_CLK_TCK")
+        earlier = {t[0]: t for t in before or ()}
         out = []
-        for tid in sorted(os.listdir(f"/proc/{pid}/task"), key=lambda t: (t != str(pid), int(t))):
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            try:
-                with open(f"/proc/{pid}/task/{tid}/wchan") as f:
-                    wchan = f.read().strip() or "-"
-            except OSError:
-                wchan = "?"
-            cpu = (int(fields[11]) + int(fields[12])) / tick
+        for tid, state, cpu, wchan, queued in _threads(pid):
             who = "main" if tid == str(pid) else f"thread {tid}"
-            out.append(f"{who} {fields[0]} {cpu:.2f} s CPU in {wchan if wchan != '0' else '-'}")
+            since = ""
+            if tid in earlier and seconds:
+                since = f" (+{cpu - earlier[tid][2]:.2f} s"
+                if queued is not None and earlier[tid][4] is not None:
+                    since += f", queued +{queued - earlier[tid][4]:.2f} s"
+                since += f" in {seconds:.1f} s)"
+            out.append(f"{who} {state} {cpu:.2f} s CPU{since} in {wchan}")
         return ", ".join(out)
     except (OSError, ValueError, IndexError):
         return None
