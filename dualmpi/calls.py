@@ -12,7 +12,8 @@ hand off to module functions.  Both:
    blocking call's signature is seen, or on every nonblocking call (a nonblocking
    control-plane reduction the request waits for); a v-variant's ranks exchange their
    counts over the links (one row each, all-gathered), which every forwarding node needs
-   anyway, and reach the same verdict from the same table;
+   anyway, and reach the same verdict from the same table — a repeated small call while
+   its plan runs (speculatively, :func:`_vector_call`);
 3. plan: the engine's plan for the collective's description
    (:mod:`dualmpi.collectives.registry`), sizes and root, refused before allocating when
    it would not fit in the host's memory;
@@ -25,7 +26,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .collectives import registry
-from .engine import recall
+from .engine import mpi as engine_mpi, recall
 from .errors import DualmpiError, InputError
 from .resources import ResourceError
 
@@ -263,9 +264,20 @@ def check_memory(comm, method, kind, sizes, root, itemsize):
 
 
 # -- the v-variants' count table --------------------------------------------------------------
+#: Columns of a v-variant's row after the counts' (see :func:`_vector_call`): the rank can
+#: run the method's next call speculatively; the rank ran this call's plan on its buffers
+#: beside the exchange (a speculative call); where a pair variant's matrix row starts.
+_CAN, _RAN, _HEAD = 8, 9, 10
+
+#: A v-variant call whose rank moves fewer bytes than this (send and receive buffers) can be
+#: repeated speculatively (its count table exchanged while its plan runs): above, the
+#: plan's rounds cost more than the table's and the call runs zero-copy (ZERO_COPY_ABOVE).
+SPECULATE_BELOW = 1 << 15
+
+
 def _table_width(comm, desc):
     """Columns of a v-variant's count table (a pair variant carries a row of the matrix)."""
-    return 8 + (2 * comm.size if desc.counts == "pair" else 0)
+    return _HEAD + (2 * comm.size if desc.counts == "pair" else 0)
 
 
 def _row(comm, method, desc, call, problem):
@@ -277,8 +289,61 @@ def _row(comm, method, desc, call, problem):
             _fill_row(comm, desc.name, call, call.vector, row)
         except InputError as exc:
             problem = exc
+        row[_CAN] = _can_speculate(comm, call)
     row[1] = 1 if problem else 0
     return row, problem
+
+
+def _copy(a):
+    return None if a is None else np.array(a)
+
+
+def _can_speculate(comm, call):
+    """1 when this rank can run the method's next call speculatively (see :func:`_vector_call`).
+
+    Its plan then runs in one C call on the store (the compiled loop, no option that needs
+    the Python loop, a reduction MPI's own operation on a predefined type, no derived
+    datatype packed) and the call is small (:data:`SPECULATE_BELOW`).
+    """
+    engine = comm._engine
+    if comm._transport.cloop is None or engine.options.get("verify") or \
+            engine.options.get("shape") is not None:
+        return 0
+    if call.op is not None and engine_mpi._mpi_op(call.op[2]) is None:
+        return 0
+    if any(m.packed for m in call.sends + call.recvs):
+        return 0
+    return int(_moved(call.send, call.recv) < SPECULATE_BELOW)
+
+
+class _Speculation:
+    """A v-variant method whose next call runs speculatively, on every rank (the last table
+    said every rank can: its ``_CAN`` column).
+
+    ``params`` are the engine runner's arguments of the method's last plan.  A rank whose
+    call is not the remembered one (new arguments, or a plan evicted since) takes part in
+    that plan's messages all the same, on the runner's store (:meth:`blind`), and sends its
+    new row with ``_RAN`` 0: every rank sees the table change and runs the call again.
+    """
+
+    __slots__ = ("params",)
+
+    def __init__(self, params):
+        self.params = params
+
+    def blind(self, comm, method, row, table):
+        """Exchange ``row`` into ``table`` while the last plan runs on its store alone."""
+        name, nbytes, root, sdispls, rdispls, itemsize, op, salt = self.params
+        counts = comm._runner("allgather", 0, row.nbytes, salt=_salt(method + " counts"))
+        run = comm._engine.runner(comm.rank, name, nbytes, root, comm.variant, sdispls=sdispls,
+                                  rdispls=rdispls, packets=1, itemsize=itemsize, op=op,
+                                  salt=salt)
+        both = engine_mpi.pair(counts, (row.view(np.uint8), table.view(np.uint8).reshape(-1)),
+                               run, (None, None))
+        if both is None:  # pragma: no cover - _can_speculate promised a compiled plan
+            raise DualmpiError(f"{method}: the speculative call cannot run on this rank")
+        comm._last_runner = run
+        both()
 
 
 def _vector_call(comm, method, desc, read, args, exchanged=False):
@@ -300,13 +365,19 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
     changed, so the table is in ``comm._v_memo[method].table``.
     """
     memo = comm._v_memo.get(method)
+    spec = comm._v_spec.get(method)
     template = None
+    # (a rank that speculates must, as every rank does: a memo without the pair is no match)
     if exchanged or (memo is not None and args is not None and
+                     (spec is None) == (memo.pair is None) and
                      memo.epoch == comm._engine.evictions and same(memo.template, tuple(args))):
         template = memo.template
         if not exchanged:
-            memo.exchange()
+            (memo.pair or memo.exchange)()
         if not exchanged and memo.table.tobytes() == memo.seen:
+            if memo.pair is not None:  # the plan ran beside the exchange: the call is done
+                comm._last_runner = memo.run
+                return
             if memo.data is None:  # the first call ran on a runner of its own: bind one now
                 _zero_copy(comm, method, memo)
                 memo = comm._v_memo[method]
@@ -325,10 +396,14 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
         call, problem = _read(read)
         row, problem = _row(comm, method, desc, call, problem)
         table = np.zeros((comm.size, row.size), dtype=np.int64)
-        agree(comm, method + " counts", (row.size,), None)
-        comm._runner("allgather", 0, row.nbytes, salt=_salt(method + " counts")).run(
-            row.view(np.uint8), table.view(np.uint8).reshape(-1))
+        if spec is not None:  # every rank runs the last plan beside the exchange: this one blind
+            spec.blind(comm, method, row, table)
+        else:
+            agree(comm, method + " counts", (row.size,), None)
+            comm._runner("allgather", 0, row.nbytes, salt=_salt(method + " counts")).run(
+                row.view(np.uint8), table.view(np.uint8).reshape(-1))
     _forget(comm, method)
+    comm._v_spec.pop(method, None)
     nbytes, root, sdispls, rdispls = _table_sizes(comm, method, desc, call, table, problem)
     check_memory(comm, method, desc.name, nbytes, root, call.itemsize)
     call.pack()
@@ -352,10 +427,15 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
         if first:
             comm._engine.release(run)
     call.unpack()
+    speculate = bool(table[:, _CAN].all())
+    if speculate:
+        comm._v_spec[method] = _Speculation((desc.name, nbytes, root, _copy(sdispls),
+                                             _copy(rdispls), call.itemsize, call.op,
+                                             _salt(method)))
     if template is not None and not packed and getattr(run, "bind_call", None) is not None:
         counts = comm._runner("allgather", 0, row.nbytes, salt=_salt(method + " counts"))
         memo = _VectorMemo(template, args, call, row, table, counts, None if first else run,
-                           comm._engine.evictions)
+                           comm._engine.evictions, speculate)
         comm._last_runner = run  # the call's, not its count table's
         if zero and moved >= ZERO_COPY_ABOVE:
             memo.remake = (desc.name, nbytes, root, sdispls, rdispls, call.itemsize,
@@ -467,11 +547,13 @@ def _install(comm, method, memo):
     module = recall.load()
     if memo.data is None or memo.remake is not None or module is None or \
             not isinstance(memo.exchange, module.Recall) or \
-            not isinstance(memo.data, module.Recall):
+            not isinstance(memo.data, module.Recall) or \
+            not (memo.pair is None or isinstance(memo.pair, module.Recall)):
         setattr(comm, "_m" + method, no_match)
         return
     setattr(comm, "_m" + method, module.VRecall(
-        memo.template, comm._engine, memo.epoch, memo.exchange, memo.table, memo.seen, memo.data))
+        memo.template, comm._engine, memo.epoch, memo.exchange, memo.table, memo.seen, memo.data,
+        memo.pair))
 
 
 def _forget(comm, method):
@@ -491,21 +573,29 @@ class _VectorMemo:
     ``template`` is what the arguments were (:func:`template_of`; the memo holds ``args``, so
     no id is reused).  ``exchange()`` sends ``row`` into ``table`` (the count table's
     allgather, bound to them); ``data()`` runs the call's plan bound to its buffers; ``seen``
-    is the table the plan was made for.
+    is the table the plan was made for, as a repeat of it sends it (every ``_RAN`` 1);
+    ``pair()``, when the method runs speculatively (``speculate``), does both at once
+    (:func:`dualmpi.engine.mpi.pair`).
     """
 
     __slots__ = ("template", "args", "call", "row", "table", "seen", "exchange", "run", "data",
-                 "epoch", "remake")
+                 "epoch", "remake", "pair")
 
-    def __init__(self, template, args, call, row, table, counts, run, epoch):
+    def __init__(self, template, args, call, row, table, counts, run, epoch, speculate=False):
         self.template, self.args, self.call, self.row, self.epoch = template, args, call, row, \
             epoch
         #: the engine runner's arguments, to bind the plan to the buffers (:func:`_zero_copy`)
         self.remake = None
-        self.table, self.seen, self.run = np.zeros_like(table), table.tobytes(), run
-        self.exchange = counts.bind_call(row.view(np.uint8), self.table.view(np.uint8).reshape(-1))
+        row[_RAN] = 1  # a repeat runs the plan on its buffers (or the table is not ``seen``)
+        seen = table.copy()
+        seen[:, _RAN] = 1
+        self.table, self.seen, self.run = np.zeros_like(table), seen.tobytes(), run
+        out = (row.view(np.uint8), self.table.view(np.uint8).reshape(-1))
+        self.exchange = counts.bind_call(*out)
         #: None when the call ran on a runner of its own (``run`` None): the next repeat binds
         self.data = None if run is None else run.bind_call(call.send, call.recv)
+        self.pair = engine_mpi.pair(counts, out, run, (call.send, call.recv)) \
+            if speculate and run is not None else None
 
 
 class _NotRemembered(Exception):
@@ -674,8 +764,8 @@ def _fill_row(comm, kind, call, v, row):
     else:
         row[5] = crc(v["recv"])
         row[6] = crc(np.asarray(v.get("recvsigs", [v["typesig"]] * R)))
-        row[8:8 + R] = v["send"]
-        row[8 + R:8 + 2 * R] = v.get("sendsigs", [v["typesig"]] * R)
+        row[_HEAD:_HEAD + R] = v["send"]
+        row[_HEAD + R:_HEAD + 2 * R] = v.get("sendsigs", [v["typesig"]] * R)
 
 
 def table_verdict(comm, method, desc, call, table, problem=None):
@@ -727,8 +817,8 @@ def table_verdict(comm, method, desc, call, table, problem=None):
         if np.any(sigs[counts > 0] != sigs[counts > 0][:1]):
             raise InputError(f"{method}: ranks disagree on the datatype")
         return (counts, root, *_displs(comm, desc, call, root))
-    matrix = table[:, 8:8 + R]
-    sends = table[:, 8 + R:8 + 2 * R]
+    matrix = table[:, _HEAD:_HEAD + R]
+    sends = table[:, _HEAD + R:_HEAD + 2 * R]
     for b in range(R):
         if crc(matrix[:, b]) != table[b, 5]:
             raise InputError(f"{method}: rank {b}'s recvcounts do not match what the ranks "

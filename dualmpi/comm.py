@@ -146,6 +146,8 @@ class Comm(p2p.PointToPoint):
         self._v_verdicts = {}
         #: the last call of each v-variant method (calls._VectorMemo)
         self._v_memo = {}
+        #: the v-variant methods whose next call runs speculatively (calls._Speculation)
+        self._v_spec = {}
         self._fast, self._gen, self._last = {}, 0, {}
         #: whether a call can be bound in place, per call shape (calls._apart)
         self._in_place = {}
@@ -209,6 +211,7 @@ class Comm(p2p.PointToPoint):
         for name in self._codes:
             setattr(self, "_m" + name, calls.no_match)
         self._v_memo = {}
+        self._v_spec = {}
 
     def Free(self):
         """Release the plans, persistent requests and the graph communicator."""

@@ -26,7 +26,7 @@ from .layout import describe
 from .plan import IN_RECV, IN_SEND, IN_STORE
 from .watchdog import Watchdog
 
-__all__ = ["MPITransport", "MPIRunner", "StreamRunner", "rank_graph"]
+__all__ = ["MPITransport", "MPIRunner", "StreamRunner", "rank_graph", "pair"]
 
 _TAG_MOD = 1 << 15
 
@@ -37,7 +37,7 @@ ABANDONED = []
 (_A_NROUNDS, _A_NREQ, _A_REQS, _A_NMOVE, _A_MOVES, _A_STORE, _A_PROGRESS, _A_BASE, _A_NRECV,
  _A_TRAIL, _A_SIGNATURE, _A_FLAGS, _A_NPRE, _A_PRE, _A_NPOST, _A_POST, _A_CALLS, _A_NMID, _A_MID,
  _A_SEQ, _A_SIGWORD, _A_WBUF, _A_RING, _A_INDEX, _A_TBASE, _A_NCOMB, _A_COMBS, _A_OP, _A_TYPE,
- _A_ITEM, _A_HIST, _A_FIELDS) = range(32)
+ _A_ITEM, _A_HIST, _A_RIDX, _A_FIELDS) = range(33)
 #: Flags of a compiled call: its first segment (advance the call number, write the signature),
 #: check the trailers after each round, count the call, wait on the alarm line too.
 _F_START, _F_CHECK, _F_COUNT, _F_WATCH = 1, 2, 4, 8
@@ -390,7 +390,8 @@ class MPIRunner:
             np.zeros(max([len(reqs) for _, reqs, _, _, _, _, _ in loop] + [0]) + 1,
                      dtype=np.intc),
             np.array([rnd.combines[0].size for rnd in bound.rounds] + [0], dtype=np.intc),
-            _combine_table(bound))
+            _combine_table(bound),
+            np.array([rnd.index for rnd in bound.rounds] + [0], dtype=np.intc))
         #: the watchdog's view of the loop: (round, peers) per position
         self._tracked = Watchdog.tracker(transport.progress,
                                          [(k, peers) for k, _, _, _, peers, _, _ in loop])
@@ -430,7 +431,7 @@ class MPIRunner:
         """
         if self._c_fn is None:
             return None
-        nreq, reqs, nmove, moves, nrecv, index, ncomb, combs = self._c_arrays
+        nreq, reqs, nmove, moves, nrecv, index, ncomb, combs, ridx = self._c_arrays
         width = reqs.itemsize
         alarm = self.alarm
         if flags & _F_START and alarm.watching:
@@ -463,6 +464,7 @@ class MPIRunner:
             a[_A_RING] = alarm.ring.ctypes.data
             a[_A_HIST] = alarm.history.ctypes.data
             a[_A_INDEX] = index.ctypes.data
+            a[_A_RIDX] = ridx.ctypes.data + first * ridx.itemsize
             if self._c_op is not None:
                 a[_A_NCOMB] = ncomb.ctypes.data + first * ncomb.itemsize
                 a[_A_COMBS] = combs.ctypes.data + 3 * 8 * int(ncomb[:first].sum())
@@ -491,6 +493,16 @@ class MPIRunner:
         """
         if self._c is None:
             return lambda: self.run(send, recv)
+        fn, arg, keep = self.bound_args(send, recv)
+        return self._closure(fn, arg, keep)
+
+    def bound_args(self, send, recv):
+        """Return ``(fn, arg, keep)`` of the C call :meth:`bind_call` makes (compiled loop).
+
+        ``send`` and ``recv`` None: the plan runs on its store alone, nothing copied in or
+        out (a rank that takes part in a call's messages with no buffer of its own to give:
+        :func:`pair`).
+        """
         pre = mid = post = ()
         if self.absolute:
             pre, mid = self.seed_copies(), self.own_copies(send, recv)
@@ -501,7 +513,12 @@ class MPIRunner:
             post = [] if recv is None else [(recv.ctypes.data + a, base + b, n)
                                             for a, b, n in self.copy_out]
         fn, arg, keep = self.c_call(_F_START | _F_CHECK | _F_COUNT, pre, post, mid)
-        return self._closure(fn, arg, (send, recv, keep))
+        return fn, arg, (send, recv, keep)
+
+    @property
+    def single(self):
+        """True when the plan runs in one C call (compiled, no combine left to Python)."""
+        return self._c is not None and not self._combining
 
     def _closure(self, fn, arg, keep=None):
         """Return a function of no argument making the C call(s) ``fn(arg)`` under the watchdog.
@@ -764,6 +781,51 @@ class MPIRunner:
         for dtype in self._types:
             dtype.Free()
         self._reqs, self._types, self._loop = [], [], []
+
+
+def pair(first, first_buffers, second, second_buffers):
+    """Return a function of no argument running two runners' calls in lockstep, or None.
+
+    Round k of both plans starts together and is waited for together (``dualmpi_run_pair``
+    of ``rounds.c``): a call's rounds cost the longer plan's, not the sum.  The first
+    runner's requests start first on every rank, so messages of the two plans between the
+    same two ranks match in order.  ``*_buffers`` are ``(send, recv)`` as for
+    :meth:`MPIRunner.bind_call` (``(None, None)``: the plan runs on its store, nothing
+    copied).  Both runners must run in one C call (:attr:`MPIRunner.single`); the watchdog
+    follows the second's rounds.  A v-variant's count table exchanged while the call's plan
+    runs (:func:`dualmpi.calls._vector_call`).
+    """
+    if not (isinstance(first, MPIRunner) and isinstance(second, MPIRunner)
+            and first.single and second.single):
+        return None
+    lib = second.transport.cloop
+    fn = lib.dualmpi_run_pair
+    f1, a1, k1 = first.bound_args(*first_buffers)
+    f2, a2, k2 = second.bound_args(*second_buffers)
+    ab = np.array([a1.value, a2.value, 0], dtype=np.int64)
+    arg = ctypes.c_void_p(ab.ctypes.data)
+    runners = (first, second)
+
+    def failed(err):
+        runners[int(ab[2])]._failed(err)
+
+    wd = second.transport.watchdog
+    module = recall.load()
+    if module is not None:
+        return module.Recall(ctypes.cast(fn, ctypes.c_void_p).value, arg.value,
+                             (fn, arg, ab, k1, k2), wd if wd.deadline > 0 else None,
+                             second._tracked, failed)
+
+    def call():
+        if wd.deadline > 0:
+            wd.state = second._tracked
+        err = fn(arg)
+        if wd.deadline > 0:
+            wd.state = None
+        if err:
+            failed(err)
+    call.keep = (fn, arg, ab, k1, k2)
+    return call
 
 
 def _mpi_op(combine):

@@ -409,12 +409,17 @@ static PyObject *recall_same(PyObject *Py_UNUSED(module), PyObject *const *args,
  * call filling ``table``); when ``table`` then holds the bytes ``seen`` it runs ``data``
  * (the call's plan bound to its buffers) and returns True; when the table changed it
  * returns None (the count table is in: the Python path goes on from there).  Otherwise it
- * runs nothing and returns False. */
+ * runs nothing and returns False.
+ *
+ * VRecall(template, engine, epoch, exchange, table, seen, data, pair): a repeated v-variant
+ * call run speculatively: ``pair`` (a bound call) exchanges the count table while the plan
+ * runs on the buffers (dualmpi.engine.mpi.pair); True when the table is ``seen``, None when
+ * it changed (the call's data is then the Python path's to redo). */
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     PyObject *template, *engine, *table, *seen;
-    Recall *exchange, *data;
+    Recall *exchange, *data, *pair;
     long long epoch;
 } VRecall;
 
@@ -428,6 +433,7 @@ static void VRecall_dealloc(VRecall *self)
     Py_XDECREF(self->seen);
     Py_XDECREF((PyObject *)self->exchange);
     Py_XDECREF((PyObject *)self->data);
+    Py_XDECREF((PyObject *)self->pair);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -454,7 +460,7 @@ static PyObject *VRecall_vectorcall(PyObject *obj, PyObject *const *args, size_t
         return NULL;
     if (now != self->epoch)
         Py_RETURN_FALSE;
-    PyObject *out = run_bound(self->exchange);
+    PyObject *out = run_bound(self->pair != NULL ? self->pair : self->exchange);
     if (out == NULL)
         return NULL;
     Py_DECREF(out);
@@ -462,6 +468,8 @@ static PyObject *VRecall_vectorcall(PyObject *obj, PyObject *const *args, size_t
     if (PyArray_NBYTES(table) != PyBytes_GET_SIZE(self->seen) ||
             memcmp(PyArray_DATA(table), PyBytes_AS_STRING(self->seen), PyArray_NBYTES(table)))
         Py_RETURN_NONE;
+    if (self->pair != NULL)
+        Py_RETURN_TRUE;
     out = run_bound(self->data);
     if (out == NULL)
         return NULL;
@@ -471,16 +479,20 @@ static PyObject *VRecall_vectorcall(PyObject *obj, PyObject *const *args, size_t
 
 static PyObject *VRecall_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    PyObject *template, *engine, *exchange, *table, *seen, *data;
+    PyObject *template, *engine, *exchange, *table, *seen, *data, *pair = Py_None;
     long long epoch;
     if (kw != NULL && PyDict_GET_SIZE(kw)) {
         PyErr_SetString(PyExc_TypeError, "VRecall() takes no keyword argument");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "O!OLO!O!O!O!", &PyTuple_Type, &template, &engine, &epoch,
+    if (!PyArg_ParseTuple(args, "O!OLO!O!O!O!|O", &PyTuple_Type, &template, &engine, &epoch,
                           &RecallType, &exchange, &PyArray_Type, &table, &PyBytes_Type, &seen,
-                          &RecallType, &data))
+                          &RecallType, &data, &pair))
         return NULL;
+    if (pair != Py_None && (!PyObject_TypeCheck(pair, &RecallType) || ((Recall *)pair)->matcher)) {
+        PyErr_SetString(PyExc_ValueError, "VRecall: the pair is not a bound call");
+        return NULL;
+    }
     if (((Recall *)exchange)->matcher || ((Recall *)data)->matcher ||
             !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)table)) {
         PyErr_SetString(PyExc_ValueError, "VRecall: two bound calls and a contiguous table");
@@ -496,6 +508,7 @@ static PyObject *VRecall_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     Py_INCREF(seen); self->seen = seen;
     Py_INCREF(exchange); self->exchange = (Recall *)exchange;
     Py_INCREF(data); self->data = (Recall *)data;
+    if (pair != Py_None) { Py_INCREF(pair); self->pair = (Recall *)pair; }
     self->epoch = epoch;
     return (PyObject *)self;
 }

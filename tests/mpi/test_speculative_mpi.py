@@ -1,0 +1,133 @@
+"""MPI tests of the v-variants' speculative repeats against ``MPI.COMM_WORLD``'s own calls.
+
+A small v-variant call repeated on every rank runs its last plan while the count table is
+exchanged (``dualmpi.calls._vector_call``); when the table shows a change (new counts, new
+buffer objects on some ranks, a rank's mistake) every rank runs the call again.  Each test
+runs a script of calls on a fresh communicator — repeats, counts that change on every rank,
+new buffers on some ranks only, a root that moves, a call another method interrupts, a
+rank's mistake — and compares every result with MPI's, gaps included.  Every rank finishes
+its communication, then the ranks agree on the verdict.
+
+Run with ``mpiexec -n N python -m mpi4py -m pytest --with-mpi tests/mpi/test_speculative_mpi.py``
+at N = 1, 2, 4, 8, 32 or 64.
+"""
+
+import numpy as np
+import pytest
+
+from collective_cases import (MPI, NETS, RANK, SIZE, WORLD, agree, data, error_of,
+                              errors_everywhere, fresh, operands, sentinel, v_counts, v_displs)
+
+LAST = SIZE - 1
+#: (step, what): counts change at 4 and 8; odd ranks pass new buffer objects (same values)
+#: at 6, rank 0 alone at 10; the root moves at 12; an Allgatherv interrupts at 9; the
+#: last rank passes a count no other rank agrees with at 13.
+STEPS = 16
+METHODS = ("Scatterv", "Gatherv", "Allgatherv", "Alltoallv", "Reduce_scatter")
+
+
+class _Case:
+    """One method's buffers for one counts seed (remade when ``renew`` asks)."""
+
+    def __init__(self, method, seed, root):
+        self.method, self.seed, self.root = method, seed, root
+        if method == "Alltoallv":
+            m = v_counts(5, seed, (SIZE, SIZE))
+            self.scounts = m[RANK].copy()
+            self.sdispls = np.concatenate(([0], np.cumsum(self.scounts)[:-1])).astype(np.int64)
+            self.rcounts = m[:, RANK].copy()
+            self.rdispls, self.length = v_displs(self.rcounts, 1, range(SIZE - 1, -1, -1))
+        else:
+            self.counts = v_counts(6, seed)
+            self.displs, self.length = v_displs(self.counts, 1, range(SIZE - 1, -1, -1))
+        self.make()
+
+    def make(self):
+        """New buffer objects with the same values."""
+        m, seed = self.method, self.seed
+        if m == "Scatterv":
+            self.send = data(np.float64, self.length, seed) if RANK == self.root else None
+            self.recv = sentinel(np.float64, int(self.counts[RANK]))
+        elif m in ("Gatherv", "Allgatherv"):
+            self.send = data(np.float64, int(self.counts[RANK]), seed)
+            size = self.length if m == "Allgatherv" or RANK == self.root else 0
+            self.recv = sentinel(np.float64, size)
+        elif m == "Alltoallv":
+            self.send = data(np.int32, int(self.scounts.sum()), seed)
+            self.recv = sentinel(np.int32, self.length)
+        else:
+            self.send = operands(np.int64, int(self.counts.sum()), "SUM", seed)
+            self.recv = sentinel(np.int64, int(self.counts[RANK]))
+
+    def call(self, comm, recv, mistake=False):
+        """Run the method on ``comm`` into ``recv`` (``mistake``: with one element too many
+        in this rank's receive or send count, which no other rank agrees with)."""
+        m, root, d = self.method, self.root, MPI.DOUBLE
+        if m == "Scatterv":
+            send = None if self.send is None else [self.send, (self.counts, self.displs), d]
+            comm.Scatterv(send, sentinel(np.float64, recv.size + 1) if mistake else recv,
+                          root=root)
+        elif m in ("Gatherv", "Allgatherv"):
+            send = data(np.float64, self.send.size + 1) if mistake else self.send
+            spec = [recv, (self.counts, self.displs), d]
+            if m == "Gatherv":
+                comm.Gatherv(send, spec if RANK == root else None, root=root)
+            else:
+                comm.Allgatherv(send, spec)
+        elif m == "Alltoallv":
+            rcounts = self.rcounts + (np.arange(SIZE) == 0) if mistake else self.rcounts
+            comm.Alltoallv([self.send, (self.scounts, self.sdispls), MPI.INT32_T],
+                           [recv, (rcounts, self.rdispls), MPI.INT32_T])
+        else:
+            comm.Reduce_scatter(self.send, sentinel(np.int64, recv.size + 1) if mistake
+                                else recv, self.counts, MPI.SUM)
+
+
+def _script(net, method):
+    """Run the script; return ``(problems, speculated)`` on this rank."""
+    problems, speculated, case = [], 0, None
+    other = _Case("Allgatherv", 99, 0)
+    for step in range(STEPS):
+        seed = 1 + (step >= 4) + (step >= 8)
+        root = LAST if step < 12 else 0
+        if case is None or case.seed != seed or case.root != root:
+            case = _Case(method, seed, root)
+        elif (step == 6 and RANK % 2) or (step == 10 and RANK == 0):
+            case.make()
+        if step == 9:
+            other.recv[...] = sentinel(np.float64, other.recv.size)
+            other.call(net, other.recv)
+            ref = sentinel(np.float64, other.recv.size)
+            other.call(WORLD, ref)
+            if other.recv.tobytes() != ref.tobytes():
+                problems.append((step, "the Allgatherv between"))
+        if step == 13:  # the last rank's mistake: every rank hears of it
+            err = error_of(lambda: case.call(net, case.recv, mistake=(RANK == LAST)))
+            errs = errors_everywhere(err)
+            if not all(e is not None and e[0] == "InputError" for e in errs):
+                problems.append((step, errs))
+            continue
+        case.recv[...] = sentinel(case.recv.dtype, case.recv.size)
+        was = method in net._v_spec
+        case.call(net, case.recv)
+        speculated += was
+        ref = sentinel(case.recv.dtype, case.recv.size)
+        case.call(WORLD, ref)
+        if case.recv.tobytes() != ref.tobytes():
+            problems.append((step, "differs from MPI"))
+    return problems, speculated
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("index", NETS)
+def test_speculative_repeats_match_mpi(index, method):
+    """Every call of the script equals MPI's, and most calls ran speculatively."""
+    net = fresh(index)
+    try:
+        problems, speculated = _script(net, method)
+    finally:
+        net.Free()
+    # the first call of each counts seed and root, and the call after the mistake, are
+    # full calls; the others (repeats, new buffers, after the Allgatherv) speculate
+    assert agree(not problems and speculated >= STEPS - 7), (problems, speculated)
