@@ -65,10 +65,14 @@ DATA, SYNC, ACK = 1, 2, 3
 #: Polling of the progress thread (seconds): after traffic it yields (``sleep(0)``) for
 #: ``spin``, then sleeps from ``first`` doubling up to ``hot`` while this rank has receives
 #: posted, sends unacknowledged, a thread waiting in dualmpi or saw traffic within ``warm``,
-#: else up to ``cold``.  A rank's own waits sleep until the progress thread delivers (at most
-#: ``hot``), or, without the thread, poll with the same schedule.  ``DUALMPI_POLL`` (e.g.
-#: ``spin=1e-3,cold=5e-3``) changes them; docs/p2p.md has the measured trade-off.
-POLL = {"spin": 1e-3, "first": 2e-5, "hot": 2e-4, "warm": 0.05, "cold": 2e-3}
+#: else up to ``cold``, and after ``quiet`` with none of these up to ``idle`` (a sleep that a
+#: new send, posted receive or waiter of the rank ends at once: only a message another rank
+#: routes through this one waits for it).  A rank's own waits sleep until the progress
+#: thread delivers (at most ``hot``), or, without the thread, poll with the same schedule.
+#: ``DUALMPI_POLL`` (e.g. ``spin=1e-3,cold=5e-3``) changes them; docs/p2p.md has the
+#: measured trade-off.
+POLL = {"spin": 1e-3, "first": 2e-5, "hot": 2e-4, "warm": 0.05, "cold": 2e-3, "quiet": 1.0,
+        "idle": 2e-2}
 ENV_POLL = "DUALMPI_POLL"
 
 
@@ -387,6 +391,9 @@ class Hub:
         self._last = time.monotonic()
         self.failure = None
         self._stop = threading.Event()
+        #: set to end the progress thread's idle sleep (:meth:`wake`), while ``asleep``
+        self._wake = threading.Event()
+        self.asleep = False
         #: a rank's own waits sleep on this until the progress thread has moved something
         self._moved = threading.Condition(threading.Lock())
         self._generation = 0
@@ -543,6 +550,7 @@ class Hub:
         hdr[_POS] = j
         self._out_reqs.append(self.routed.Isend([buf, MPI.BYTE], nxt, 0))
         self._out_bufs.append(buf)
+        self.wake()
         return True
 
     def ack(self, router, origin, ident):
@@ -560,8 +568,15 @@ class Hub:
         if state is not None:
             state.router._complete(state)
 
+    def wake(self):
+        """End the progress thread's idle sleep: the rank has work for it (a send, a posted
+        receive, a thread waiting)."""
+        if self.asleep:
+            self._wake.set()
+
     def new_ident(self, state):
         """Number a sync send whose ack ``state`` waits for (under the lock)."""
+        self.wake()
         self._ident += 1
         self.acks[self._ident] = state
         return self._ident
@@ -667,6 +682,7 @@ class Hub:
         moved, cap = self._moved, POLL["hot"]
         delay = POLL["first"]
         self.waiters += 1
+        self.wake()
         try:
             while True:
                 generation = self._generation
@@ -688,9 +704,10 @@ class Hub:
                                                   for r in list(self.endpoints.values()))
 
     def _run(self):
-        spin, first, hot, warm, cold = (POLL[k] for k in ("spin", "first", "hot", "warm", "cold"))
+        spin, first, hot, warm, cold, quiet, asleep = (
+            POLL[k] for k in ("spin", "first", "hot", "warm", "cold", "quiet", "idle"))
         delay = 0.0
-        lock, stop, moved = self.lock, self._stop, self._moved
+        lock, stop, moved, wake = self.lock, self._stop, self._moved, self._wake
         _fine_timer()
         try:
             while not stop.is_set():
@@ -710,8 +727,17 @@ class Hub:
                     idle = time.monotonic() - self._last
                     if idle > spin:
                         busy = idle < warm or self.waiters or self._busy()
-                        delay = min(hot if busy else cold, max(first, delay * 2))
-                time.sleep(delay)
+                        cap = hot if busy else cold if idle < quiet else asleep
+                        delay = min(cap, max(first, delay * 2))
+                if delay > cold:  # idle: a sleep the rank's new work (wake) or the end ends
+                    self.asleep = True
+                    if not (self.waiters or self._busy() or stop.is_set()):
+                        wake.wait(delay)
+                    self.asleep = False
+                    wake.clear()
+                    delay = min(delay, cold) if self.waiters or self._busy() else delay
+                else:
+                    time.sleep(delay)
         except Exception as exc:  # noqa: BLE001 - reported to the rank's thread, then abort
             self.failure = f"{type(exc).__name__}: {exc}"
             last_words(f"dualmpi: rank {self.rank}: the point-to-point router's progress "
@@ -801,6 +827,7 @@ class Hub:
         self.drain(lambda: (self.originated, self.arrived), self.control_sum,
                    "the end of point-to-point")
         self._stop.set()
+        self._wake.set()
         if self.thread is not None:
             self.thread.join()
         self.wd.arm("the end of point-to-point (the last forwarded sends)", ())
@@ -917,6 +944,7 @@ class Router:
         state = _State(self, False, what=what, request=True)
         with self.hub.lock:
             self._direct_sends.append((req, state, data))
+        self.hub.wake()
         return self.request(state)
 
     def _test_direct_sends(self):
@@ -1114,6 +1142,7 @@ class Router:
                 self._fill(state, arrival)
             else:
                 self.posted.append(state)
+        self.hub.wake()
         return state
 
     @staticmethod
@@ -1369,6 +1398,7 @@ def _close_all():
     if getattr(sys, "last_value", None) is not None or getattr(sys, "last_exc", None) is not None:
         for router in tuple(_LIVE):
             router._stop.set()
+            router._wake.set()
         return
     for router in tuple(_LIVE):
         router.close()
