@@ -733,7 +733,9 @@ class Comm(p2p.PointToPoint):
         ``checksum_failures`` (with ``verify``) and ``links``:
         ``{(u, v): (messages, bytes)}`` per directed link.  A nonblocking collective counts
         once it has completed, exactly as the blocking call does (a v-variant: two
-        collectives, the all-gather of its counts and its data).  ``p2p_messages``,
+        collectives, the all-gather of its counts and its data; three when its counts changed
+        while its last plan ran speculatively, which sent its messages too: docs/performance.md).
+        ``p2p_messages``,
         ``p2p_bytes`` and ``p2p_hops``: the point-to-point messages this rank sent (on this
         network and the communicators derived from it, neighbourhood collectives and
         synchronous sends' acknowledgements included; forwarded ones and messages to itself

@@ -131,3 +131,29 @@ def test_speculative_repeats_match_mpi(index, method):
     # the first call of each counts seed and root, and the call after the mistake, are
     # full calls; the others (repeats, new buffers, after the Allgatherv) speculate
     assert agree(not problems and speculated >= STEPS - 7), (problems, speculated)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("index", NETS)
+def test_new_buffers_with_the_same_counts_run_once(index, method):
+    """Calls with new buffer objects on every rank, their counts unchanged, run the plan once
+    beside the table (two collectives a call: the table's and the plan's, as a first call),
+    not again after a speculative run; every result equals MPI's."""
+    net = fresh(index)
+    problems, per_call = [], []
+    try:
+        case = _Case(method, 3, LAST)
+        for step in range(4):
+            case.make()  # new objects, the same values and counts
+            before = net.stats()["collectives"]
+            case.call(net, case.recv)
+            per_call.append(net.stats()["collectives"] - before)
+            ref = sentinel(case.recv.dtype, case.recv.size)
+            case.call(WORLD, ref)
+            if case.recv.tobytes() != ref.tobytes():
+                problems.append((step, "differs from MPI"))
+        speculating = method in net._v_spec
+    finally:
+        net.Free()
+    assert agree(not problems and per_call == [2] * 4 and speculating), (problems, per_call)
