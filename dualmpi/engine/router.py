@@ -65,7 +65,7 @@ DATA, SYNC, ACK = 1, 2, 3
 #: Polling of the progress thread (seconds): after traffic it yields (``sleep(0)``) for
 #: ``spin``, then sleeps from ``first`` doubling up to ``hot`` while this rank has receives
 #: posted, sends unacknowledged, a thread waiting in dualmpi or saw traffic within ``warm``,
-#: else up to ``cold``, and after ``quiet`` with none of these up to ``idle`` (a sleep that a
+#: else up to ``cold``, and after ``quiet`` with none of these ``idle`` at a time (a sleep that a
 #: new send, posted receive or waiter of the rank ends at once: only a message another rank
 #: routes through this one waits for it).  A rank's own waits sleep until the progress
 #: thread delivers (at most ``hot``), or, without the thread, poll with the same schedule.
@@ -394,6 +394,8 @@ class Hub:
         #: set to end the progress thread's idle sleep (:meth:`wake`), while ``asleep``
         self._wake = threading.Event()
         self.asleep = False
+        #: idle sleeps the progress thread has begun (it wakes this often when nothing moves)
+        self.naps = 0
         #: a rank's own waits sleep on this until the progress thread has moved something
         self._moved = threading.Condition(threading.Lock())
         self._generation = 0
@@ -727,11 +729,14 @@ class Hub:
                     idle = time.monotonic() - self._last
                     if idle > spin:
                         busy = idle < warm or self.waiters or self._busy()
-                        cap = hot if busy else cold if idle < quiet else asleep
-                        delay = min(cap, max(first, delay * 2))
+                        if busy or idle < quiet:
+                            delay = min(hot if busy else cold, max(first, delay * 2))
+                        else:  # quiet: the idle sleep at once
+                            delay = asleep
                 if delay > cold:  # idle: a sleep the rank's new work (wake) or the end ends
                     self.asleep = True
                     if not (self.waiters or self._busy() or stop.is_set()):
+                        self.naps += 1
                         wake.wait(delay)
                     self.asleep = False
                     wake.clear()
