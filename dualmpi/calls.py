@@ -382,6 +382,13 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
     and the plan's run are one C call (``comm._m<method>``, a ``VRecall`` of
     :mod:`dualmpi.engine.recall`); ``exchanged``: that call exchanged the table and found it
     changed, so the table is in ``comm._v_memo[method].table``.
+
+    Speculative: when the last table said every rank can (``_CAN``: a small call whose plan
+    runs in one C call), every rank's next call of the method runs the last plan while the
+    table is exchanged, in lockstep (:func:`dualmpi.engine.mpi.pair`; :class:`_Speculation`
+    for a rank whose arguments are not the remembered ones); when the table comes back as
+    the plan's, the call is done in the rounds of one, else every rank runs it again from
+    the new table (docs/performance.md, "Speculative repeats").
     """
     memo = comm._v_memo.get(method)
     spec = comm._v_spec.get(method)
