@@ -298,6 +298,13 @@ def _copy(a):
     return None if a is None else np.array(a)
 
 
+def _repeated(a):
+    """A copy of a row or table as a repeat of its call sends it (every ``_RAN`` 1)."""
+    out = a.copy()
+    out[..., _RAN] = 1
+    return out
+
+
 def _can_speculate(comm, call):
     """1 when this rank can run the method's next call speculatively (see :func:`_vector_call`).
 
@@ -341,9 +348,7 @@ class _Speculation:
         name, nbytes, root, sdispls, rdispls, itemsize, op, salt = self.params
         if call is None or call.itemsize != itemsize or row.size != self.row.size:
             return False
-        mine = row.copy()
-        mine[_RAN] = 1
-        if not np.array_equal(mine, self.row):
+        if not np.array_equal(_repeated(row), self.row):
             return False
         return all(a is None and b is None or a is not None and b is not None and
                    np.array_equal(a, b)
@@ -463,13 +468,10 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
     call.unpack()
     speculate = bool(table[:, _CAN].all())
     if speculate:
-        seen = table.copy()
-        seen[:, _RAN] = 1
-        mine = row.copy()
-        mine[_RAN] = 1
         comm._v_spec[method] = _Speculation((desc.name, nbytes, root, _copy(sdispls),
                                              _copy(rdispls), call.itemsize, call.op,
-                                             _salt(method)), mine, seen.tobytes())
+                                             _salt(method)), _repeated(row),
+                                            _repeated(table).tobytes())
     if template is not None and not packed and getattr(run, "bind_call", None) is not None:
         counts = comm._runner("allgather", 0, row.nbytes, salt=_salt(method + " counts"))
         memo = _VectorMemo(template, args, call, row, table, counts, None if first else run,
@@ -625,9 +627,7 @@ class _VectorMemo:
         #: the engine runner's arguments, to bind the plan to the buffers (:func:`_zero_copy`)
         self.remake = None
         row[_RAN] = 1  # a repeat runs the plan on its buffers (or the table is not ``seen``)
-        seen = table.copy()
-        seen[:, _RAN] = 1
-        self.table, self.seen, self.run = np.zeros_like(table), seen.tobytes(), run
+        self.table, self.seen, self.run = np.zeros_like(table), _repeated(table).tobytes(), run
         out = (row.view(np.uint8), self.table.view(np.uint8).reshape(-1))
         self.exchange = counts.bind_call(*out)
         #: None when the call ran on a runner of its own (``run`` None): the next repeat binds
