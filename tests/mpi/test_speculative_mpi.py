@@ -157,3 +157,34 @@ def test_new_buffers_with_the_same_counts_run_once(index, method):
     finally:
         net.Free()
     assert agree(not problems and per_call == [2] * 4 and speculating), (problems, per_call)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("index", NETS)
+def test_in_place_repeats_with_a_derived_datatype_match_mpi(index):
+    """``Allgatherv(MPI.IN_PLACE, [recv, (counts, displs), pair])`` with a derived datatype of
+    two doubles, repeated, its counts changed at step 3 and new buffers at step 5: every result
+    equals MPI's (gaps included), and the repeats ran speculatively."""
+    pair = MPI.DOUBLE.Create_contiguous(2).Commit()
+    net = fresh(index)
+    problems, speculated = [], 0
+    try:
+        for step in range(7):
+            counts = v_counts(4, 20 + (step >= 3))
+            displs, length = v_displs(counts, 1, range(SIZE - 1, -1, -1))
+            if step in (0, 3, 5):
+                mine = data(np.float64, 2 * int(counts[RANK]), step >= 3)
+            spec = lambda buf: [buf, (counts, displs), pair]  # noqa: E731
+            recv, ref = sentinel(np.float64, 2 * length), sentinel(np.float64, 2 * length)
+            at = 2 * int(displs[RANK])
+            recv[at:at + mine.size] = ref[at:at + mine.size] = mine
+            was = "Allgatherv" in net._v_spec
+            net.Allgatherv(MPI.IN_PLACE, spec(recv))
+            speculated += was
+            WORLD.Allgatherv(MPI.IN_PLACE, spec(ref))
+            if recv.tobytes() != ref.tobytes():
+                problems.append((step, "differs from MPI"))
+    finally:
+        net.Free()
+        pair.Free()
+    assert agree(not problems and speculated >= 4), (problems, speculated)
