@@ -310,11 +310,12 @@ def _can_speculate(comm, call):
 
     Its plan then runs in one C call on the store (the compiled loop, no option that needs
     the Python loop, a reduction MPI's own operation on a predefined type, no derived
-    datatype packed) and the call is small (:data:`SPECULATE_BELOW`).
+    datatype packed), merged with the count table's (one node per rank:
+    :func:`dualmpi.engine.plan.merge`), and the call is small (:data:`SPECULATE_BELOW`).
     """
     engine = comm._engine
     if comm._transport.cloop is None or engine.options.get("verify") or \
-            engine.options.get("shape") is not None:
+            engine.options.get("shape") is not None or engine.q != 1:
         return 0
     if call.op is not None and engine_mpi._mpi_op(call.op[2]) is None:
         return 0
@@ -389,11 +390,12 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
     changed, so the table is in ``comm._v_memo[method].table``.
 
     Speculative: when the last table said every rank can (``_CAN``: a small call whose plan
-    runs in one C call), every rank's next call of the method runs the last plan while the
-    table is exchanged, in lockstep (:func:`dualmpi.engine.mpi.pair`; :class:`_Speculation`
-    for a rank whose arguments are not the remembered ones); when the table comes back as
-    the plan's, the call is done in the rounds of one, else every rank runs it again from
-    the new table (docs/performance.md, "Speculative repeats").
+    runs in one C call), every rank's next call of the method runs the last plan with the
+    table's exchange, the two plans merged into one, the table carried in the plan's
+    messages where they share a link and round (:func:`dualmpi.engine.mpi.pair`;
+    :class:`_Speculation` for a rank whose arguments are not the remembered ones); when the
+    table comes back as the plan's, the call is done in the rounds of one, else every rank
+    runs it again from the new table (docs/performance.md, "Speculative repeats").
     """
     memo = comm._v_memo.get(method)
     spec = comm._v_spec.get(method)

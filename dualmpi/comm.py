@@ -734,7 +734,9 @@ class Comm(p2p.PointToPoint):
         ``{(u, v): (messages, bytes)}`` per directed link.  A nonblocking collective counts
         once it has completed, exactly as the blocking call does (a v-variant: two
         collectives, the all-gather of its counts and its data; three when its counts changed
-        while its last plan ran speculatively, which sent its messages too: docs/performance.md).
+        while its last plan ran speculatively, which sent its messages too; a speculative call
+        sends its counts in its data's messages where the two share a link and a round, and
+        ``messages`` counts those once: docs/performance.md).
         ``p2p_messages``,
         ``p2p_bytes`` and ``p2p_hops``: the point-to-point messages this rank sent (on this
         network and the communicators derived from it, neighbourhood collectives and
@@ -765,7 +767,7 @@ class Comm(p2p.PointToPoint):
                                   b.link_messages.tolist(), b.link_bytes.tolist()):
                 m0, n0 = links.get((s, d), (0, 0))
                 links[(s, d)] = (m0 + m * run.calls, n0 + n * run.calls)
-            total["collectives"] += run.calls
+            total["collectives"] += run.calls * getattr(run, "parts", 1)
             total["rounds"] += run.hop_rounds * run.calls
             total["steps"] += run.steps * run.calls
             total["checksum_failures"] += run.checksum_failures

@@ -34,7 +34,7 @@ __all__ = ["load", "reason", "build", "extension", "Library", "SOURCE", "cache_d
 SOURCE = Path(__file__).with_name("rounds.c")
 
 #: The functions the engine calls; a library without them is not this loop.
-SYMBOLS = ("dualmpi_request_size", "dualmpi_fields", "dualmpi_run", "dualmpi_run_pair")
+SYMBOLS = ("dualmpi_request_size", "dualmpi_fields", "dualmpi_run")
 
 
 class Library:
@@ -104,8 +104,6 @@ def load(library_version=""):
         lib.dualmpi_fields.restype = ctypes.c_int
         lib.dualmpi_run.restype = ctypes.c_int
         lib.dualmpi_run.argtypes = [ctypes.c_void_p]
-        lib.dualmpi_run_pair.restype = ctypes.c_int
-        lib.dualmpi_run_pair.argtypes = [ctypes.c_void_p]
     _loaded.update(lib=lib, reason=why)
     return lib
 

@@ -391,7 +391,10 @@ class Engine:
         return even and q * self.topo.num_nodes >= STREAM_ABOVE
 
     def _retire(self, run):
-        """Keep the counts of a runner leaving the cache (for statistics)."""
+        """Keep the counts of a runner leaving the cache (for statistics), and its companions'."""
+        for _, other in getattr(run, "companions", {}).values():
+            if other is not None:
+                self._retire(other)
         if not run.calls:
             return
         b = run.bound
@@ -409,15 +412,23 @@ class Engine:
             acc = self.retired_links.setdefault((s, d), [0, 0])
             acc[0] += m * run.calls
             acc[1] += n * run.calls
-        self.retired["collectives"] += run.calls
+        self.retired["collectives"] += run.calls * getattr(run, "parts", 1)
         self.retired["rounds"] += run.hop_rounds * run.calls
         self.retired["steps"] += run.steps * run.calls
         self.retired["step_bytes"] += run.step_bytes * run.calls
         self.retired["checksum_failures"] += getattr(run, "checksum_failures", 0)
 
     def runners(self):
-        """Return every cached runner (for statistics)."""
-        return list(self._bound.values())
+        """Return every cached runner and its companions (for statistics).
+
+        A companion is a runner's plan merged with another's (:func:`dualmpi.engine.mpi.pair`).
+        """
+        out = []
+        for run in self._bound.values():
+            out.append(run)
+            out.extend(other for _, other in getattr(run, "companions", {}).values()
+                       if other is not None)
+        return out
 
     def free(self):
         """Release every runner's resources."""

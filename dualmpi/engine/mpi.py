@@ -37,7 +37,7 @@ ABANDONED = []
 (_A_NROUNDS, _A_NREQ, _A_REQS, _A_NMOVE, _A_MOVES, _A_STORE, _A_PROGRESS, _A_BASE, _A_NRECV,
  _A_TRAIL, _A_SIGNATURE, _A_FLAGS, _A_NPRE, _A_PRE, _A_NPOST, _A_POST, _A_CALLS, _A_NMID, _A_MID,
  _A_SEQ, _A_SIGWORD, _A_WBUF, _A_RING, _A_INDEX, _A_TBASE, _A_NCOMB, _A_COMBS, _A_OP, _A_TYPE,
- _A_ITEM, _A_HIST, _A_RIDX, _A_FIELDS) = range(33)
+ _A_ITEM, _A_HIST, _A_FIELDS) = range(32)
 #: Flags of a compiled call: its first segment (advance the call number, write the signature),
 #: check the trailers after each round, count the call, wait on the alarm line too.
 _F_START, _F_CHECK, _F_COUNT, _F_WATCH = 1, 2, 4, 8
@@ -273,7 +273,14 @@ class MPIRunner:
     def __init__(self, transport, bound, plan, verify=False, shape=None, drop=None, signature=0,
                  layout=None, buffers=None, combine=None, store=None):
         self.transport, self.bound, self.plan = transport, bound, plan
+        #: a reduction's ``combine(src, dst)`` (None: no reduction)
+        self.combine = combine
         self._c_fn = None
+        #: collectives one run counts as in the statistics (a merged pair's: two)
+        self.parts = 1
+        #: ``{id(first): (first, merged runner or None)}``: this runner's plan merged with
+        #: another's (:func:`pair`), freed with it
+        self.companions = {}
         self.checksum_failures = 0
         self.verify, self.shape = verify, shape
         graph = transport.graph
@@ -390,8 +397,7 @@ class MPIRunner:
             np.zeros(max([len(reqs) for _, reqs, _, _, _, _, _ in loop] + [0]) + 1,
                      dtype=np.intc),
             np.array([rnd.combines[0].size for rnd in bound.rounds] + [0], dtype=np.intc),
-            _combine_table(bound),
-            np.array([rnd.index for rnd in bound.rounds] + [0], dtype=np.intc))
+            _combine_table(bound))
         #: the watchdog's view of the loop: (round, peers) per position
         self._tracked = Watchdog.tracker(transport.progress,
                                          [(k, peers) for k, _, _, _, peers, _, _ in loop])
@@ -431,7 +437,7 @@ class MPIRunner:
         """
         if self._c_fn is None:
             return None
-        nreq, reqs, nmove, moves, nrecv, index, ncomb, combs, ridx = self._c_arrays
+        nreq, reqs, nmove, moves, nrecv, index, ncomb, combs = self._c_arrays
         width = reqs.itemsize
         alarm = self.alarm
         if flags & _F_START and alarm.watching:
@@ -464,7 +470,6 @@ class MPIRunner:
             a[_A_RING] = alarm.ring.ctypes.data
             a[_A_HIST] = alarm.history.ctypes.data
             a[_A_INDEX] = index.ctypes.data
-            a[_A_RIDX] = ridx.ctypes.data + first * ridx.itemsize
             if self._c_op is not None:
                 a[_A_NCOMB] = ncomb.ctypes.data + first * ncomb.itemsize
                 a[_A_COMBS] = combs.ctypes.data + 3 * 8 * int(ncomb[:first].sum())
@@ -496,22 +501,24 @@ class MPIRunner:
         fn, arg, keep = self.bound_args(send, recv)
         return self._closure(fn, arg, keep)
 
-    def bound_args(self, send, recv):
+    def bound_args(self, send, recv, pre=(), post=()):
         """Return ``(fn, arg, keep)`` of the C call :meth:`bind_call` makes (compiled loop).
 
         ``send`` and ``recv`` None: the plan runs on its store alone, nothing copied in or
         out (a rank that takes part in a call's messages with no buffer of its own to give:
-        :func:`pair`).
+        :func:`pair`).  ``pre``/``post``: more copies before and after the rounds, as for
+        :meth:`c_call` (a merged plan's other part: :func:`pair`).
         """
-        pre = mid = post = ()
+        mid = ()
+        pre, post = list(pre), list(post)
         if self.absolute:
-            pre, mid = self.seed_copies(), self.own_copies(send, recv)
+            pre, mid = self.seed_copies() + pre, self.own_copies(send, recv)
         else:
             base = self.store.ctypes.data
-            pre = [] if send is None else [(base + a, send.ctypes.data + b, n)
-                                          for a, b, n in self.copy_in]
-            post = [] if recv is None else [(recv.ctypes.data + a, base + b, n)
-                                            for a, b, n in self.copy_out]
+            if send is not None:
+                pre += [(base + a, send.ctypes.data + b, n) for a, b, n in self.copy_in]
+            if recv is not None:
+                post += [(recv.ctypes.data + a, base + b, n) for a, b, n in self.copy_out]
         fn, arg, keep = self.c_call(_F_START | _F_CHECK | _F_COUNT, pre, post, mid)
         return fn, arg, (send, recv, keep)
 
@@ -773,6 +780,10 @@ class MPIRunner:
         and the buffers the requests address are kept alive (:data:`ABANDONED`), never
         returned to the allocator.
         """
+        for _, other in self.companions.values():
+            if other is not None:
+                other.free()
+        self.companions = {}
         if self.alarm.broken is not None and self._reqs:
             ABANDONED.append((self.store, self.buffers))
         for req in self._reqs:
@@ -784,48 +795,57 @@ class MPIRunner:
 
 
 def pair(first, first_buffers, second, second_buffers):
-    """Return a function of no argument running two runners' calls in lockstep, or None.
+    """Return a function of no argument running two runners' calls as one call, or None.
 
-    Round k of both plans starts together and is waited for together (``dualmpi_run_pair``
-    of ``rounds.c``): a call's rounds cost the longer plan's, not the sum.  The first
-    runner's requests start first on every rank, so messages of the two plans between the
-    same two ranks match in order.  ``*_buffers`` are ``(send, recv)`` as for
-    :meth:`MPIRunner.bind_call` (``(None, None)``: the plan runs on its store, nothing
-    copied).  Both runners must run in one C call (:attr:`MPIRunner.single`); the watchdog
-    follows the second's rounds.  A v-variant's count table exchanged while the call's plan
-    runs (:func:`dualmpi.calls._vector_call`).
+    The two plans merge (:func:`dualmpi.engine.plan.merge`): round k of both in one round,
+    and where both send to the same rank in the same round, one message carries both
+    plans' segments — a call costs the longer plan's rounds and, where the plans share a
+    link, its messages, not the sum.  The merged runner is made once per pair and kept with
+    ``second`` (:attr:`MPIRunner.companions`, counted in the statistics as the two
+    collectives it runs).  ``*_buffers`` are ``(send, recv)`` as for
+    :meth:`MPIRunner.bind_call` (``(None, None)``: that plan runs on the store, nothing
+    copied).  For runners of one node per rank that run in one C call
+    (:attr:`MPIRunner.single`), the first without combines; None for others.  A v-variant's
+    count table exchanged in its plan's messages (:func:`dualmpi.calls._vector_call`).
     """
     if not (isinstance(first, MPIRunner) and isinstance(second, MPIRunner)
-            and first.single and second.single):
+            and first.single and second.single and not (first.absolute or second.absolute)
+            and second.plan.q == 1):
         return None
-    lib = second.transport.cloop
-    fn = lib.dualmpi_run_pair
-    f1, a1, k1 = first.bound_args(*first_buffers)
-    f2, a2, k2 = second.bound_args(*second_buffers)
-    ab = np.array([a1.value, a2.value, 0], dtype=np.int64)
-    arg = ctypes.c_void_p(ab.ctypes.data)
-    runners = (first, second)
+    hit = second.companions.get(id(first))
+    if hit is None:
+        from .plan import merge
 
-    def failed(err):
-        runners[int(ab[2])]._failed(err)
-
-    wd = second.transport.watchdog
-    module = recall.load()
-    if module is not None:
-        return module.Recall(ctypes.cast(fn, ctypes.c_void_p).value, arg.value,
-                             (fn, arg, ab, k1, k2), wd if wd.deadline > 0 else None,
-                             second._tracked, failed)
-
-    def call():
-        if wd.deadline > 0:
-            wd.state = second._tracked
-        err = fn(arg)
-        if wd.deadline > 0:
-            wd.state = None
-        if err:
-            failed(err)
-    call.keep = (fn, arg, ab, k1, k2)
-    return call
+        parts = merge(first.bound, second.bound, second.plan.rank)
+        run = None
+        if parts is not None:
+            bound, copy_in, copy_out = parts
+            signature = (first.signature * _MIX + second.signature) & _MASK
+            run = MPIRunner(second.transport, bound, second.plan, signature=signature,
+                            combine=second.combine)
+            run.parts = first.parts + second.parts
+            run.hop_rounds = first.hop_rounds + second.hop_rounds
+            run.steps = first.steps + second.steps
+            run.step_bytes = first.step_bytes + second.step_bytes
+            run.copy_in_first = list(zip(copy_in[1].tolist(), copy_in[0].tolist(),
+                                         copy_in[2].tolist()))
+            run.copy_out_first = list(zip(*(c.tolist() for c in copy_out)))
+            if not run.single:  # pragma: no cover - both plans ran in one C call
+                run.free()
+                run = None
+        # (first kept alive with it: its id names no other runner while the entry lives)
+        hit = second.companions[id(first)] = (first, run)
+    run = hit[1]
+    if run is None:
+        return None
+    send, recv = first_buffers
+    base = run.store.ctypes.data
+    pre = [] if send is None else [(base + a, send.ctypes.data + b, n)
+                                   for a, b, n in run.copy_in_first]
+    post = [] if recv is None else [(recv.ctypes.data + a, base + b, n)
+                                    for a, b, n in run.copy_out_first]
+    fn, arg, keep = run.bound_args(*second_buffers, pre=pre, post=post)
+    return run._closure(fn, arg, (keep, first_buffers))
 
 
 def _mpi_op(combine):

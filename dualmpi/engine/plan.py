@@ -30,8 +30,8 @@ from ..errors import DualmpiError
 from .arrays import block_key, key_space
 from .layout import Layout, layout_kind
 
-__all__ = ["RankPlan", "BoundPlan", "BoundRound", "compile_rank", "merge_segments", "IN_STORE",
-           "IN_SEND", "IN_RECV"]
+__all__ = ["RankPlan", "BoundPlan", "BoundRound", "compile_rank", "merge", "merge_segments",
+           "IN_STORE", "IN_SEND", "IN_RECV"]
 
 #: Where a zero-copy runner keeps a slot (:meth:`RankPlan.placement`): in its store, in the
 #: user's send buffer, in the user's receive buffer.
@@ -541,6 +541,76 @@ def _bind(plan, layout, packets, positions=None):
     copy_out = _user_segments(plan.outputs, offset, layout.outputs(plan.rank), size)
     return BoundPlan(nbytes, bound, copy_in, copy_out, lsrc, ldst, lmsgs, lbytes, packets,
                      offset, size, copies_all, moves)
+
+
+def merge(first, second, rank):
+    """Return one plan that runs two bound plans of one rank together, or None.
+
+    Round ``k`` of the result is round ``k`` of both; where both send to (receive from) the
+    same rank in the same round, their segments travel in one message, ``second``'s first.
+    ``second``'s store is the result's first ``second.nbytes`` bytes, ``first``'s follows it.
+    Returns ``(plan, copy_in, copy_out)``: ``plan`` copies ``second``'s buffers in and out,
+    ``copy_in``/``copy_out`` are ``first``'s segments in the same form (store offsets moved).
+    The link counts are those of the messages the result sends.  For plans of one node per
+    rank (``rank`` the node) without combines in ``first``; None for others.  A v-variant's
+    count table carried in its plan's messages (:func:`dualmpi.engine.mpi.pair`).
+
+    >>> from dualmpi.engine.core import Engine
+    >>> from dualmpi.engine.local import LocalTransport
+    >>> from dualmpi.topology import from_spec
+    >>> eng = Engine(from_spec("hypercube:n=2"), 1, LocalTransport())
+    >>> a, b = eng.runner(0, "allgather", 8).bound, eng.runner(0, "bcast", 100).bound
+    >>> plan, cin, cout = merge(a, b, 0)
+    >>> [len(r.sends) for r in a.rounds], [len(r.sends) for r in b.rounds]
+    ([1, 1], [1, 1])
+    >>> [len(r.sends) for r in plan.rounds], plan.nbytes == a.nbytes + b.nbytes
+    ([1, 1], True)
+    >>> int(plan.link_messages.sum()), int(plan.link_bytes.sum())
+    (2, 224)
+    """
+    if any(rnd.combines[0].size for rnd in first.rounds):
+        return None
+    links = {}
+    for b in (second, first):
+        if np.any(b.link_src != rank):  # moves between a rank's own nodes: not one node a rank
+            return None
+        for d, m, n in zip(b.link_dst.tolist(), b.link_messages.tolist(), b.link_bytes.tolist()):
+            acc = links.setdefault(d, [0, 0])
+            acc[0] += m
+            acc[1] += n
+    shift = second.nbytes
+    rounds = {rnd.index: {"sends": list(rnd.sends), "recvs": list(rnd.recvs),
+                          "copies": [rnd.copies], "combines": rnd.combines}
+              for rnd in second.rounds}
+    for rnd in first.rounds:
+        entry = rounds.setdefault(rnd.index, {"sends": [], "recvs": [], "copies": [],
+                                              "combines": _NONE3})
+        for kind in ("sends", "recvs"):
+            at = {peer: i for i, (peer, _, _) in enumerate(entry[kind])}
+            for peer, offs, lens in getattr(rnd, kind):
+                i = at.get(peer)
+                if i is None:
+                    entry[kind].append((peer, offs + shift, lens))
+                    continue
+                _, o, n = entry[kind][i]
+                entry[kind][i] = (peer, np.concatenate([o, offs + shift]),
+                                  np.concatenate([n, lens]))
+                if kind == "sends":  # one message on the link where there were two
+                    links[peer][0] -= 1
+        src, dst, length = rnd.copies
+        entry["copies"].append((src + shift, dst + shift, length))
+    merged = [BoundRound(k, d["sends"], d["recvs"], _cat3(d["copies"]), d["combines"])
+              for k, d in sorted(rounds.items())]
+    dsts = np.array(sorted(links), dtype=np.int64)
+    plan = BoundPlan(second.nbytes + first.nbytes, merged, second.copy_in, second.copy_out,
+                     np.full(dsts.size, rank, dtype=np.int64), dsts,
+                     np.array([links[d][0] for d in dsts.tolist()], dtype=np.int64),
+                     np.array([links[d][1] for d in dsts.tolist()], dtype=np.int64),
+                     max(first.packets, second.packets))
+    user, store, length = first.copy_in
+    copy_in = (user, store + shift, length)
+    user, store, length = first.copy_out
+    return plan, copy_in, (user, store + shift, length)
 
 
 def _new_round():
