@@ -10,7 +10,8 @@ import pytest
 
 #: Modules whose tests are marked slow from :data:`HEAVY_FROM` ranks on.
 SWEEPS = ("test_coll_", "test_icollectives_mpi", "test_neighbor_mpi", "test_objects_mpi",
-          "test_msgbuffer_mpi", "test_nonblocking_mpi", "test_redteam_mpi", "test_comm_setup_mpi")
+          "test_msgbuffer_mpi", "test_nonblocking_mpi", "test_redteam_mpi", "test_comm_setup_mpi",
+          "test_speculative_mpi")
 
 #: Modules of which only the tests named here stay in the default pass from :data:`HEAVY_FROM`
 #: ranks on; their other tests are marked slow there.  test_derived_mpi's ~80 tests on its
@@ -29,18 +30,31 @@ HEAVY_FROM = 64
 #: each at 64), the CG application's command (25 s at 32), 200 routed messages in flight to the
 #: farthest rank (over 50 s at 32: every send and post waits on a hub's lock while 32 progress
 #: threads share 2 cores), a 1-MiB message forwarded by ranks that compute for 2 s, due within
-#: 1.5 s (0.02-0.17 s when run alone at 32 ranks, 4.8 s once in a CI run at load 90), at 64 the
-#: repeated calls on one communicator (18 s) and its options with checksums (12 s).  They run at
-#: the smaller rank counts, and the larger passes keep the total exchange's and the
+#: 1.5 s (0.02-0.17 s when run alone at 32 ranks, 4.8 s once in a CI run at load 90), the
+#: zero-copy checks of repeated reductions and of new buffers (8, 7 and 6 s at 32) and the
+#: pipelined total exchange (5 s each at 32, 28 s at 64), at 64 the
+#: repeated calls on one communicator (18 s) and its options with checksums (12 s), the lane's
+#: and the routed messages' larger sizes (13, 11 and 9 s), the 64-KiB verified total exchange
+#: (12 s), the ring's 4096-element allreduce (11 s) and a remembered call's rechecks (9 s).
+#: (A 32-rank entry applies at 64 too.)
+#: They run at the smaller rank counts, and the larger passes keep the total exchange's and the
 #: applications' other tests.
 HEAVY_TESTS = {
     32: ("tests/mpi/test_emulation.py::test_collectives_survive_link_faults[alltoall",
          "tests/mpi/test_apps_mpi.py::test_app_command_verifies_and_writes_json[cg]",
          "tests/mpi/test_p2p_routed_mpi.py::test_no_overtaking_with_many_messages_in_flight",
-         "tests/mpi/test_p2p_routed_mpi.py::test_a_computing_rank_on_the_route_forwards"),
-    64: ("tests/mpi/test_emulation.py::test_pipelined_and_whole_blocks[alltoall",
-         "tests/mpi/test_api_mpi.py::test_repeated_calls_on_the_same_buffers[one0]",
-         "tests/mpi/test_api_mpi.py::test_options_keep_results[one0-verify]"),
+         "tests/mpi/test_p2p_routed_mpi.py::test_a_computing_rank_on_the_route_forwards",
+         "tests/mpi/test_coll_reduce_mpi.py::test_repeated_reductions_run_zero_copy",
+         "tests/mpi/test_coll_alltoall_mpi.py::test_first_calls_of_new_buffers_run_zero_copy",
+         "tests/mpi/test_emulation.py::test_pipelined_and_whole_blocks[alltoall"),
+    64: ("tests/mpi/test_api_mpi.py::test_repeated_calls_on_the_same_buffers[one0]",
+         "tests/mpi/test_api_mpi.py::test_options_keep_results[one0-verify]",
+         "tests/mpi/test_p2p_lane_mpi.py::test_lane_equals_python_path_and_mpi[70000-",
+         "tests/mpi/test_emulation.py::test_collective_verified[65536-alltoall]",
+         "tests/mpi/test_ring_mpi.py::test_ring_collective_verified[4096-",
+         "tests/mpi/test_p2p_routed_mpi.py::test_every_pair_gets_its_bytes_over_the_route[net0-70000]",
+         "tests/mpi/test_p2p_routed_mpi.py::test_every_pair_gets_its_bytes_over_the_route[net0-1000]",
+         "tests/mpi/test_api_mpi.py::test_a_remembered_call_rechecks_changed_arrays"),
 }
 
 
