@@ -748,29 +748,9 @@ class Comm(p2p.PointToPoint):
                             "checksum_failures": 0}
         total["p2p_messages"], total["p2p_bytes"], total["p2p_hops"] = self._hub.sent_totals()
         if self._engine is not None:
-            total.update(self._engine.retired)
-            links = {k: tuple(v) for k, v in self._engine.retired_links.items()}
-        for run in self._engine.runners() if self._engine else ():
-            if not run.calls:
-                continue
-            b = run.bound
-            total["step_bytes"] += run.step_bytes * run.calls
-            if b is None:  # streamed: totals only, under the key ("all", "all")
-                m0, n0 = links.get(("all", "all"), (0, 0))
-                links[("all", "all")] = (m0 + run.messages_per_call * run.calls,
-                                         n0 + run.bytes_per_call * run.calls)
-                total["collectives"] += run.calls
-                total["rounds"] += run.hop_rounds * run.calls
-                total["steps"] += run.steps_count * run.calls
-                continue
-            for s, d, m, n in zip(b.link_src.tolist(), b.link_dst.tolist(),
-                                  b.link_messages.tolist(), b.link_bytes.tolist()):
-                m0, n0 = links.get((s, d), (0, 0))
-                links[(s, d)] = (m0 + m * run.calls, n0 + n * run.calls)
-            total["collectives"] += run.calls * getattr(run, "parts", 1)
-            total["rounds"] += run.hop_rounds * run.calls
-            total["steps"] += run.steps * run.calls
-            total["checksum_failures"] += run.checksum_failures
+            sent, counts = self._engine.sent()
+            total.update(counts)
+            links = {k: tuple(v) for k, v in sent.items()}
         # the nonblocking collectives that completed, counted as the blocking ones
         nb_links, nb_total = self._nb_tally.counts()
         for key, value in nb_total.items():

@@ -395,28 +395,20 @@ class Engine:
         for _, other in getattr(run, "companions", {}).values():
             if other is not None:
                 self._retire(other)
-        if not run.calls:
-            return
-        b = run.bound
-        if b is None:  # a streamed total exchange keeps totals only
-            self.retired_links.setdefault(("all", "all"), [0, 0])
-            self.retired_links[("all", "all")][0] += run.messages_per_call * run.calls
-            self.retired_links[("all", "all")][1] += run.bytes_per_call * run.calls
-            self.retired["collectives"] += run.calls
-            self.retired["rounds"] += run.hop_rounds * run.calls
-            self.retired["steps"] += run.steps_count * run.calls
-            self.retired["step_bytes"] += run.step_bytes * run.calls
-            return
-        for s, d, m, n in zip(b.link_src.tolist(), b.link_dst.tolist(), b.link_messages.tolist(),
-                              b.link_bytes.tolist()):
-            acc = self.retired_links.setdefault((s, d), [0, 0])
-            acc[0] += m * run.calls
-            acc[1] += n * run.calls
-        self.retired["collectives"] += run.calls * getattr(run, "parts", 1)
-        self.retired["rounds"] += run.hop_rounds * run.calls
-        self.retired["steps"] += run.steps * run.calls
-        self.retired["step_bytes"] += run.step_bytes * run.calls
-        self.retired["checksum_failures"] += getattr(run, "checksum_failures", 0)
+        _add_counts(run, self.retired_links, self.retired)
+
+    def sent(self):
+        """Return ``(links, totals)``: what every runner's calls sent, those retired included.
+
+        ``links`` is ``{(u, v): [messages, bytes]}`` per directed link (a streamed total
+        exchange's under ``("all", "all")``), ``totals`` has ``collectives``, ``rounds``,
+        ``steps``, ``step_bytes`` and ``checksum_failures`` (``dualmpi.Comm.stats``).
+        """
+        links = {k: list(v) for k, v in self.retired_links.items()}
+        totals = dict(self.retired)
+        for run in self.runners():
+            _add_counts(run, links, totals)
+        return links, totals
 
     def runners(self):
         """Return every cached runner and its companions (for statistics).
@@ -436,6 +428,29 @@ class Engine:
         while self._bound:
             _, run = self._bound.popitem()
             run.free()
+
+
+def _add_counts(run, links, totals):
+    """Add what ``run``'s calls sent to ``links`` and ``totals`` (see :meth:`Engine.sent`)."""
+    if not run.calls:
+        return
+    b = run.bound
+    totals["collectives"] += run.calls * getattr(run, "parts", 1)
+    totals["rounds"] += run.hop_rounds * run.calls
+    totals["step_bytes"] += run.step_bytes * run.calls
+    if b is None:  # a streamed total exchange keeps totals only
+        acc = links.setdefault(("all", "all"), [0, 0])
+        acc[0] += run.messages_per_call * run.calls
+        acc[1] += run.bytes_per_call * run.calls
+        totals["steps"] += run.steps_count * run.calls
+        return
+    for s, d, m, n in zip(b.link_src.tolist(), b.link_dst.tolist(), b.link_messages.tolist(),
+                          b.link_bytes.tolist()):
+        acc = links.setdefault((s, d), [0, 0])
+        acc[0] += m * run.calls
+        acc[1] += n * run.calls
+    totals["steps"] += run.steps * run.calls
+    totals["checksum_failures"] += getattr(run, "checksum_failures", 0)
 
 
 def _hashable(x):
