@@ -51,7 +51,8 @@ TOUR = REPO / "examples" / "collectives_tour.py"
 
 
 @needs_mpiexec
-@pytest.mark.parametrize("ranks, spec", [(8, "dualcube:r=2"), (4, "dualcube:r=2"),
+@pytest.mark.parametrize("ranks, spec", [pytest.param(8, "dualcube:r=2", marks=pytest.mark.slow),
+                                         (4, "dualcube:r=2"),
                                          (2, "hypercube:n=1")])
 def test_an_ordinary_mpi4py_program_runs_unchanged_on_the_network(ranks, spec):
     """examples/collectives_tour.py prints the same on MPI.COMM_WORLD and on dualmpi.Comm (one

@@ -363,7 +363,8 @@ needs_sendrecv = pytest.mark.skipif(
 
 @needs_sendrecv
 @pytest.mark.parametrize("example, args", [("jacobi", ["24", "60"]), ("taskfarm", ["24", "300"])])
-@pytest.mark.parametrize("ranks, spec, q", [(8, "dualcube:r=2", None), (4, "dualcube:r=2", 2),
+@pytest.mark.parametrize("ranks, spec, q", [pytest.param(8, "dualcube:r=2", None, marks=pytest.mark.slow),
+                                            (4, "dualcube:r=2", 2),
                                             (2, "hypercube:n=1", None)])
 def test_the_examples_print_the_same(example, args, ranks, spec, q):
     """examples/jacobi.py (Sendrecv halos on a rank grid, PROC_NULL at its borders, allreduce)

@@ -86,7 +86,9 @@ def test_run_all_collectives_json(mpi_env, tmp_path):
 
 @pytest.mark.parametrize("ranks, want", [
     (3, f"dualmpi: error: {SPEC} has 8 nodes, which cannot be spread evenly over 3 ranks"),
-    (16, f"dualmpi: error: {SPEC} has 8 nodes but the job has 16 ranks"),
+    # (16 ranks: also tests/test_bad_input.py's ranks-too-many, in the default pass)
+    pytest.param(16, f"dualmpi: error: {SPEC} has 8 nodes but the job has 16 ranks",
+                 marks=pytest.mark.slow),
 ])
 def test_run_wrong_rank_count_reports_on_every_rank(mpi_env, ranks, want):
     """3 or 16 ranks for the 8-node D_2 (4 would play 2 nodes each): every rank prints the

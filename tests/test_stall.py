@@ -102,7 +102,8 @@ def _names(line, victim):
 
 
 @needs_mpiexec
-@pytest.mark.parametrize("victim", [3, 0, 6, 5])
+@pytest.mark.parametrize("victim", [3, 0, pytest.param(6, marks=pytest.mark.slow),
+                                    pytest.param(5, marks=pytest.mark.slow)])
 def test_a_stopped_rank_ends_the_job_and_is_named(victim):
     """Rank ``victim`` stopped: the job ends within the deadline plus 20 s, and the first watchdog
     line names the stopped rank as the one that does not answer (before: a line named only the rank
