@@ -20,6 +20,10 @@ starting each repeat with the next variant (A B C D, B C D A, ...):
   the alarm line), so ``checked/floor`` is what those checks cost in C and
   ``dualmpi/checked`` what the Python call around the C loop costs (with, below
   ``calls.ZERO_COPY_ABOVE``, the copies in and out of the store);
+* ``floor-merged``: for a repeated small v-variant, which sends its count table in its
+  plan's messages (``dualmpi.engine.plan.merge``), the merged plan in the same smallest
+  loop, so ``floor-merged/floor`` is what the count table's agreement costs and
+  ``dualmpi/floor-merged`` what the call adds to the plan it runs;
 * ``native``: the MPI library's own collective on the same buffers;
 * ``native-schedule``: native MPI on the same schedule's messages — the plan's messages
   sent as a plain mpi4py program would (``Irecv``/``Isend`` per round, ``Waitall``:
@@ -278,6 +282,10 @@ def main():
                 other()
                 other()
                 variants["against"] = other
+            merged = [run for _, run in runner.companions.values() if run is not None]
+            if world.allreduce(len(merged), op=MPI.MIN) == 1:
+                # a speculated v-variant: its plan and its count table's in one plan
+                variants["floor-merged"] = floor_loop(merged[0])
             if args.neighbor:
                 variants["floor-neighbor"] = neighbor_loop(runner)
             checked = floor_loop(runner, checked=True) if args.layers else None
@@ -318,6 +326,9 @@ def main():
                 row["python/floor"] = med["floor-python"] / med["floor"]
             if "floor-rounds" in med:
                 row["dualmpi/floor-rounds"] = med["dualmpi"] / med["floor-rounds"]
+            if "floor-merged" in med:
+                row["dualmpi/floor-merged"] = med["dualmpi"] / med["floor-merged"]
+                row["floor-merged/floor"] = med["floor-merged"] / med["floor"]
             if "against" in med:
                 row["dualmpi/against"] = med["dualmpi"] / med["against"]
             if "before" in med:
@@ -329,6 +340,9 @@ def main():
                     f" before/native {row['before/native']:6.2f} speed-up {row['before/dualmpi']:5.2f}"
                 if "dualmpi/against" in row:
                     extra += f" dualmpi/against {row['dualmpi/against']:5.2f}"
+                if "floor-merged/floor" in row:
+                    extra += (f" dualmpi/floor-merged {row['dualmpi/floor-merged']:5.2f}"
+                              f" floor-merged/floor {row['floor-merged/floor']:5.2f}")
                 if "neighbor/floor" in row:
                     extra += f" neighbor/floor {row['neighbor/floor']:5.2f}"
                 if "checked/floor" in row:

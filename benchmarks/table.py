@@ -10,7 +10,10 @@ emulator's; with the rounds of the schedule and ``dualmpi - native`` in microsec
 what the model says of the network's part: the schedule's steps and step bytes
 (``Engine.cost``: the coefficients of t_s and t_w) over those of the algorithm MPI runs on as
 many ranks (:data:`MPI_ALGORITHMS`), ``steps`` ratio / ``step bytes`` ratio (the first
-dominates small blocks, the second large ones).
+dominates small blocks, the second large ones).  Where a repeated small v-variant sent its
+count table in its plan's messages, ``floor-merged/floor`` (what the count table's agreement
+costs: the merged plan against the call's plan alone, both in the smallest loop) and
+``dualmpi/floor-merged`` (what the call adds to the plan it runs).
 """
 
 import json
@@ -83,6 +86,9 @@ def gap(paths):
                 "native schedule (µs)", "native (µs)", "dualmpi − native (µs)", "dualmpi/floor",
                 "emulator: dualmpi/native schedule", "network: native schedule/native",
                 "model: steps / step bytes over MPI's", "dualmpi/native"]
+        merged = any("floor-merged/floor" in r for r in data["rows"])
+        if merged:
+            head += ["count table: floor-merged/floor", "dualmpi/floor-merged"]
         if against:
             head += [f"dualmpi/{against}"]
         print("| " + " | ".join(head) + " |")
@@ -97,6 +103,9 @@ def gap(paths):
                      "{:.2f} / {}".format(*_model_cells(meta["spec"], r["collective"],
                                                          r["size"])),
                      f"{r['dualmpi/native']:.2f}"]
+            if merged:
+                cells += [f"{r['floor-merged/floor']:.2f}", f"{r['dualmpi/floor-merged']:.2f}"]\
+                    if "floor-merged/floor" in r else ["—", "—"]
             if against:
                 cells += [f"{r['dualmpi/against']:.2f}"]
             print("| " + " | ".join(cells) + " |")

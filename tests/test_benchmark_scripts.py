@@ -31,6 +31,23 @@ def test_engine_benchmark_writes_every_variant(tmp_path):
 
 
 @needs_mpiexec
+def test_engine_benchmark_times_the_merged_plan_of_a_repeated_small_v_variant(tmp_path):
+    """A small v-variant, repeated, sends its count table in its plan's messages: the merged
+    plan is timed too (floor-merged); a large one runs zero-copy, its table apart."""
+    out = tmp_path / "engine.json"
+    job = run_job(mpi_cmd(2, REPO / "benchmarks" / "engine.py", "hypercube:n=1", "--collectives",
+                          "allgatherv,scatterv", "--sizes", "8,65536", "--repeats", "2",
+                          "--json", out), ompi_env(120), timeout=180)
+    assert job.returncode == 0 and not job.timed_out, job.stdout + job.stderr
+    rows = {(r["collective"], r["size"]): r for r in json.loads(out.read_text())["rows"]}
+    assert set(rows) == {(c, s) for c in ("allgatherv", "scatterv") for s in (8, 65536)}
+    for (coll, size), row in rows.items():
+        assert ("floor-merged" in row["median"]) == (size == 8), (coll, size)
+        if size == 8:
+            assert row["floor-merged/floor"] > 0 and row["dualmpi/floor-merged"] > 0
+
+
+@needs_mpiexec
 def test_progress_thread_benchmark_runs_each_variant_as_asked(tmp_path):
     """One job of each variant: the jobs ran with the thread, with the 10-ms idle sleep and
     without the thread as their names say (engine.py records it), and the ratios are there."""
