@@ -269,9 +269,11 @@ def check_memory(comm, method, kind, sizes, root, itemsize):
 #: beside the exchange (a speculative call); where a pair variant's matrix row starts.
 _CAN, _RAN, _HEAD = 8, 9, 10
 
-#: A v-variant call whose rank moves fewer bytes than this (send and receive buffers) can be
-#: repeated speculatively (its count table exchanged while its plan runs): above, the
-#: plan's rounds cost more than the table's and the call runs zero-copy (ZERO_COPY_ABOVE).
+#: A v-variant call whose rank moves fewer bytes than this (send and receive buffers) per
+#: round of the count table's allgather can be repeated speculatively (its count table
+#: exchanged in its plan's messages, the call's blocks copied through the store): a round of
+#: the table costs about what copying this much in and out does.  Above, the call runs
+#: zero-copy from its second repeat (:data:`ZERO_COPY_ABOVE`) and exchanges its table apart.
 SPECULATE_BELOW = 1 << 15
 
 
@@ -311,7 +313,9 @@ def _can_speculate(comm, call):
     Its plan then runs in one C call on the store (the compiled loop, no option that needs
     the Python loop, a reduction MPI's own operation on a predefined type, no derived
     datatype packed), merged with the count table's (one node per rank:
-    :func:`dualmpi.engine.plan.merge`), and the call is small (:data:`SPECULATE_BELOW`).
+    :func:`dualmpi.engine.plan.merge`), and the call is small: the rank moves less than
+    :data:`SPECULATE_BELOW` bytes per round of the count table's allgather (the same on
+    every rank, a property of the network).
     """
     engine = comm._engine
     if comm._transport.cloop is None or engine.options.get("verify") or \
@@ -321,7 +325,8 @@ def _can_speculate(comm, call):
         return 0
     if any(m.packed for m in call.sends + call.recvs):
         return 0
-    return int(_moved(call.send, call.recv) < SPECULATE_BELOW)
+    rounds = engine.counts("allgather", 0, comm.variant)[0]
+    return int(_moved(call.send, call.recv) < SPECULATE_BELOW * max(1, rounds))
 
 
 class _Speculation:
@@ -479,7 +484,7 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
         memo = _VectorMemo(template, args, call, row, table, counts, None if first else run,
                            comm._engine.evictions, speculate)
         comm._last_runner = run  # the call's, not its count table's
-        if zero and moved >= ZERO_COPY_ABOVE:
+        if zero and moved >= ZERO_COPY_ABOVE and not speculate:
             memo.remake = (desc.name, nbytes, root, sdispls, rdispls, call.itemsize,
                            _salt(method))
         _install(comm, method, memo)
@@ -487,8 +492,8 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
 
 #: Calls repeated with the same buffers run zero-copy from pieces of this many bytes (a
 #: fixed-count call, :meth:`dualmpi.Comm._runner`) or from this many bytes moved by the rank (a
-#: remembered v-variant call, :func:`_zero_copy`); below it the copies cost less than looking
-#: the buffers up (docs/performance.md).
+#: remembered v-variant call that does not speculate, :func:`_zero_copy`); below it the copies
+#: cost less than looking the buffers up (docs/performance.md).
 ZERO_COPY_ABOVE = 1 << 15
 
 

@@ -199,3 +199,58 @@ def test_in_place_repeats_with_a_derived_datatype_match_mpi(index):
         pair.Free()
     assert agree(not problems and (speculated >= 4 if speculates(index) else speculated == 0)), \
         (problems, speculated)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("method", ("Allgatherv", "Alltoallv"))
+@pytest.mark.parametrize("index", NETS)
+def test_calls_over_the_zero_copy_size_speculate_where_the_table_has_rounds(index, method):
+    """A rank that moves 32 KiB or more (``calls.ZERO_COPY_ABOVE``) still speculates when it
+    moves less than ``calls.SPECULATE_BELOW`` per round of the count table's allgather (the
+    table would cost more rounds than the copies): its repeats, its counts changed at step 3
+    and new buffers at step 5 all equal MPI's (gaps included).  Where the table has one
+    round (2 ranks) such a call runs zero-copy instead and does not speculate."""
+    from dualmpi import calls
+
+    net = fresh(index)
+    problems, speculated = [], 0
+    try:
+        rounds = max(1, net._engine.counts("allgather", 0, net.variant)[0])
+        # bytes the rank moves: half-way between the zero-copy size and the band's end
+        target = calls.ZERO_COPY_ABOVE * (rounds + 1) // 2 + (calls.ZERO_COPY_ABOVE // 2
+                                                              if rounds == 1 else 0)
+        for step in range(7):
+            if method == "Allgatherv":
+                c = target // (8 * (SIZE + 1)) - (step >= 3)
+                counts = np.full(SIZE, c, dtype=np.int64)
+                displs, length = v_displs(counts, 1, range(SIZE - 1, -1, -1))
+                if step in (0, 3, 5):
+                    send = data(np.float64, c, step)
+                recv, ref = sentinel(np.float64, length), sentinel(np.float64, length)
+                spec = lambda buf: [buf, (counts, displs), MPI.DOUBLE]  # noqa: E731
+                run = lambda comm, buf: comm.Allgatherv(send, spec(buf))  # noqa: E731
+            else:
+                c = target // (8 * SIZE) - (step >= 3)
+                counts = np.full(SIZE, c, dtype=np.int64)
+                sdispls = np.arange(SIZE, dtype=np.int64) * c
+                rdispls, length = v_displs(counts, 1, range(SIZE - 1, -1, -1))
+                if step in (0, 3, 5):
+                    send = data(np.int32, SIZE * c, step)
+                recv, ref = sentinel(np.int32, length), sentinel(np.int32, length)
+                run = lambda comm, buf: comm.Alltoallv(  # noqa: E731
+                    [send, (counts, sdispls), MPI.INT32_T], [buf, (counts, rdispls), MPI.INT32_T])
+            moved = send.nbytes + 4 * SIZE * c if method == "Alltoallv" else \
+                send.nbytes + 8 * SIZE * c
+            if step == 0 and not calls.ZERO_COPY_ABOVE <= moved:
+                problems.append(("the call moves", moved))
+            was = method in net._v_spec
+            run(net, recv)
+            speculated += was
+            run(WORLD, ref)
+            if recv.tobytes() != ref.tobytes():
+                problems.append((step, "differs from MPI"))
+    finally:
+        net.Free()
+    band = rounds > 1 and speculates(index)
+    assert agree(not problems and (speculated >= 4 if band else speculated == 0)), \
+        (problems, speculated, rounds)
