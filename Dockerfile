@@ -13,7 +13,8 @@ ENV OMPI_ALLOW_RUN_AS_ROOT=1 \
     PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe \
     OMPI_MCA_mpi_yield_when_idle=true \
     MPIEXEC_TIMEOUT=600 \
-    MPIEXEC_TIMEOUT_MANY=900
+    MPIEXEC_TIMEOUT_MANY=900 \
+    NUMPY_MADVISE_HUGEPAGE=0
 
 # A C compiler for the engine's compiled round loop and the one-link lane (built on first use
 # with the wheel's mpicc, the image's Python headers for the lane; without one the rounds and

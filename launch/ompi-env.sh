@@ -1,4 +1,4 @@
-# Open MPI environment for dualmpi: the one place it lives.
+# Open MPI environment for dualmpi (and one numpy setting for oversubscribed hosts): the one place it lives.
 # Sourced (never copied) by launch/test, launch/demo and CI: `. launch/ompi-env.sh`.
 # Every value is a default; a variable already set in the environment wins.
 # The OMPI_/PRTE_ variables are ignored by other MPIs (e.g. MPICH).
@@ -18,3 +18,10 @@ export MPIEXEC_TIMEOUT="${MPIEXEC_TIMEOUT:-600}"
 # ... and for launch/test's tiers of 32 ranks and more, when larger: CPU-bound on a few cores,
 # their time swings with the machine's load (5-10 min on 2 cores).
 export MPIEXEC_TIMEOUT_MANY="${MPIEXEC_TIMEOUT_MANY:-900}"
+# numpy asks the kernel for transparent huge pages on arrays of 4 MiB and more (madvise); the
+# kernel's khugepaged then collapses those pages holding the process's memory-map lock, at
+# nice 19. With more busy ranks than cores it gets almost no CPU while it holds the lock, and a
+# rank that maps or unmaps memory (a large array, a thread's stack) waits behind it: a 32-rank
+# CI tier stalled over 10 minutes that way (the kernel's hung-task report: "blocked on an
+# rw-semaphore likely owned by task khugepaged"; docs/reliability.md). 0: no such request.
+export NUMPY_MADVISE_HUGEPAGE="${NUMPY_MADVISE_HUGEPAGE:-0}"
