@@ -20,10 +20,10 @@ starting each repeat with the next variant (A B C D, B C D A, ...):
   the alarm line), so ``checked/floor`` is what those checks cost in C and
   ``dualmpi/checked`` what the Python call around the C loop costs (with, below
   ``calls.ZERO_COPY_ABOVE``, the copies in and out of the store);
-* ``floor-merged``: for a repeated small v-variant, which sends its count table in its
-  plan's messages (``dualmpi.engine.plan.merge``), the merged plan in the same smallest
-  loop, so ``floor-merged/floor`` is what the count table's agreement costs and
-  ``dualmpi/floor-merged`` what the call adds to the plan it runs;
+* ``floor-merged``: for a repeated v-variant, which sends its count table in its plan's
+  messages (``dualmpi.engine.plan.merge``; zero-copy from 32 KiB moved by a rank), the
+  merged plan in the same smallest loop, so ``floor-merged/floor`` is what the count
+  table's agreement costs and ``dualmpi/floor-merged`` what the call adds to the plan it runs;
 * ``native``: the MPI library's own collective on the same buffers;
 * ``native-schedule``: native MPI on the same schedule's messages — the plan's messages
   sent as a plain mpi4py program would (``Irecv``/``Isend`` per round, ``Waitall``:

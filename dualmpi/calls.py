@@ -269,14 +269,6 @@ def check_memory(comm, method, kind, sizes, root, itemsize):
 #: beside the exchange (a speculative call); where a pair variant's matrix row starts.
 _CAN, _RAN, _HEAD = 8, 9, 10
 
-#: A v-variant call whose rank moves fewer bytes than this (send and receive buffers) per
-#: round of the count table's allgather can be repeated speculatively (its count table
-#: exchanged in its plan's messages, the call's blocks copied through the store): a round of
-#: the table costs about what copying this much in and out does.  Above, the call runs
-#: zero-copy from its second repeat (:data:`ZERO_COPY_ABOVE`) and exchanges its table apart.
-SPECULATE_BELOW = 1 << 15
-
-
 def _table_width(comm, desc):
     """Columns of a v-variant's count table (a pair variant carries a row of the matrix)."""
     return _HEAD + (2 * comm.size if desc.counts == "pair" else 0)
@@ -310,12 +302,13 @@ def _repeated(a):
 def _can_speculate(comm, call):
     """1 when this rank can run the method's next call speculatively (see :func:`_vector_call`).
 
-    Its plan then runs in one C call on the store (the compiled loop, no option that needs
-    the Python loop, a reduction MPI's own operation on a predefined type, no derived
-    datatype packed), merged with the count table's (one node per rank:
-    :func:`dualmpi.engine.plan.merge`), and the call is small: the rank moves less than
-    :data:`SPECULATE_BELOW` bytes per round of the count table's allgather (the same on
-    every rank, a property of the network).
+    Its plan then runs in one C call (the compiled loop, no option that needs the Python
+    loop, a reduction MPI's own operation on a predefined type, no derived datatype
+    packed), merged with the count table's (one node per rank:
+    :func:`dualmpi.engine.plan.merge`) — on the store, or zero-copy from the call's second
+    repeat when the rank moves :data:`ZERO_COPY_ABOVE` bytes or more — and the call has a
+    runner to keep: the rank moves less than twice :data:`ZERO_COPY_FIRST` bytes (above, a
+    call on new buffers runs on a runner of its own, released after it).
     """
     engine = comm._engine
     if comm._transport.cloop is None or engine.options.get("verify") or \
@@ -325,8 +318,7 @@ def _can_speculate(comm, call):
         return 0
     if any(m.packed for m in call.sends + call.recvs):
         return 0
-    rounds = engine.counts("allgather", 0, comm.variant)[0]
-    return int(_moved(call.send, call.recv) < SPECULATE_BELOW * max(1, rounds))
+    return int(_moved(call.send, call.recv) < 2 * ZERO_COPY_FIRST)
 
 
 class _Speculation:
@@ -394,9 +386,9 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
     :mod:`dualmpi.engine.recall`); ``exchanged``: that call exchanged the table and found it
     changed, so the table is in ``comm._v_memo[method].table``.
 
-    Speculative: when the last table said every rank can (``_CAN``: a small call whose plan
-    runs in one C call), every rank's next call of the method runs the last plan with the
-    table's exchange, the two plans merged into one, the table carried in the plan's
+    Speculative: when the last table said every rank can (``_CAN``: a plan that runs in one
+    C call, :func:`_can_speculate`), every rank's next call of the method runs the last plan
+    with the table's exchange, the two plans merged into one, the table carried in the plan's
     messages where they share a link and round (:func:`dualmpi.engine.mpi.pair`;
     :class:`_Speculation` for a rank whose arguments are not the remembered ones); when the
     table comes back as the plan's, the call is done in the rounds of one, else every rank
@@ -415,6 +407,8 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
         if not exchanged and memo.table.tobytes() == memo.seen:
             if memo.pair is not None:  # the plan ran beside the exchange: the call is done
                 comm._last_runner = memo.run
+                if memo.remake is not None:  # repeated: from the next call on, zero-copy
+                    _zero_copy(comm, method, memo)
                 return
             if memo.data is None:  # the first call ran on a runner of its own: bind one now
                 _zero_copy(comm, method, memo)
@@ -484,7 +478,7 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
         memo = _VectorMemo(template, args, call, row, table, counts, None if first else run,
                            comm._engine.evictions, speculate)
         comm._last_runner = run  # the call's, not its count table's
-        if zero and moved >= ZERO_COPY_ABOVE and not speculate:
+        if zero and moved >= ZERO_COPY_ABOVE:
             memo.remake = (desc.name, nbytes, root, sdispls, rdispls, call.itemsize,
                            _salt(method))
         _install(comm, method, memo)
@@ -492,8 +486,9 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
 
 #: Calls repeated with the same buffers run zero-copy from pieces of this many bytes (a
 #: fixed-count call, :meth:`dualmpi.Comm._runner`) or from this many bytes moved by the rank (a
-#: remembered v-variant call that does not speculate, :func:`_zero_copy`); below it the copies
-#: cost less than looking the buffers up (docs/performance.md).
+#: remembered v-variant call, :func:`_zero_copy`, its count table merged into the zero-copy
+#: plan when it speculates); below it the copies cost less than looking the buffers up
+#: (docs/performance.md).
 ZERO_COPY_ABOVE = 1 << 15
 
 
@@ -561,7 +556,10 @@ def _zero_copy(comm, method, memo):
     the engine's zero-copy runner, :meth:`Engine.runner <dualmpi.engine.core.Engine.runner>`
     with ``buffers``): no copy in or out but the rank's own block.  Local only (no
     message), so every rank may do it or not; a new memo replaces the old one, its count
-    table's allgather bound again after the new plan (which may have evicted it).
+    table's allgather bound again after the new plan (which may have evicted it).  A memo
+    that speculates keeps doing so: the zero-copy plan merged with the table's
+    (:func:`dualmpi.engine.mpi.pair`) sends the bytes the store's merged plan sends, so its
+    messages match those of a rank whose call runs on the store (:class:`_Speculation`).
     """
     name, nbytes, root, sdispls, rdispls, itemsize, salt = memo.remake
     memo.remake = None
@@ -580,7 +578,7 @@ def _zero_copy(comm, method, memo):
         return
     table = np.frombuffer(memo.seen, dtype=np.int64).reshape(memo.table.shape)
     _install(comm, method, _VectorMemo(memo.template, memo.args, call, memo.row, table, counts,
-                                       run, comm._engine.evictions))
+                                       run, comm._engine.evictions, memo.pair is not None))
 
 
 def _install(comm, method, memo):
@@ -592,7 +590,10 @@ def _install(comm, method, memo):
     """
     comm._v_memo[method] = memo
     module = recall.load()
+    # (a memo without the pair when the method speculates: the Python path runs the call
+    # beside the table as every rank does, :class:`_Speculation`)
     if memo.data is None or memo.remake is not None or module is None or \
+            (method in comm._v_spec) != (memo.pair is not None) or \
             not isinstance(memo.exchange, module.Recall) or \
             not isinstance(memo.data, module.Recall) or \
             not (memo.pair is None or isinstance(memo.pair, module.Recall)):

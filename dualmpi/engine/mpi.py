@@ -267,11 +267,13 @@ class MPIRunner:
     holds only the other slots (:meth:`_held`) and :attr:`bound` is the plan it runs
     (segments at absolute addresses, ``slot_offset`` the slots' offsets in the store, -1 for
     those in the user's buffers).  It runs only with those very buffers (the engine caches
-    it by their addresses).
+    it by their addresses).  ``absolute=True`` without ``buffers``: ``bound`` is already at
+    absolute addresses (a zero-copy runner's plan merged with another, :func:`pair`); the
+    store holds the call's signature and trailers only.
     """
 
     def __init__(self, transport, bound, plan, verify=False, shape=None, drop=None, signature=0,
-                 layout=None, buffers=None, combine=None, store=None):
+                 layout=None, buffers=None, combine=None, store=None, absolute=False):
         self.transport, self.bound, self.plan = transport, bound, plan
         #: a reduction's ``combine(src, dst)`` (None: no reduction)
         self.combine = combine
@@ -305,15 +307,18 @@ class MPIRunner:
         self.alarm = transport.alarm
         self._senders = []
         trail_at = sig_at + 8
-        self.absolute = buffers is not None
+        self.absolute = buffers is not None or absolute
         self._own, self._seeds = [], []
         #: the user's (send, recv) uint8 arrays a zero-copy runner is bound to
         self.buffers = buffers
-        if self.absolute:
+        #: other runners' stores this one's segments address (a merged zero-copy runner's)
+        self.stores = ()
+        if buffers is not None:
             bound, self._own, self._seeds = self._relocate(bound, plan, layout, buffers, where,
                                                            seeded, held_at)
             # what runs: segments at absolute addresses; slots at their offsets in the store
             self.bound = dataclasses.replace(bound, nbytes=held, slot_offset=held_at)
+        if self.absolute:
             base = self.store.ctypes.data
             sig_at, trail_at = base + sig_at, base + trail_at
         self._types, self._reqs, self._loop, self._checks = [], [], [], []
@@ -785,7 +790,7 @@ class MPIRunner:
                 other.free()
         self.companions = {}
         if self.alarm.broken is not None and self._reqs:
-            ABANDONED.append((self.store, self.buffers))
+            ABANDONED.append((self.store, self.buffers, self.stores))
         for req in self._reqs:
             if req != MPI.REQUEST_NULL:
                 req.Free()
@@ -805,24 +810,33 @@ def pair(first, first_buffers, second, second_buffers):
     collectives it runs).  ``*_buffers`` are ``(send, recv)`` as for
     :meth:`MPIRunner.bind_call` (``(None, None)``: that plan runs on the store, nothing
     copied).  For runners of one node per rank that run in one C call
-    (:attr:`MPIRunner.single`), the first without combines; None for others.  A v-variant's
+    (:attr:`MPIRunner.single`), the first without combines and not zero-copy (the second
+    may be: the merged runner then addresses its buffers and the first's store directly);
+    None for others.  A v-variant's
     count table exchanged in its plan's messages (:func:`dualmpi.calls._vector_call`).
     """
     if not (isinstance(first, MPIRunner) and isinstance(second, MPIRunner)
-            and first.single and second.single and not (first.absolute or second.absolute)
+            and first.single and second.single and not first.absolute
             and second.plan.q == 1):
         return None
     hit = second.companions.get(id(first))
     if hit is None:
         from .plan import merge
 
-        parts = merge(first.bound, second.bound, second.plan.rank)
+        # a zero-copy second: first's segments at their addresses in first's own store
+        shift = first.store.ctypes.data if second.absolute else None
+        parts = merge(first.bound, second.bound, second.plan.rank, shift)
         run = None
         if parts is not None:
             bound, copy_in, copy_out = parts
             signature = (first.signature * _MIX + second.signature) & _MASK
+            if second.absolute:
+                bound = dataclasses.replace(bound, nbytes=0)
             run = MPIRunner(second.transport, bound, second.plan, signature=signature,
-                            combine=second.combine)
+                            combine=second.combine, absolute=second.absolute)
+            if second.absolute:  # its own block and seeds, and the stores its segments address
+                run._own, run._seeds, run.buffers = second._own, second._seeds, second.buffers
+                run.stores = (first.store, second.store)
             run.parts = first.parts + second.parts
             run.hop_rounds = first.hop_rounds + second.hop_rounds
             run.steps = first.steps + second.steps
@@ -839,7 +853,7 @@ def pair(first, first_buffers, second, second_buffers):
     if run is None:
         return None
     send, recv = first_buffers
-    base = run.store.ctypes.data
+    base = 0 if run.absolute else run.store.ctypes.data
     pre = [] if send is None else [(base + a, send.ctypes.data + b, n)
                                    for a, b, n in run.copy_in_first]
     post = [] if recv is None else [(recv.ctypes.data + a, base + b, n)

@@ -543,12 +543,15 @@ def _bind(plan, layout, packets, positions=None):
                      offset, size, copies_all, moves)
 
 
-def merge(first, second, rank):
+def merge(first, second, rank, shift=None):
     """Return one plan that runs two bound plans of one rank together, or None.
 
     Round ``k`` of the result is round ``k`` of both; where both send to (receive from) the
     same rank in the same round, their segments travel in one message, ``second``'s first.
-    ``second``'s store is the result's first ``second.nbytes`` bytes, ``first``'s follows it.
+    ``second``'s store is the result's first ``second.nbytes`` bytes, ``first``'s follows it
+    (``shift``: ``first``'s offsets move by that much instead — for a ``second`` at absolute
+    addresses, a zero-copy runner's, the address of ``first``'s store, whose bytes then stay
+    where they are).
     Returns ``(plan, copy_in, copy_out)``: ``plan`` copies ``second``'s buffers in and out,
     ``copy_in``/``copy_out`` are ``first``'s segments in the same form (store offsets moved).
     The link counts are those of the messages the result sends.  For plans of one node per
@@ -567,6 +570,9 @@ def merge(first, second, rank):
     ([1, 1], True)
     >>> int(plan.link_messages.sum()), int(plan.link_bytes.sum())
     (2, 224)
+    >>> _, at, _ = merge(a, b, 0, shift=1 << 20)  # first's offsets moved by 1 MiB instead
+    >>> (at[1] - cin[1]).tolist() == [(1 << 20) - b.nbytes] * at[1].size
+    True
     """
     if any(rnd.combines[0].size for rnd in first.rounds):
         return None
@@ -578,7 +584,8 @@ def merge(first, second, rank):
             acc = links.setdefault(d, [0, 0])
             acc[0] += m
             acc[1] += n
-    shift = second.nbytes
+    if shift is None:
+        shift = second.nbytes
     rounds = {rnd.index: {"sends": list(rnd.sends), "recvs": list(rnd.recvs),
                           "copies": [rnd.copies], "combines": rnd.combines}
               for rnd in second.rounds}
