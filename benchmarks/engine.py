@@ -36,6 +36,10 @@ starting each repeat with the next variant (A B C D, B C D A, ...):
   same way) on the same buffers, e.g. the commit before a change, so a change's
   before/after is timed in one run.
 
+``--collectives`` also takes the in-place calls (``IN_PLACE``) and v-variants whose counts
+change on every call (``CHANGING``: ``alltoallv_changing`` alternates the equal counts and
+every count one byte less, on the same buffers; the floor is then the last call's plan).
+
 A repeat times ``k`` calls, each after a barrier (OSU method), and keeps the largest
 per-rank mean; the table gives the median over repeats and the ratios.  The results
 of ``dualmpi`` are checked against ``native`` before anything is timed.
@@ -77,10 +81,16 @@ _REDUCING = ("allreduce", "reduce", "scan", "exscan", "reduce_scatter_block")
 #: Also timed when asked for (not in ``all``): ``MPI.IN_PLACE`` calls, the data in the receive
 #: buffer (the allreduce with MPI.MAX, so that repeated calls leave the data as it is).
 IN_PLACE = ("allgather_in_place", "allreduce_in_place")
+#: Also timed when asked for: v-variants whose counts change on every call, the same buffers:
+#: every count one byte less on every other call (a program whose counts never repeat).
+CHANGING = ("scatterv_changing", "gatherv_changing", "allgatherv_changing",
+            "alltoallv_changing")
 
 
 def buffers(coll, ranks, size, rng):
     """Return ``(send, recv)`` for one collective at one block size (uint8; doubles to reduce)."""
+    coll = coll.removesuffix("_changing")
+
     def data(n):
         return rng.integers(0, 255, n, dtype=np.uint8)
 
@@ -104,9 +114,20 @@ def buffers(coll, ranks, size, rng):
     return data(size * ranks), np.zeros(size * ranks, np.uint8)
 
 
-def api_call(target, coll, send, recv):
-    """Return a function calling ``coll`` on ``target`` (a dualmpi.Comm or an MPI communicator)."""
+def api_call(target, coll, send, recv, less=0):
+    """Return a function calling ``coll`` on ``target`` (a dualmpi.Comm or an MPI communicator).
+
+    ``less``: a v-variant's counts that many bytes less than the buffers'."""
     ranks = target.Get_size()
+    if coll.endswith("_changing"):  # the counts of the equal-count call, then one byte less
+        calls = [api_call(target, coll.removesuffix("_changing"), send, recv, less)
+                 for less in (0, 1)]
+        turn = [1]
+
+        def changing():
+            turn[0] ^= 1
+            calls[turn[0]]()
+        return changing
     if coll == "barrier":
         return lambda: target.Barrier()
     if coll == "bcast":
@@ -121,14 +142,16 @@ def api_call(target, coll, send, recv):
         return lambda: target.Alltoall(send, recv)
     if coll in ("scatterv", "gatherv", "allgatherv"):
         piece = send.size // ranks if coll == "scatterv" else send.size
-        counts = [piece] * ranks
+        counts = [piece - less] * ranks
         if coll == "scatterv":
-            return lambda: target.Scatterv([send, counts], recv, 0)
+            mine = recv[:piece - less] if less else recv
+            return lambda: target.Scatterv([send, counts], mine, 0)
+        mine = send[:piece - less] if less else send
         if coll == "gatherv":
-            return lambda: target.Gatherv(send, [recv, counts], 0)
-        return lambda: target.Allgatherv(send, [recv, counts])
+            return lambda: target.Gatherv(mine, [recv, counts], 0)
+        return lambda: target.Allgatherv(mine, [recv, counts])
     if coll == "alltoallv":
-        counts = [send.size // ranks] * ranks
+        counts = [send.size // ranks - less] * ranks
         return lambda: target.Alltoallv([send, counts], [recv, counts])
     if coll == "allgather_in_place":
         return lambda: target.Allgather(MPI.IN_PLACE, recv)
@@ -143,6 +166,7 @@ def api_call(target, coll, send, recv):
 
 def same_results(coll, rank, send, send2, recv, recv2):
     """True when dualmpi's results equal native MPI's (what MPI defines of them)."""
+    coll = coll.removesuffix("_changing")
     if coll == "barrier":
         return True
     if coll == "bcast":
@@ -225,8 +249,8 @@ def main():
     parser.add_argument("--json", required=True)
     parser.add_argument("--sizes", default="8,1024,65536,1048576")
     parser.add_argument("--collectives", default=",".join(COLLECTIVES),
-                        help="comma-separated, of " + ", ".join(ALL + IN_PLACE) + "; or all "
-                        "(all but the in-place ones)")
+                        help="comma-separated, of " + ", ".join(ALL + IN_PLACE + CHANGING)
+                        + "; or all (all but the in-place and changing ones)")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--before", action="store_true", help="also time the engine of " + BEFORE)
     parser.add_argument("--against", metavar="COMMIT",
@@ -241,7 +265,7 @@ def main():
     topo = from_spec(args.spec)
     sizes = [int(s) for s in args.sizes.split(",")]
     colls = list(ALL) if args.collectives == "all" else args.collectives.split(",")
-    unknown = sorted(set(colls) - set(ALL) - set(IN_PLACE))
+    unknown = sorted(set(colls) - set(ALL) - set(IN_PLACE) - set(CHANGING))
     if unknown:
         raise SystemExit(f"--collectives: unknown {', '.join(unknown)} (choose from {', '.join(ALL)})")
     load = [os.getloadavg()]

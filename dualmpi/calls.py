@@ -341,12 +341,14 @@ class _Speculation:
         self.params, self.row, self.seen = params, row, seen
 
     def fits(self, comm, desc, call, row):
-        """True when ``call`` (its ``row``) runs on the plan: the same row, displacements
-        and item size."""
+        """True when ``call`` (its ``row``) runs on the plan: the same row (but ``_CAN``),
+        displacements and item size."""
         name, nbytes, root, sdispls, rdispls, itemsize, op, salt = self.params
         if call is None or call.itemsize != itemsize or row.size != self.row.size:
             return False
-        if not np.array_equal(_repeated(row), self.row):
+        mine = _repeated(row)
+        mine[_CAN] = self.row[_CAN]
+        if not np.array_equal(mine, self.row):
             return False
         return all(a is None and b is None or a is not None and b is not None and
                    np.array_equal(a, b)
@@ -399,8 +401,8 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
     template = None
     # (a rank that speculates must, as every rank does: a memo without the pair is no match)
     if exchanged or (memo is not None and args is not None and
-                     (spec is None) == (memo.pair is None) and
-                     memo.epoch == comm._engine.evictions and same(memo.template, tuple(args))):
+                     memo.epoch == comm._engine.evictions and same(memo.template, tuple(args))
+                     and _ready(comm, method, memo, spec)):
         template = memo.template
         if not exchanged:
             (memo.pair or memo.exchange)()
@@ -428,7 +430,13 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
         call, problem = _read(read)
         row, problem = _row(comm, method, desc, call, problem)
         table = np.zeros((comm.size, row.size), dtype=np.int64)
-        if spec is not None and problem is None and spec.fits(comm, desc, call, row):
+        last = comm._v_last.get(method)  # (``spec`` when there is one)
+        fits = last is not None and problem is None and last.fits(comm, desc, call, row)
+        if last is not None and not fits:
+            # not the last call's counts: the next call does not speculate either (a program
+            # whose counts change every call would run every plan twice)
+            row[_CAN] = 0
+        if spec is not None and fits:
             # new buffers for the same plan: run it on them beside the exchange
             row[_RAN] = 1
             call.pack()
@@ -468,12 +476,15 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
             comm._engine.release(run)
     call.unpack()
     speculate = bool(table[:, _CAN].all())
+    last = comm._v_last[method] = _Speculation(
+        (desc.name, nbytes, root, _copy(sdispls), _copy(rdispls), call.itemsize, call.op,
+         _salt(method)), _repeated(row), _repeated(table).tobytes())
     if speculate:
-        comm._v_spec[method] = _Speculation((desc.name, nbytes, root, _copy(sdispls),
-                                             _copy(rdispls), call.itemsize, call.op,
-                                             _salt(method)), _repeated(row),
-                                            _repeated(table).tobytes())
+        comm._v_spec[method] = last
     if template is not None and not packed and getattr(run, "bind_call", None) is not None:
+        # a repeat of this call fits its plan: it says whether the rank can speculate (the
+        # table then differs from this one where a rank said not, and is agreed afresh)
+        row[_CAN] = _can_speculate(comm, call)
         counts = comm._runner("allgather", 0, row.nbytes, salt=_salt(method + " counts"))
         memo = _VectorMemo(template, args, call, row, table, counts, None if first else run,
                            comm._engine.evictions, speculate)
@@ -577,8 +588,10 @@ def _zero_copy(comm, method, memo):
         _install(comm, method, memo)
         return
     table = np.frombuffer(memo.seen, dtype=np.int64).reshape(memo.table.shape)
-    _install(comm, method, _VectorMemo(memo.template, memo.args, call, memo.row, table, counts,
-                                       run, comm._engine.evictions, memo.pair is not None))
+    memo = _VectorMemo(memo.template, memo.args, call, memo.row, table, counts, run,
+                       comm._engine.evictions, memo.pair is not None)
+    memo.ready(memo.speculate)  # bound now: the call repeats
+    _install(comm, method, memo)
 
 
 def _install(comm, method, memo):
@@ -623,11 +636,12 @@ class _VectorMemo:
     allgather, bound to them); ``data()`` runs the call's plan bound to its buffers; ``seen``
     is the table the plan was made for, as a repeat of it sends it (every ``_RAN`` 1);
     ``pair()``, when the method runs speculatively (``speculate``), does both at once
-    (:func:`dualmpi.engine.mpi.pair`).
+    (:func:`dualmpi.engine.mpi.pair`).  The three are bound on the first repeat
+    (:meth:`ready`): a program whose calls change every time binds nothing.
     """
 
     __slots__ = ("template", "args", "call", "row", "table", "seen", "exchange", "run", "data",
-                 "epoch", "remake", "pair")
+                 "epoch", "remake", "pair", "counts", "speculate", "bound")
 
     def __init__(self, template, args, call, row, table, counts, run, epoch, speculate=False):
         self.template, self.args, self.call, self.row, self.epoch = template, args, call, row, \
@@ -636,12 +650,33 @@ class _VectorMemo:
         self.remake = None
         row[_RAN] = 1  # a repeat runs the plan on its buffers (or the table is not ``seen``)
         self.table, self.seen, self.run = np.zeros_like(table), _repeated(table).tobytes(), run
-        out = (row.view(np.uint8), self.table.view(np.uint8).reshape(-1))
-        self.exchange = counts.bind_call(*out)
-        #: None when the call ran on a runner of its own (``run`` None): the next repeat binds
-        self.data = None if run is None else run.bind_call(call.send, call.recv)
-        self.pair = engine_mpi.pair(counts, out, run, (call.send, call.recv)) \
-            if speculate and run is not None else None
+        self.counts, self.speculate = counts, speculate and run is not None
+        self.exchange = self.data = self.pair = None
+        self.bound = False
+
+    def ready(self, speculating):
+        """Bind the calls (the first time); True when the memo runs as every rank's call then
+        does: beside the table's exchange when the method is ``speculating``."""
+        if not self.bound:
+            self.bound = True
+            out = (self.row.view(np.uint8), self.table.view(np.uint8).reshape(-1))
+            self.exchange = self.counts.bind_call(*out)
+            call, run = self.call, self.run
+            #: None when the call ran on a runner of its own (``run`` None): the repeat binds
+            self.data = None if run is None else run.bind_call(call.send, call.recv)
+            self.pair = engine_mpi.pair(self.counts, out, run, (call.send, call.recv)) \
+                if self.speculate else None
+        return speculating == (self.pair is not None)
+
+
+def _ready(comm, method, memo, spec):
+    """True when ``memo``, whose arguments the call repeats, runs it (:meth:`_VectorMemo.ready`);
+    bound for the first time, it is installed to be matched in C from the next call on."""
+    first = not memo.bound
+    ok = memo.ready(spec is not None)
+    if first and ok:
+        _install(comm, method, memo)
+    return ok
 
 
 class _NotRemembered(Exception):

@@ -148,6 +148,8 @@ class Comm(p2p.PointToPoint):
         self._v_memo = {}
         #: the v-variant methods whose next call runs speculatively (calls._Speculation)
         self._v_spec = {}
+        #: the plan of each v-variant method's last full call (calls._Speculation)
+        self._v_last = {}
         self._fast, self._gen, self._last = {}, 0, {}
         #: whether a call can be bound in place, per call shape (calls._apart)
         self._in_place = {}
@@ -212,6 +214,7 @@ class Comm(p2p.PointToPoint):
             setattr(self, "_m" + name, calls.no_match)
         self._v_memo = {}
         self._v_spec = {}
+        self._v_last = {}
 
     def Free(self):
         """Release the plans, persistent requests and the graph communicator."""

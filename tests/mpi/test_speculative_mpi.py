@@ -176,6 +176,38 @@ def test_new_buffers_with_the_same_counts_run_once(index, method):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("index", NETS)
+def test_counts_that_change_every_call_stop_the_speculation(index, method):
+    """Calls with counts A, A, then B, A, B, A, A, A, A: the speculative run of step 2 fails
+    (new counts), and the calls that do not repeat their predecessor's counts do not
+    speculate (steps 3-5: the table and the plan, two collectives a call, not the last plan
+    run again beside the table first); a repeat speculates again from the call after it
+    (steps 7 and 8).  Every result equals MPI's."""
+    net = fresh(index)
+    problems, was, per_call = [], [], []
+    try:
+        cases = {"A": _Case(method, 30, LAST), "B": _Case(method, 31, LAST)}
+        for step, name in enumerate("AABABAAAA"):
+            case = cases[name]
+            case.recv[...] = sentinel(case.recv.dtype, case.recv.size)
+            was.append(method in net._v_spec)
+            before = net.stats()["collectives"]
+            case.call(net, case.recv)
+            per_call.append(net.stats()["collectives"] - before)
+            ref = sentinel(case.recv.dtype, case.recv.size)
+            case.call(WORLD, ref)
+            if case.recv.tobytes() != ref.tobytes():
+                problems.append((step, "differs from MPI"))
+    finally:
+        net.Free()
+    want = [False, True, True, False, False, False, False, True, True] if speculates(index) \
+        else [False] * 9
+    assert agree(not problems and was == want and per_call[3:6] == [2, 2, 2]), \
+        (problems, was, per_call)
+
+
+@pytest.mark.mpi
 @pytest.mark.parametrize("index", NETS)
 def test_in_place_repeats_with_a_derived_datatype_match_mpi(index):
     """``Allgatherv(MPI.IN_PLACE, [recv, (counts, displs), pair])`` with a derived datatype of
