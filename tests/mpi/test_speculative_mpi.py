@@ -147,6 +147,20 @@ def test_speculative_repeats_match_mpi(index, method):
     assert agree(not problems and enough), (problems, speculated)
 
 
+def _counted(net, case, step, problems):
+    """Run ``case`` on ``net``; return how many collectives that was (``stats()``), and add
+    ``step`` to ``problems`` when the result is not MPI's."""
+    case.recv[...] = sentinel(case.recv.dtype, case.recv.size)
+    before = net.stats()["collectives"]
+    case.call(net, case.recv)
+    count = net.stats()["collectives"] - before
+    ref = sentinel(case.recv.dtype, case.recv.size)
+    case.call(WORLD, ref)
+    if case.recv.tobytes() != ref.tobytes():
+        problems.append((step, "differs from MPI"))
+    return count
+
+
 @pytest.mark.mpi
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("index", NETS)
@@ -160,13 +174,7 @@ def test_new_buffers_with_the_same_counts_run_once(index, method):
         case = _Case(method, 3, LAST)
         for step in range(4):
             case.make()  # new objects, the same values and counts
-            before = net.stats()["collectives"]
-            case.call(net, case.recv)
-            per_call.append(net.stats()["collectives"] - before)
-            ref = sentinel(case.recv.dtype, case.recv.size)
-            case.call(WORLD, ref)
-            if case.recv.tobytes() != ref.tobytes():
-                problems.append((step, "differs from MPI"))
+            per_call.append(_counted(net, case, step, problems))
         speculating = method in net._v_spec
     finally:
         net.Free()
@@ -189,16 +197,8 @@ def test_counts_that_change_every_call_stop_the_speculation(index, method):
     try:
         cases = {"A": _Case(method, 30, LAST), "B": _Case(method, 31, LAST)}
         for step, name in enumerate("AABABAAAA"):
-            case = cases[name]
-            case.recv[...] = sentinel(case.recv.dtype, case.recv.size)
             was.append(method in net._v_spec)
-            before = net.stats()["collectives"]
-            case.call(net, case.recv)
-            per_call.append(net.stats()["collectives"] - before)
-            ref = sentinel(case.recv.dtype, case.recv.size)
-            case.call(WORLD, ref)
-            if case.recv.tobytes() != ref.tobytes():
-                problems.append((step, "differs from MPI"))
+            per_call.append(_counted(net, cases[name], step, problems))
     finally:
         net.Free()
     want = [False, True, True, False, False, False, False, True, True] if speculates(index) \
