@@ -322,8 +322,10 @@ def _can_speculate(comm, call):
 
 
 class _Speculation:
-    """A v-variant method whose next call runs speculatively, on every rank (the last table
-    said every rank can: its ``_CAN`` column).
+    """A v-variant method's last plan (``comm._v_last``: a call that does not :meth:`fits` it
+    says the next call should not speculate), and, when the last table said every rank can
+    (its ``_CAN`` column), the plan its next call runs speculatively on every rank
+    (``comm._v_spec``).
 
     ``params`` are the engine runner's arguments of the method's last plan, ``row`` the row
     this rank sent for it and ``seen`` the table it was made for (every ``_RAN`` 1).  A rank
@@ -424,11 +426,13 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
                     _install(comm, method, memo)
                 return
         call, problem, row, table = memo.call, None, memo.row, memo.table.copy()
+        can = row[_CAN]  # (a memo's row says what the rank can: :class:`_VectorMemo`)
     else:
         if args is not None:
             template = template_of(args)
         call, problem = _read(read)
         row, problem = _row(comm, method, desc, call, problem)
+        can = row[_CAN]
         table = np.zeros((comm.size, row.size), dtype=np.int64)
         last = comm._v_last.get(method)  # (``spec`` when there is one)
         fits = last is not None and problem is None and last.fits(comm, desc, call, row)
@@ -484,7 +488,7 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
     if template is not None and not packed and getattr(run, "bind_call", None) is not None:
         # a repeat of this call fits its plan: it says whether the rank can speculate (the
         # table then differs from this one where a rank said not, and is agreed afresh)
-        row[_CAN] = _can_speculate(comm, call)
+        row[_CAN] = can
         counts = comm._runner("allgather", 0, row.nbytes, salt=_salt(method + " counts"))
         memo = _VectorMemo(template, args, call, row, table, counts, None if first else run,
                            comm._engine.evictions, speculate)

@@ -208,17 +208,19 @@ def test_counts_that_change_every_call_stop_the_speculation(index, method):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("scale", (1, 1024))
 @pytest.mark.parametrize("index", NETS)
-def test_in_place_repeats_with_a_derived_datatype_match_mpi(index):
+def test_in_place_repeats_with_a_derived_datatype_match_mpi(index, scale):
     """``Allgatherv(MPI.IN_PLACE, [recv, (counts, displs), pair])`` with a derived datatype of
-    two doubles, repeated, its counts changed at step 3 and new buffers at step 5: every result
+    two doubles, repeated, its counts (times ``scale``: blocks of up to 64 KiB, which copy
+    through the store, in place) changed at step 3 and new buffers at step 5: every result
     equals MPI's (gaps included), and the repeats ran speculatively."""
     pair = MPI.DOUBLE.Create_contiguous(2).Commit()
     net = fresh(index)
     problems, speculated = [], 0
     try:
         for step in range(7):
-            counts = v_counts(4, 20 + (step >= 3))
+            counts = v_counts(4, 20 + (step >= 3)) * scale
             displs, length = v_displs(counts, 1, range(SIZE - 1, -1, -1))
             if step in (0, 3, 5):
                 mine = data(np.float64, 2 * int(counts[RANK]), step >= 3)
