@@ -110,7 +110,10 @@ def collective(comm, method, read, args=None, arrays=(), exchanged=False):
     call.pack()
     packed = any(m.packed for m in call.sends + call.recvs)
     salt = _salt(method, call.sig)
-    objs = None if packed or not args else (args[0], args[1] if len(args) > 2 else None)
+    # the buffer arguments, whose objects a runner bound to their memory is kept for (a
+    # broadcast's one; not its root)
+    objs = None if packed or not args or not arrays else \
+        (arrays[0][0], arrays[1][0] if len(arrays) > 1 else None)
     run = comm._runner(name, call.root, call.nbytes, call.send, call.recv, objs, salt,
                        call.itemsize, call.op)
     if args is not None and not packed:

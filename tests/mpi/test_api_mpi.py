@@ -460,6 +460,42 @@ def test_repeated_calls_on_the_same_buffers(slot):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("slot", ["one0", "many0"])
+def test_a_new_receive_buffer_beside_the_same_send_buffer_gets_the_result(slot):
+    """The same send buffer with one receive buffer, then another, then the first again, in
+    blocks of 40 KB (a runner bound to the buffers' memory: it must be bound to both): every
+    result lands in the call's own receive buffer, equal to mpi4py's, and the other receive
+    buffer is left alone."""
+    net = dualmpi.Comm(WORLD, _spec(slot), watchdog=60)
+    n, root = 5000, SIZE - 1
+    # small integers: every sum is exact whatever the order of the additions
+    send = (_data(np.int16, n * SIZE, 1) % 100).astype(np.float64)
+    v = (_data(np.int16, n, 2) % 100).astype(np.float64)
+    problems = []
+    for name in ("Alltoall", "Allgather", "Gather", "Scatter", "Allreduce", "Reduce", "Scan"):
+        big = name in ("Alltoall", "Allgather", "Gather")
+        bufs = [np.zeros(n * SIZE if big else n) for _ in range(2)]
+        src = v if name in ("Allgather", "Gather", "Allreduce", "Reduce", "Scan") else send
+
+        def run(comm, out):
+            if name in ("Gather", "Scatter", "Reduce"):
+                getattr(comm, name)(src, out, root=root)
+            else:
+                getattr(comm, name)(src, out)
+        for k in (0, 0, 0, 1, 0, 1):
+            bufs[0][:], bufs[1][:] = -1, -2
+            run(net, bufs[k])
+            got = [b.copy() for b in bufs]
+            ref = np.full_like(bufs[k], -1 - k)
+            run(WORLD, ref)
+            significant = name not in ("Gather", "Reduce") or RANK == root
+            if significant and not _same(got[k], ref) or not np.all(got[1 - k] == -2 + k):
+                problems.append((name, k))
+    net.Free()
+    assert _agree(not problems), problems
+
+
+@pytest.mark.mpi
 def test_a_remembered_call_rechecks_changed_arrays():
     """The same array objects, changed in place between calls: another dtype view runs with
     the new dtype (equal to mpi4py's), a receive buffer made read-only is refused on every
