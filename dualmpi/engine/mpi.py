@@ -420,6 +420,8 @@ class MPIRunner:
             self._segments.append((len(loop), 0, None))
         self._combining = len(self._segments) > 1
         self._c_fn = lib.dualmpi_run
+        #: each segment's argument block per flags (:meth:`_segment_rows`)
+        self._c_rows = {}
         fn, arg, self._c_keep = self.c_call(_F_START | _F_CHECK | _F_COUNT)
         #: the plan run once in C on the store (copies in and out are the caller's)
         self._c_run = self._closure(fn, arg)
@@ -442,15 +444,37 @@ class MPIRunner:
         """
         if self._c_fn is None:
             return None
-        nreq, reqs, nmove, moves, nrecv, index, ncomb, combs = self._c_arrays
-        width = reqs.itemsize
-        alarm = self.alarm
-        if flags & _F_START and alarm.watching:
+        if flags & _F_START and self.alarm.watching:
             flags |= _F_WATCH
+        rows = self._c_rows.get(flags)
+        if rows is None:
+            rows = self._c_rows[flags] = self._segment_rows(flags)
         keep, args = [], []
         pre = np.asarray(pre, dtype=np.int64).reshape(-1, 3)
         post = np.asarray(post, dtype=np.int64).reshape(-1, 3)
         mid = np.asarray(mid, dtype=np.int64).reshape(-1, 3)
+        last = len(rows) - 1
+        for i, row in enumerate(rows):
+            a = row.copy()
+            if i == 0 and pre.size:
+                a[_A_NPRE], a[_A_PRE] = len(pre), pre.ctypes.data
+            if i == last and post.size:
+                a[_A_NPOST], a[_A_POST] = len(post), post.ctypes.data
+            if i == 0 and mid.size:
+                a[_A_NMID], a[_A_MID] = len(mid), mid.ctypes.data
+            keep.append(a)
+            args.append(ctypes.c_void_p(a.ctypes.data))
+        return (self._c_fn, (args[0] if len(args) == 1 else tuple(args)),
+                (keep, pre, post, mid))
+
+    def _segment_rows(self, flags):
+        """Return the argument block of each segment of the plan for ``flags`` (see
+        :meth:`c_call`), without copies: the same for every call of the runner, so made
+        once per ``flags`` (every address in it is of an array the runner holds)."""
+        nreq, reqs, nmove, moves, nrecv, index, ncomb, combs = self._c_arrays
+        width = reqs.itemsize
+        alarm = self.alarm
+        rows = []
         last = len(self._segments) - 1
         for i, (first, count, _) in enumerate(self._segments):
             a = np.zeros(_A_FIELDS, dtype=np.int64)
@@ -481,17 +505,9 @@ class MPIRunner:
                 a[_A_OP], a[_A_TYPE], a[_A_ITEM] = self._c_op
             a[_A_FLAGS] = (flags & (_F_CHECK | _F_WATCH)) | (flags & _F_START if i == 0 else 0) \
                 | (flags & _F_COUNT if i == last else 0)
-            if i == 0 and pre.size:
-                a[_A_NPRE], a[_A_PRE] = len(pre), pre.ctypes.data
-            if i == last and post.size:
-                a[_A_NPOST], a[_A_POST] = len(post), post.ctypes.data
-            if i == 0 and mid.size:
-                a[_A_NMID], a[_A_MID] = len(mid), mid.ctypes.data
             a[_A_CALLS] = self._ncalls.ctypes.data
-            keep.append(a)
-            args.append(ctypes.c_void_p(a.ctypes.data))
-        return (self._c_fn, (args[0] if len(args) == 1 else tuple(args)),
-                (keep, pre, post, mid))
+            rows.append(a)
+        return rows
 
     def bind_call(self, send, recv):
         """Return a function of no argument running the plan on these very buffers.
