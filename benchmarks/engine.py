@@ -38,7 +38,9 @@ starting each repeat with the next variant (A B C D, B C D A, ...):
 
 ``--collectives`` also takes the in-place calls (``IN_PLACE``) and v-variants whose counts
 change on every call (``CHANGING``: ``alltoallv_changing`` alternates the equal counts and
-every count one byte less, on the same buffers; the floor is then the last call's plan).
+every count one byte less, on the same buffers; the floor is then the last call's plan), and
+calls that alternate between two sets of buffers (``ALTERNATING``: ``alltoall_alternating``,
+the same plan on the buffers and on copies of them, in turn).
 
 A repeat times ``k`` calls, each after a barrier (OSU method), and keeps the largest
 per-rank mean; the table gives the median over repeats and the ratios.  The results
@@ -85,11 +87,20 @@ IN_PLACE = ("allgather_in_place", "allreduce_in_place")
 #: every count one byte less on every other call (a program whose counts never repeat).
 CHANGING = ("scatterv_changing", "gatherv_changing", "allgatherv_changing",
             "alltoallv_changing")
+#: Also timed when asked for: calls alternating between two sets of buffers (a program that
+#: swaps its arrays, ``a, b = b, a``), the second a copy of the first.
+ALTERNATING = ("bcast_alternating", "alltoall_alternating", "allgather_alternating",
+               "allreduce_alternating")
+
+
+def base(coll):
+    """The collective a name times (without ``_changing`` or ``_alternating``)."""
+    return coll.removesuffix("_changing").removesuffix("_alternating")
 
 
 def buffers(coll, ranks, size, rng):
     """Return ``(send, recv)`` for one collective at one block size (uint8; doubles to reduce)."""
-    coll = coll.removesuffix("_changing")
+    coll = base(coll)
 
     def data(n):
         return rng.integers(0, 255, n, dtype=np.uint8)
@@ -128,6 +139,16 @@ def api_call(target, coll, send, recv, less=0):
             turn[0] ^= 1
             calls[turn[0]]()
         return changing
+    if coll.endswith("_alternating"):  # these buffers, then copies of them, in turn
+        calls = [api_call(target, base(coll), send, recv),
+                 api_call(target, base(coll), None if send is None else send.copy(),
+                          None if recv is None else recv.copy())]
+        turn = [1]
+
+        def alternating():
+            turn[0] ^= 1
+            calls[turn[0]]()
+        return alternating
     if coll == "barrier":
         return lambda: target.Barrier()
     if coll == "bcast":
@@ -166,7 +187,7 @@ def api_call(target, coll, send, recv, less=0):
 
 def same_results(coll, rank, send, send2, recv, recv2):
     """True when dualmpi's results equal native MPI's (what MPI defines of them)."""
-    coll = coll.removesuffix("_changing")
+    coll = base(coll)
     if coll == "barrier":
         return True
     if coll == "bcast":
@@ -249,8 +270,9 @@ def main():
     parser.add_argument("--json", required=True)
     parser.add_argument("--sizes", default="8,1024,65536,1048576")
     parser.add_argument("--collectives", default=",".join(COLLECTIVES),
-                        help="comma-separated, of " + ", ".join(ALL + IN_PLACE + CHANGING)
-                        + "; or all (all but the in-place and changing ones)")
+                        help="comma-separated, of " + ", ".join(ALL + IN_PLACE + CHANGING +
+                                                                ALTERNATING)
+                        + "; or all (all but the in-place, changing and alternating ones)")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--before", action="store_true", help="also time the engine of " + BEFORE)
     parser.add_argument("--against", metavar="COMMIT",
@@ -265,7 +287,7 @@ def main():
     topo = from_spec(args.spec)
     sizes = [int(s) for s in args.sizes.split(",")]
     colls = list(ALL) if args.collectives == "all" else args.collectives.split(",")
-    unknown = sorted(set(colls) - set(ALL) - set(IN_PLACE) - set(CHANGING))
+    unknown = sorted(set(colls) - set(ALL) - set(IN_PLACE) - set(CHANGING) - set(ALTERNATING))
     if unknown:
         raise SystemExit(f"--collectives: unknown {', '.join(unknown)} (choose from {', '.join(ALL)})")
     load = [os.getloadavg()]
@@ -318,7 +340,7 @@ def main():
             cleanup = None
             if old is not None:
                 variants["before"], cleanup = before_call(old, args.spec, coll, size)
-            k = calls_for(size * (ranks if coll == "alltoall" else 1))
+            k = calls_for(size * (ranks if base(coll) == "alltoall" else 1))
             times = {name: [] for name in variants}
             for call in variants.values():  # warm-up
                 call()

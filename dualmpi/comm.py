@@ -16,6 +16,7 @@ send them, hop by hop over the links, forwarded by the ranks in between (see
 every rank.  Modelled on :class:`mpi4py.util.pkl5.Comm`.
 """
 
+import weakref
 import zlib
 
 import numpy as np
@@ -28,7 +29,14 @@ from .resources import ResourceError
 from .support import unsupported
 from .topology import Topology, from_spec
 
-__all__ = ["Comm", "PACKETS_ABOVE"]
+__all__ = ["Comm", "PACKETS_ABOVE", "REMEMBERED", "REMEMBERED_BYTES"]
+
+#: Calls of one method remembered at once, the most recent first (:meth:`Comm._remember`).
+REMEMBERED = 4
+
+#: An older remembered call not repeated yet is dropped when its arrays hold more than this
+#: many bytes (it would keep them alive: :meth:`Comm._remember`).
+REMEMBERED_BYTES = 1 << 20
 
 #: Broadcast and scatter blocks larger than this are pipelined in pieces of
 #: :data:`PACKET_BYTES` by default (``packets="auto"``); the all-to-all patterns, whose
@@ -212,6 +220,8 @@ class Comm(p2p.PointToPoint):
         """Drop every remembered call (:meth:`_remember`)."""
         for name in self._codes:
             setattr(self, "_m" + name, calls.no_match)
+        #: the remembered calls of each fixed-count method (:meth:`_remember`)
+        self._recalls = {}
         self._v_memo = {}
         self._v_spec = {}
         self._v_last = {}
@@ -808,35 +818,56 @@ class Comm(p2p.PointToPoint):
                                         zero_copy) + written
 
     def _remember(self, name, args, arrays, run, send, recv):
-        """Remember a call, once its runner is final (see :meth:`_runner`), as ``self._m<name>``.
+        """Remember a call, once its runner is final (see :meth:`_runner`), in ``self._m<name>``.
 
-        The next call of ``name`` starts with ``self._m<name>(*args)``, which runs the
-        remembered call again and returns True when it is made with these very argument
-        objects: compared by identity (the remembered call holds references to them, so
-        their ids cannot be reused), their arrays by dtype, shape and (receive buffers)
-        writability; a plan dropped from the engine's cache ends the memory.  The argument
-        check was agreed on when the call was first made, as for every known signature
-        (see :meth:`_agree`).  What runs is the runner's call bound to the buffers
-        (:meth:`MPIRunner.bind_call <dualmpi.engine.mpi.MPIRunner.bind_call>`): with the
-        compiled loop, one C call.  With the compiled extension (:mod:`dualmpi.engine.recall`)
-        the match is made in C too: ``self._m<name>`` is a ``Recall`` matcher.
+        The next call of ``name`` starts with ``self._m<name>(*args)``, which runs a
+        remembered call again and returns True when it is made with the argument objects of
+        one of the method's last :data:`REMEMBERED` calls: compared by identity (the
+        remembered call holds references to them, so their ids cannot be reused), their arrays
+        by dtype, shape and (receive buffers) writability; a plan dropped from the engine's
+        cache ends the memory.  A program that alternates between buffers (``a, b = b, a``)
+        so repeats each call; one that passes new buffers every time binds nothing: the call
+        is bound to its buffers (:meth:`MPIRunner.bind_call
+        <dualmpi.engine.mpi.MPIRunner.bind_call>`: with the compiled loop, one C call) when
+        it is first repeated.  Only the newest call holds buffers of more than
+        :data:`REMEMBERED_BYTES` bytes before its first repeat (but for a runner bound to
+        them, which holds them anyway), so a program that makes new large buffers for every
+        call keeps no more of them alive than before.  The argument
+        check was agreed on when the call was first made, as for every known signature (see
+        :func:`dualmpi.calls.agree`).  With the compiled extension
+        (:mod:`dualmpi.engine.recall`) the match is made in C too: ``self._m<name>`` is a
+        ``Recall`` matcher, or a chain of them.
         """
-        attr = "_m" + name
-        setattr(self, attr, calls.no_match)
-        if not self._settled:
-            return
-        checks = tuple((a, a.dtype, a.shape, w) for a, w in arrays if type(a) is np.ndarray)
-        if len(checks) != sum(1 for a, _ in arrays if a is not None and a is not self._IN_PLACE):
-            return  # a buffer that is not a plain array: checked each time
-        bind = getattr(run, "bind_call", None)
-        call = bind(send, recv) if bind is not None else (lambda: run.run(send, recv))
-        module = recall.load()
-        if module is not None and len(args) <= 4:
-            match = module.Recall.match(call, tuple(args), checks, self._engine,
-                                        self._engine.evictions)
+        old = self._recalls.get(name)
+        evictions = self._engine.evictions
+        entries = [e for e in old if e.epoch == evictions and not e.holds(args)] if old else []
+        if self._settled:
+            checks = tuple((a, a.dtype, a.shape, w) for a, w in arrays if type(a) is np.ndarray)
+            if len(checks) == sum(1 for a, _ in arrays
+                                  if a is not None and a is not self._IN_PLACE):
+                entries.insert(0, _Remembered(self, name, tuple(args), checks, run, send, recv))
+            # (else a buffer that is not a plain array: checked each time)
+        if len(entries) == len(old or ()) and (not entries or entries[0] is old[0]):
+            return  # the same calls remembered as before (``self._m<name>`` matches them)
+        # older calls not repeated yet keep their buffers alive only when small (or when their
+        # runner, bound to them, keeps them anyway)
+        self._recalls[name] = [e for i, e in enumerate(entries) if i == 0 or e.bound or e.pins
+                               or e.nbytes <= REMEMBERED_BYTES][:REMEMBERED]
+        self._install_recalls(name)
+
+    def _install_recalls(self, name):
+        """Make ``self._m<name>`` match the remembered calls of ``name`` (:meth:`_remember`)."""
+        matchers = tuple(e.matcher for e in self._recalls.get(name, ()))
+        if not matchers:
+            match = calls.no_match
+        elif len(matchers) == 1:
+            match = matchers[0]
         else:
-            match = _matcher(args, checks, call, self._engine)
-        setattr(self, attr, match)
+            module = recall.load()
+            match = module.Recall.chain(matchers) \
+                if module is not None and isinstance(matchers[0], module.Recall) else \
+                _chain(matchers)
+        setattr(self, "_m" + name, match)
 
     def _runner(self, collective, root, nbytes, send=None, recv=None, objs=None, salt=0,
                 itemsize=1, op=None):
@@ -844,9 +875,10 @@ class Comm(p2p.PointToPoint):
 
         With one node per rank, no option that needs the store and pieces of at least
         :data:`dualmpi.calls.ZERO_COPY_ABOVE` bytes, a call with the same buffer objects
-        ``objs`` as the previous call of the same kind gets a runner bound to their memory
-        (no copy in or out; the runner keeps a reference to them, so their memory stays where
-        it is while it is cached).  Buffers seen for the first time, when binding costs less
+        ``objs`` as one of the last :data:`REMEMBERED` calls of the same kind (``self._last``:
+        weak references, :func:`_sighting`; a program may alternate between buffers) gets a
+        runner bound to their memory (no copy in or out; the runner keeps a reference to
+        them, so their memory stays where it is while it is cached).  Buffers seen for the first time, when binding costs less
         than copying (``calls._worth_binding``: the rank moves at least
         :data:`dualmpi.calls.ZERO_COPY_FIRST` bytes), get a runner bound to
         them for that call only (``run.transient``: the caller releases it).  Other calls copy
@@ -870,7 +902,8 @@ class Comm(p2p.PointToPoint):
                 return run
             self._settled = not calls._apart(self, collective, nbytes, root, send, recv,
                                              itemsize)
-            if self._last.get(key) == ids and not self._settled:
+            recent = self._last.get(key, ())
+            if not self._settled and any(_seen(e, objs, i == 0) for i, e in enumerate(recent)):
                 run = self._fast[zkey] = engine.runner(
                     self.rank, collective, nbytes, root, self.variant,
                     self.algorithms.get(collective),
@@ -880,7 +913,8 @@ class Comm(p2p.PointToPoint):
                 self._last_runner = run
                 self._settled = True
                 return run
-            self._last[key] = ids
+            self._last[key] = (_sighting(objs),) + tuple(
+                e for i, e in enumerate(recent) if not _seen(e, objs, i == 0))[:REMEMBERED - 1]
             if not self._settled and calls._worth_binding(self, collective, nbytes, send,
                                                           recv):
                 # new buffers, big enough that binding costs less than the copies: a runner
@@ -938,6 +972,84 @@ def _matcher(held, checks, call, engine):
             return True
         return False
     return match
+
+
+def _sighting(objs):
+    """What ``Comm._last`` keeps of a call's buffer objects: weak references (None for None),
+    so that it keeps no buffer alive and a new object with a dead one's id is not taken for
+    it; objects that take none (a list buffer spec) by their ids."""
+    try:
+        return True, tuple(None if o is None else weakref.ref(o) for o in objs)
+    except TypeError:
+        return False, tuple(id(o) for o in objs)
+
+
+def _seen(sighting, objs, newest):
+    """True when ``objs`` are the objects of ``sighting`` (:func:`_sighting`); one kept by ids
+    only counts as the newest (an id is reused as soon as its object dies)."""
+    weak, kept = sighting
+    if not weak:
+        return newest and kept == tuple(id(o) for o in objs)
+    return all(o is None if r is None else r() is o for r, o in zip(kept, objs))
+
+
+def _chain(matchers):
+    """Return ``match(*args)``: the first of ``matchers`` (see :func:`_matcher`) that matches."""
+    def match(*args):
+        for m in matchers:
+            if m(*args):
+                return True
+        return False
+    return match
+
+
+class _Remembered:
+    """One remembered call of a method (:meth:`Comm._remember`).
+
+    ``matcher`` compares a call's arguments with ``held`` (``checks``: their arrays) and runs
+    the call: the first time through a function that binds the runner ``run`` to the buffers
+    ``send`` and ``recv`` and runs that bound call from then on (``bound``).
+    """
+
+    __slots__ = ("comm", "name", "held", "checks", "epoch", "nbytes", "pins", "matcher",
+                 "bound", "__weakref__")
+
+    def __init__(self, comm, name, held, checks, run, send, recv):
+        self.comm, self.name, self.held, self.checks = comm, name, held, checks
+        self.epoch = comm._engine.evictions
+        self.nbytes = sum(a.nbytes for a, _, _, _ in checks)
+        #: the runner is bound to the buffers' memory (zero-copy): it holds them already
+        self.pins = hasattr(run, "pinned")
+        bind = getattr(run, "bind_call", None)
+        self.bound = bind is None
+        if bind is None:
+            self.matcher = self._match(lambda: run.run(send, recv))
+            return
+
+        me = weakref.ref(self)  # (the C matcher is not garbage-collected: no cycle through it)
+
+        def first():
+            # the call repeats: bind it now and match the bound call from the next call on
+            call = bind(send, recv)
+            entry = me()
+            if entry is not None:
+                entry.bound = True
+                entry.matcher = entry._match(call)
+                if entry in entry.comm._recalls.get(entry.name, ()):
+                    entry.comm._install_recalls(entry.name)
+            call()
+        self.matcher = self._match(first)
+
+    def _match(self, call):
+        module = recall.load()
+        held, engine = self.held, self.comm._engine
+        if module is not None and len(held) <= 4:
+            return module.Recall.match(call, held, self.checks, engine, self.epoch)
+        return _matcher(held, self.checks, call, engine)
+
+    def holds(self, args):
+        """True when ``args`` are this call's argument objects."""
+        return len(args) == len(self.held) and all(a is b for a, b in zip(args, self.held))
 
 
 def _nodes_per_rank(topo, size, q):

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from mpi_helpers import mpi_cmd, needs_mpiexec, ompi_env, run_job
 
-from dualmpi.comm import _matcher
+from dualmpi.comm import _chain, _matcher
 from dualmpi.engine import cloop, recall
 
 MODULE = recall.load()
@@ -96,6 +96,32 @@ def test_a_matcher_without_arrays_and_a_failing_call(make):
     assert match(8) is False
     with pytest.raises(ValueError, match="boom"):
         match(7)
+
+
+def _c_chain(matchers):
+    return KIND.chain(tuple(matchers))
+
+
+@pytest.mark.parametrize("make", [pytest.param((_matcher, _chain), id="python"),
+                                  pytest.param((_c_matcher, _c_chain), id="c", marks=needs_c)])
+def test_a_chain_runs_the_first_of_its_matchers_that_matches(make):
+    """Several remembered calls of one method (a program alternating between buffers): the
+    call of the matcher whose objects these are runs, one only; none matches: nothing runs."""
+    matcher, chain = make
+    a, b, c = np.zeros(2), np.zeros(2), np.zeros(2)
+    ran, engine = [], _Engine()
+    match = chain([matcher((x,), ((x, x.dtype, x.shape, True),),
+                           lambda k=k: ran.append(k), engine) for k, x in enumerate((a, b, a))])
+    assert match(b) is True and match(a) is True and match(b) is True and ran == [1, 0, 1]
+    assert match(c) is False and match(a, b) is False and ran == [1, 0, 1]
+    engine.evictions += 1
+    assert match(a) is False and ran == [1, 0, 1]
+
+
+@needs_c
+def test_a_chain_holds_matchers_only():
+    with pytest.raises(ValueError):
+        KIND.chain((lambda: None,))
 
 
 class _Watchdog:

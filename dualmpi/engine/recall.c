@@ -20,7 +20,13 @@
  *       (``(array, dtype, shape, writable)``) still has that dtype and shape (and is
  *       writable when asked) and ``engine.evictions == epoch``; otherwise it returns False
  *       and runs nothing.  ``call`` is a bound Recall (its C call is made directly) or any
- *       Python callable of no argument (a plan that combines in Python between segments).
+ *       Python callable of no argument (a plan that combines in Python between segments, or
+ *       a call not bound yet, which binds itself the first time it runs).
+ *
+ *   Recall.chain(matchers)
+ *       several matchers of one method (a tuple of them, the most recent first): calling it
+ *       runs the first whose arguments match and returns True, else returns False.  A
+ *       program that alternates between buffers (``a, b = b, a``) repeats each call from C.
  *
  * Built by dualmpi.engine.recall with the MPI library's mpicc into the round loop's cache
  * (dualmpi.engine.cloop.build) and loaded through ctypes (PyInit_dualmpi_recall).  It makes
@@ -61,7 +67,7 @@ typedef struct Recall {
     Check checks[MAX_CHECKS];
     PyObject *engine;
     long long epoch;
-    int matcher;
+    int matcher;              /* 0 a bound call, 1 a matcher, 2 a chain (``call``: a tuple) */
 } Recall;
 
 static PyTypeObject RecallType;
@@ -150,11 +156,27 @@ static PyObject *Recall_vectorcall(PyObject *obj, PyObject *const *args, size_t 
     }
     if (kwnames && PyTuple_GET_SIZE(kwnames))
         Py_RETURN_FALSE;  /* keywords: the Python path reads them */
+    if (self->matcher == 2) {
+        /* the chain's tuple holds its matchers while one runs (and may install another) */
+        PyObject *chain = self->call;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(chain); i++) {
+            Recall *m = (Recall *)PyTuple_GET_ITEM(chain, i);
+            int ok = matches(m, args, nargs);
+            if (ok < 0)
+                return NULL;
+            if (ok) {
+                self = m;
+                goto run;
+            }
+        }
+        Py_RETURN_FALSE;
+    }
     int ok = matches(self, args, nargs);
     if (ok < 0)
         return NULL;
     if (!ok)
         Py_RETURN_FALSE;
+run:;
     PyObject *out = self->bound != NULL ? run_bound(self->bound)
                                         : PyObject_CallNoArgs(self->call);
     if (out == NULL)
@@ -252,6 +274,29 @@ static PyObject *Recall_match(PyObject *Py_UNUSED(cls), PyObject *args)
 fail:
     Py_DECREF(self);
     return NULL;
+}
+
+/* Recall.chain(matchers): a chain of matchers (a tuple of at least one). */
+static PyObject *Recall_chain(PyObject *Py_UNUSED(cls), PyObject *args)
+{
+    PyObject *matchers;
+    if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &matchers))
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(matchers); i++) {
+        PyObject *m = PyTuple_GET_ITEM(matchers, i);
+        if (!Py_IS_TYPE(m, &RecallType) || ((Recall *)m)->matcher != 1) {
+            PyErr_SetString(PyExc_ValueError, "Recall.chain: a tuple of matchers");
+            return NULL;
+        }
+    }
+    Recall *self = (Recall *)RecallType.tp_alloc(&RecallType, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = Recall_vectorcall;
+    self->matcher = 2;
+    Py_INCREF(matchers);
+    self->call = matchers;
+    return (PyObject *)self;
 }
 
 /* -- the v-variants: arguments compared by value too ------------------------------------------
@@ -534,6 +579,8 @@ static PyMethodDef module_functions[] = {
 static PyMethodDef Recall_methods[] = {
     {"match", (PyCFunction)Recall_match, METH_VARARGS | METH_CLASS,
      "match(call, held, checks, engine, epoch): a matcher running ``call`` (see recall.c)"},
+    {"chain", (PyCFunction)Recall_chain, METH_VARARGS | METH_CLASS,
+     "chain(matchers): the first matcher of the tuple whose arguments match (see recall.c)"},
     {NULL, NULL, 0, NULL}
 };
 

@@ -18,6 +18,9 @@ does the same steps in one call:
   identity; missing ones None), each ``(array, dtype, shape, writable)`` of ``checks`` still
   holds and ``engine.evictions == epoch``; else it runs nothing and returns False — what
   ``dualmpi.comm._matcher`` does in Python;
+* ``Recall.chain(matchers)`` tries a tuple of matchers of one method in turn and runs the
+  first that matches (``dualmpi.comm._chain`` in Python): a method remembers its last few
+  calls, so a program alternating between buffers repeats each from C;
 * ``VRecall(template, engine, epoch, exchange, table, seen, data)`` is a repeated v-variant
   call: arguments equal to what ``template`` was made of (``same(template, args)``, the
   comparison of :func:`dualmpi.calls.template_of`'s templates) and the cache unchanged, it

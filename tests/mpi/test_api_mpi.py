@@ -496,6 +496,88 @@ def test_a_new_receive_buffer_beside_the_same_send_buffer_gets_the_result(slot):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("slot", ["one0", "many0"])
+@pytest.mark.parametrize("n", [3, 5000])
+def test_calls_alternating_between_buffers_are_remembered(monkeypatch, slot, n):
+    """A program that swaps two sets of buffers between calls (``a, b = b, a``): every call
+    equal to mpi4py's on the same buffers, and, once each set has been seen twice, every call
+    repeated from the communicator's memory (no call reaches the Python path); with one node
+    per rank and 40 KB a block, each set on a runner bound to its own buffers (zero-copy)."""
+    import dualmpi.calls
+
+    net = dualmpi.Comm(WORLD, _spec(slot), watchdog=60)
+    read = []
+    full = dualmpi.calls.collective
+    monkeypatch.setattr(dualmpi.calls, "collective",
+                        lambda comm, method, *rest, **kw: read.append(method) or
+                        full(comm, method, *rest, **kw))
+    sets = [(np.zeros(n * SIZE), np.zeros(n * SIZE), np.zeros(n), np.zeros(n)) for _ in range(2)]
+    root = SIZE - 1
+    problems = []
+    for name in ("Bcast", "Alltoall", "Allgather", "Allreduce"):
+        read.clear()
+        for i in range(8):
+            a, b, v, w = sets[i % 2]
+            ours = {"Bcast": lambda: net.Bcast(v, root), "Alltoall": lambda: net.Alltoall(a, b),
+                    "Allgather": lambda: net.Allgather(v, b),
+                    "Allreduce": lambda: net.Allreduce(v, w)}[name]
+            theirs = {"Bcast": lambda: WORLD.Bcast(v, root),
+                      "Alltoall": lambda: WORLD.Alltoall(a, b),
+                      "Allgather": lambda: WORLD.Allgather(v, b),
+                      "Allreduce": lambda: WORLD.Allreduce(v, w)}[name]
+            out = {"Bcast": v, "Alltoall": b, "Allgather": b, "Allreduce": w}[name]
+            a[:] = _data(np.int16, n * SIZE, i) % 100
+            v[:] = _data(np.int16, n, i) % 100
+            w[:] = b[:] = -1.0
+            ours()
+            got = out.copy()
+            v[:] = _data(np.int16, n, i) % 100
+            w[:] = b[:] = -1.0
+            theirs()
+            if not _same(got, out):
+                problems.append((name, i))
+        if read[4:]:  # (the first four calls: each set read, then repeated, bound)
+            problems.append((name, "read", len(read)))
+        if slot == "one0" and n * 8 >= dualmpi.calls.ZERO_COPY_ABOVE and name != "Allreduce":
+            pinned = {id(r.pinned[0]) for r in net._fast.values() if hasattr(r, "pinned")}
+            objs = (lambda s: (s[2], s[0], s[2], s[2])[
+                ("Bcast", "Alltoall", "Allgather", "Allreduce").index(name)])
+            if not all(id(objs(s)) in pinned for s in sets):
+                problems.append((name, "zero-copy"))
+    net.Free()
+    assert _agree(not problems), problems
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("slot", ["one0", "many0"])
+def test_calls_on_new_buffers_do_not_keep_them_alive(slot):
+    """A program that makes new large buffers for every call: the communicator keeps at most
+    the newest call's (several nodes per rank: it remembers that call), so the buffers of
+    older calls are freed."""
+    import gc
+    import weakref
+
+    import dualmpi.comm
+
+    net = dualmpi.Comm(WORLD, _spec(slot), watchdog=60)
+    n = dualmpi.comm.REMEMBERED_BYTES // 8 // SIZE + 8
+    send = np.ones(n * SIZE)
+    refs = []
+    for _ in range(4):
+        recv = np.zeros(n * SIZE)
+        refs.append(weakref.ref(recv))
+        net.Alltoall(send, recv)
+        ok = np.array_equal(recv, np.ones(n * SIZE))
+        del recv
+    gc.collect()
+    alive = [r() is not None for r in refs]
+    net.Free()
+    # (several nodes per rank: the newest call is remembered, its buffers alive)
+    assert _agree(ok and alive[:3] == [False] * 3 and (alive[3] or slot.startswith("one"))), \
+        alive
+
+
+@pytest.mark.mpi
 def test_a_remembered_call_rechecks_changed_arrays():
     """The same array objects, changed in place between calls: another dtype view runs with
     the new dtype (equal to mpi4py's), a receive buffer made read-only is refused on every
