@@ -40,7 +40,9 @@ starting each repeat with the next variant (A B C D, B C D A, ...):
 change on every call (``CHANGING``: ``alltoallv_changing`` alternates the equal counts and
 every count one byte less, on the same buffers; the floor is then the last call's plan), and
 calls that alternate between two sets of buffers (``ALTERNATING``: ``alltoall_alternating``,
-the same plan on the buffers and on copies of them, in turn).
+the same plan on the buffers and on copies of them, in turn), and calls whose buffers are
+specs written in the call (``SPECS``: ``alltoall_spec`` passes ``[buf, MPI.BYTE]``, a new list
+every call).
 
 A repeat times ``k`` calls, each after a barrier (OSU method), and keeps the largest
 per-rank mean; the table gives the median over repeats and the ratios.  The results
@@ -91,11 +93,14 @@ CHANGING = ("scatterv_changing", "gatherv_changing", "allgatherv_changing",
 #: swaps its arrays, ``a, b = b, a``), the second a copy of the first.
 ALTERNATING = ("bcast_alternating", "alltoall_alternating", "allgather_alternating",
                "allreduce_alternating")
+#: Also timed when asked for: the buffers passed as specs written in the call
+#: (``[buf, MPI.BYTE]``, a new list every call), as mpi4py programs often do.
+SPECS = ("bcast_spec", "alltoall_spec", "allgather_spec", "allreduce_spec")
 
 
 def base(coll):
-    """The collective a name times (without ``_changing`` or ``_alternating``)."""
-    return coll.removesuffix("_changing").removesuffix("_alternating")
+    """The collective a name times (without ``_changing``, ``_alternating`` or ``_spec``)."""
+    return coll.removesuffix("_changing").removesuffix("_alternating").removesuffix("_spec")
 
 
 def buffers(coll, ranks, size, rng):
@@ -149,6 +154,15 @@ def api_call(target, coll, send, recv, less=0):
             turn[0] ^= 1
             calls[turn[0]]()
         return alternating
+    if coll.endswith("_spec"):  # [buf, datatype], a new list every call
+        kind = base(coll)
+        t = MPI.DOUBLE if kind in _REDUCING else MPI.BYTE
+        if kind == "bcast":
+            return lambda: target.Bcast([send, t], 0)
+        if kind == "allreduce":
+            return lambda: target.Allreduce([send, t], [recv, t], MPI.SUM)
+        method = getattr(target, kind.capitalize())
+        return lambda: method([send, t], [recv, t])
     if coll == "barrier":
         return lambda: target.Barrier()
     if coll == "bcast":
@@ -271,8 +285,8 @@ def main():
     parser.add_argument("--sizes", default="8,1024,65536,1048576")
     parser.add_argument("--collectives", default=",".join(COLLECTIVES),
                         help="comma-separated, of " + ", ".join(ALL + IN_PLACE + CHANGING +
-                                                                ALTERNATING)
-                        + "; or all (all but the in-place, changing and alternating ones)")
+                                                                ALTERNATING + SPECS)
+                        + "; or all (all but the in-place, changing, alternating and spec ones)")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--before", action="store_true", help="also time the engine of " + BEFORE)
     parser.add_argument("--against", metavar="COMMIT",
@@ -287,7 +301,8 @@ def main():
     topo = from_spec(args.spec)
     sizes = [int(s) for s in args.sizes.split(",")]
     colls = list(ALL) if args.collectives == "all" else args.collectives.split(",")
-    unknown = sorted(set(colls) - set(ALL) - set(IN_PLACE) - set(CHANGING) - set(ALTERNATING))
+    unknown = sorted(set(colls) - set(ALL) - set(IN_PLACE) - set(CHANGING) - set(ALTERNATING) -
+                     set(SPECS))
     if unknown:
         raise SystemExit(f"--collectives: unknown {', '.join(unknown)} (choose from {', '.join(ALL)})")
     load = [os.getloadavg()]

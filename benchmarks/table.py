@@ -56,7 +56,7 @@ def model_ratio(spec, coll, size):
 
     topo = from_spec(spec)
     p = topo.num_nodes
-    coll = coll.removesuffix("_changing").removesuffix("_alternating")
+    coll = coll.removesuffix("_changing").removesuffix("_alternating").removesuffix("_spec")
     base = coll[:-1] if coll in ("scatterv", "gatherv", "allgatherv", "alltoallv") else coll
     name = base
     if base == "allreduce":

@@ -843,10 +843,14 @@ class Comm(p2p.PointToPoint):
         entries = [e for e in old if e.epoch == evictions and not e.holds(args)] if old else []
         if self._settled:
             checks = tuple((a, a.dtype, a.shape, w) for a, w in arrays if type(a) is np.ndarray)
-            if len(checks) == sum(1 for a, _ in arrays
-                                  if a is not None and a is not self._IN_PLACE):
-                entries.insert(0, _Remembered(self, name, tuple(args), checks, run, send, recv))
-            # (else a buffer that is not a plain array: checked each time)
+            plain = len(checks) == sum(1 for a, _ in arrays
+                                       if a is not None and a is not self._IN_PLACE)
+            # else a buffer spec (``[buf, MPI.DOUBLE]``, made anew for every call): compared by
+            # value, its array by identity (no template: one that cannot be compared)
+            template = None if plain else calls.template_of(tuple(args))
+            if plain or template is not None:
+                entries.insert(0, _Remembered(self, name, tuple(args), checks, run, send, recv,
+                                              template))
         if len(entries) == len(old or ()) and (not entries or entries[0] is old[0]):
             return  # the same calls remembered as before (``self._m<name>`` matches them)
         # older calls not repeated yet keep their buffers alive only when small (or when their
@@ -993,6 +997,20 @@ def _seen(sighting, objs, newest):
     return all(o is None if r is None else r() is o for r, o in zip(kept, objs))
 
 
+def _liker(template, call, engine):
+    """Return ``match(*args)``: run ``call`` and return True when ``args`` are what
+    ``template`` was made of (:func:`dualmpi.calls.same`) and ``engine``'s cache has evicted
+    nothing since; ``Recall.like`` in Python."""
+    epoch = engine.evictions
+
+    def match(*args):
+        if engine.evictions == epoch and calls.same(template, args):
+            call()
+            return True
+        return False
+    return match
+
+
 def _chain(matchers):
     """Return ``match(*args)``: the first of ``matchers`` (see :func:`_matcher`) that matches."""
     def match(*args):
@@ -1006,18 +1024,21 @@ def _chain(matchers):
 class _Remembered:
     """One remembered call of a method (:meth:`Comm._remember`).
 
-    ``matcher`` compares a call's arguments with ``held`` (``checks``: their arrays) and runs
-    the call: the first time through a function that binds the runner ``run`` to the buffers
-    ``send`` and ``recv`` and runs that bound call from then on (``bound``).
+    ``matcher`` compares a call's arguments with ``held`` (by identity; ``checks``: their
+    arrays), or, given a ``template`` (:func:`dualmpi.calls.template_of`), with what it was
+    made of, and runs the call: the first time through a function that binds the runner
+    ``run`` to the buffers ``send`` and ``recv`` and runs that bound call from then on
+    (``bound``).
     """
 
-    __slots__ = ("comm", "name", "held", "checks", "epoch", "nbytes", "pins", "matcher",
-                 "bound", "__weakref__")
+    __slots__ = ("comm", "name", "held", "checks", "template", "epoch", "nbytes", "pins",
+                 "matcher", "bound", "__weakref__")
 
-    def __init__(self, comm, name, held, checks, run, send, recv):
+    def __init__(self, comm, name, held, checks, run, send, recv, template=None):
         self.comm, self.name, self.held, self.checks = comm, name, held, checks
+        self.template = template
         self.epoch = comm._engine.evictions
-        self.nbytes = sum(a.nbytes for a, _, _, _ in checks)
+        self.nbytes = sum(b.nbytes for b in (send, recv) if b is not None)
         #: the runner is bound to the buffers' memory (zero-copy): it holds them already
         self.pins = hasattr(run, "pinned")
         bind = getattr(run, "bind_call", None)
@@ -1043,12 +1064,19 @@ class _Remembered:
     def _match(self, call):
         module = recall.load()
         held, engine = self.held, self.comm._engine
-        if module is not None and len(held) <= 4:
+        if self.template is not None:
+            if module is not None:
+                return module.Recall.like(call, self.template, engine, self.epoch)
+            return _liker(self.template, call, engine)
+        if module is not None:
             return module.Recall.match(call, held, self.checks, engine, self.epoch)
         return _matcher(held, self.checks, call, engine)
 
     def holds(self, args):
-        """True when ``args`` are this call's argument objects."""
+        """True when ``args`` are this call's argument objects (or, with a template, what it
+        was made of)."""
+        if self.template is not None:
+            return calls.same(self.template, tuple(args))
         return len(args) == len(self.held) and all(a is b for a, b in zip(args, self.held))
 
 

@@ -49,14 +49,15 @@ def test_engine_benchmark_times_the_merged_plan_of_a_repeated_v_variant(tmp_path
 @needs_mpiexec
 def test_engine_benchmark_times_calls_alternating_between_buffers(tmp_path):
     """``*_alternating``: the same plan on two sets of buffers in turn, checked against native
-    MPI's alternating the same way, timed like the other rows."""
+    MPI's alternating the same way, timed like the other rows; ``*_spec``: the buffers as
+    specs written in the call."""
     out = tmp_path / "engine.json"
     job = run_job(mpi_cmd(2, REPO / "benchmarks" / "engine.py", "hypercube:n=1", "--collectives",
-                          "alltoall_alternating,allreduce_alternating", "--sizes", "8,65536",
+                          "alltoall_alternating,allreduce_spec", "--sizes", "8,65536",
                           "--repeats", "2", "--json", out), ompi_env(120), timeout=180)
     assert job.returncode == 0 and not job.timed_out, job.stdout + job.stderr
     rows = {(r["collective"], r["size"]): r for r in json.loads(out.read_text())["rows"]}
-    assert set(rows) == {(c, s) for c in ("alltoall_alternating", "allreduce_alternating")
+    assert set(rows) == {(c, s) for c in ("alltoall_alternating", "allreduce_spec")
                          for s in (8, 65536)}
     for key, row in rows.items():
         assert row["dualmpi/native"] > 0 and row["dualmpi/floor"] > 0, key

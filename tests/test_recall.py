@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from mpi_helpers import mpi_cmd, needs_mpiexec, ompi_env, run_job
 
-from dualmpi.comm import _chain, _matcher
+from dualmpi.calls import template_of
+from dualmpi.comm import _chain, _liker, _matcher
 from dualmpi.engine import cloop, recall
 
 MODULE = recall.load()
@@ -122,6 +123,37 @@ def test_a_chain_runs_the_first_of_its_matchers_that_matches(make):
 def test_a_chain_holds_matchers_only():
     with pytest.raises(ValueError):
         KIND.chain((lambda: None,))
+
+
+def _c_liker(template, call, engine):
+    return KIND.like(call, template, engine, engine.evictions)
+
+
+@pytest.mark.parametrize("make", [pytest.param(_liker, id="python"),
+                                  pytest.param(_c_liker, id="c", marks=needs_c)])
+def test_a_matcher_by_value_runs_its_call_for_equal_buffer_specs(make):
+    """A buffer spec made anew for every call (``[buf, MPI.DOUBLE]``): a new list of the same
+    array and datatype matches, another array, datatype, count or root does not, nor a
+    changed array (read-only, another shape) or an evicted plan."""
+    MPI = pytest.importorskip("mpi4py.MPI")
+    a, b = np.zeros(4), np.zeros(4)
+    ran, engine = [], _Engine()
+    match = make(template_of(([a, MPI.DOUBLE], [b, 4, MPI.DOUBLE], 0)),
+                 lambda: ran.append(1), engine)
+    assert match([a, MPI.DOUBLE], [b, 4, MPI.DOUBLE], 0) is True
+    assert match((a, MPI.DOUBLE), [b, 4, MPI.DOUBLE], 0) is False  # a tuple, not a list
+    assert match([b, MPI.DOUBLE], [b, 4, MPI.DOUBLE], 0) is False
+    assert match([a, MPI.FLOAT], [b, 4, MPI.DOUBLE], 0) is False
+    assert match([a, MPI.DOUBLE], [b, 3, MPI.DOUBLE], 0) is False
+    assert match([a, MPI.DOUBLE], [b, 4, MPI.DOUBLE], 1) is False
+    assert match([a, MPI.DOUBLE], [b, 4, MPI.DOUBLE]) is False
+    assert len(ran) == 1
+    b.flags.writeable = False
+    assert match([a, MPI.DOUBLE], [b, 4, MPI.DOUBLE], 0) is False
+    b.flags.writeable = True
+    assert match([a, MPI.DOUBLE], [b, 4, MPI.DOUBLE], 0) is True and len(ran) == 2
+    engine.evictions += 1
+    assert match([a, MPI.DOUBLE], [b, 4, MPI.DOUBLE], 0) is False and len(ran) == 2
 
 
 class _Watchdog:

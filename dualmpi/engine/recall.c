@@ -23,6 +23,12 @@
  *       Python callable of no argument (a plan that combines in Python between segments, or
  *       a call not bound yet, which binds itself the first time it runs).
  *
+ *   Recall.like(call, template, engine, epoch)
+ *       a matcher of arguments compared by value (the kinds below, ``same``): calling it
+ *       runs ``call`` and returns True when the arguments are what ``template`` was made of
+ *       (a buffer spec made anew for every call, ``[buf, MPI.DOUBLE]``) and
+ *       ``engine.evictions == epoch``; otherwise it returns False and runs nothing.
+ *
  *   Recall.chain(matchers)
  *       several matchers of one method (a tuple of them, the most recent first): calling it
  *       runs the first whose arguments match and returns True, else returns False.  A
@@ -63,6 +69,7 @@ typedef struct Recall {
     struct Recall *bound;     /* the bound call it runs, or NULL (then ``call``) */
     PyObject *call;
     PyObject *held[MAX_HELD];
+    PyObject *template;       /* a matcher by value (Recall.like), else NULL */
     int nchecks;
     Check checks[MAX_CHECKS];
     PyObject *engine;
@@ -83,6 +90,7 @@ static void Recall_dealloc(Recall *self)
     Py_XDECREF(self->call);
     for (int i = 0; i < MAX_HELD; i++)
         Py_XDECREF(self->held[i]);
+    Py_XDECREF(self->template);
     for (int i = 0; i < self->nchecks; i++) {
         Py_XDECREF((PyObject *)self->checks[i].array);
         Py_XDECREF((PyObject *)self->checks[i].dtype);
@@ -111,14 +119,27 @@ static PyObject *run_bound(Recall *self)
     Py_RETURN_NONE;
 }
 
-/* 1 when the call's arguments are the held ones and its arrays unchanged, 0 if not, -1 on error. */
+static int same(PyObject *t, PyObject *x);
+
+/* 1 when the call's arguments are the held ones (or what the template was made of) and its
+ * arrays unchanged, 0 if not, -1 on error. */
 static int matches(Recall *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs > MAX_HELD)
-        return 0;
-    for (Py_ssize_t i = 0; i < MAX_HELD; i++)
-        if ((i < nargs ? args[i] : Py_None) != self->held[i])
+    if (self->template != NULL) {
+        if (nargs != PyTuple_GET_SIZE(self->template))
             return 0;
+        for (Py_ssize_t i = 0; i < nargs; i++) {
+            int ok = same(PyTuple_GET_ITEM(self->template, i), args[i]);
+            if (ok != 1)
+                return ok;
+        }
+    } else {
+        if (nargs > MAX_HELD)
+            return 0;
+        for (Py_ssize_t i = 0; i < MAX_HELD; i++)
+            if ((i < nargs ? args[i] : Py_None) != self->held[i])
+                return 0;
+    }
     PyObject *ev = PyObject_GetAttr(self->engine, str_evictions);
     if (ev == NULL)
         return -1;
@@ -213,6 +234,26 @@ static PyObject *Recall_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     return (PyObject *)self;
 }
 
+/* A new matcher running ``call`` (a bound call directly, else through Python) while
+ * ``engine.evictions == epoch``; what it compares is the caller's to set. */
+static Recall *new_matcher(PyObject *call, PyObject *engine, long long epoch)
+{
+    Recall *self = (Recall *)RecallType.tp_alloc(&RecallType, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = Recall_vectorcall;
+    self->matcher = 1;
+    Py_INCREF(call);
+    if (Py_IS_TYPE(call, &RecallType) && !((Recall *)call)->matcher)
+        self->bound = (Recall *)call;
+    else
+        self->call = call;
+    Py_INCREF(engine);
+    self->engine = engine;
+    self->epoch = epoch;
+    return self;
+}
+
 /* Recall.match(call, held, checks, engine, epoch): a matcher. */
 static PyObject *Recall_match(PyObject *Py_UNUSED(cls), PyObject *args)
 {
@@ -227,26 +268,14 @@ static PyObject *Recall_match(PyObject *Py_UNUSED(cls), PyObject *args)
                         "and a callable");
         return NULL;
     }
-    Recall *self = (Recall *)RecallType.tp_alloc(&RecallType, 0);
+    Recall *self = new_matcher(call, engine, epoch);
     if (self == NULL)
         return NULL;
-    self->vectorcall = Recall_vectorcall;
-    self->matcher = 1;
-    if (Py_IS_TYPE(call, &RecallType) && !((Recall *)call)->matcher) {
-        Py_INCREF(call);
-        self->bound = (Recall *)call;
-    } else {
-        Py_INCREF(call);
-        self->call = call;
-    }
     for (Py_ssize_t i = 0; i < MAX_HELD; i++) {
         PyObject *h = i < PyTuple_GET_SIZE(held) ? PyTuple_GET_ITEM(held, i) : Py_None;
         Py_INCREF(h);
         self->held[i] = h;
     }
-    Py_INCREF(engine);
-    self->engine = engine;
-    self->epoch = epoch;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(checks); i++) {
         PyObject *arr, *dtype, *shape;
         int writable;
@@ -274,6 +303,25 @@ static PyObject *Recall_match(PyObject *Py_UNUSED(cls), PyObject *args)
 fail:
     Py_DECREF(self);
     return NULL;
+}
+
+/* Recall.like(call, template, engine, epoch): a matcher by value. */
+static PyObject *Recall_like(PyObject *Py_UNUSED(cls), PyObject *args)
+{
+    PyObject *call, *template, *engine;
+    long long epoch;
+    if (!PyArg_ParseTuple(args, "OO!OL", &call, &PyTuple_Type, &template, &engine, &epoch))
+        return NULL;
+    if (!PyCallable_Check(call)) {
+        PyErr_SetString(PyExc_ValueError, "Recall.like: a callable");
+        return NULL;
+    }
+    Recall *self = new_matcher(call, engine, epoch);
+    if (self == NULL)
+        return NULL;
+    Py_INCREF(template);
+    self->template = template;
+    return (PyObject *)self;
 }
 
 /* Recall.chain(matchers): a chain of matchers (a tuple of at least one). */
@@ -579,6 +627,8 @@ static PyMethodDef module_functions[] = {
 static PyMethodDef Recall_methods[] = {
     {"match", (PyCFunction)Recall_match, METH_VARARGS | METH_CLASS,
      "match(call, held, checks, engine, epoch): a matcher running ``call`` (see recall.c)"},
+    {"like", (PyCFunction)Recall_like, METH_VARARGS | METH_CLASS,
+     "like(call, template, engine, epoch): a matcher of arguments by value (see recall.c)"},
     {"chain", (PyCFunction)Recall_chain, METH_VARARGS | METH_CLASS,
      "chain(matchers): the first matcher of the tuple whose arguments match (see recall.c)"},
     {NULL, NULL, 0, NULL}

@@ -69,6 +69,7 @@ HEAVY_TESTS = {
          "tests/mpi/test_api_mpi.py::test_a_remembered_call_rechecks_changed_arrays",
          "tests/mpi/test_api_mpi.py::test_a_new_receive_buffer_beside_the_same_send_buffer",
          "tests/mpi/test_api_mpi.py::test_calls_alternating_between_buffers_are_remembered",
+         "tests/mpi/test_api_mpi.py::test_buffer_specs_made_anew_for_every_call_are_remembered[5000",
          "tests/mpi/test_ring_mpi.py::test_ring_collective_verified[1-ring-allreduce]",
          "tests/mpi/test_p2p_routed_mpi.py::test_without_a_progress_thread_free_still_forwards",
          "tests/mpi/test_api_mpi.py::test_alltoall_matches_mpi[one0-int16-in-place]",

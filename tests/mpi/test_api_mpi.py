@@ -495,6 +495,19 @@ def test_a_new_receive_buffer_beside_the_same_send_buffer_gets_the_result(slot):
     assert _agree(not problems), problems
 
 
+def _reads(monkeypatch):
+    """Return the list of the methods whose calls reach the Python path (``calls.collective``:
+    arguments read, not repeated from the communicator's memory) from now on."""
+    import dualmpi.calls
+
+    read = []
+    full = dualmpi.calls.collective
+    monkeypatch.setattr(dualmpi.calls, "collective",
+                        lambda comm, method, *rest, **kw: read.append(method) or
+                        full(comm, method, *rest, **kw))
+    return read
+
+
 @pytest.mark.mpi
 @pytest.mark.parametrize("slot", ["one0", "many0"])
 @pytest.mark.parametrize("n", [3, 5000])
@@ -503,14 +516,8 @@ def test_calls_alternating_between_buffers_are_remembered(monkeypatch, slot, n):
     equal to mpi4py's on the same buffers, and, once each set has been seen twice, every call
     repeated from the communicator's memory (no call reaches the Python path); with one node
     per rank and 40 KB a block, each set on a runner bound to its own buffers (zero-copy)."""
-    import dualmpi.calls
-
     net = dualmpi.Comm(WORLD, _spec(slot), watchdog=60)
-    read = []
-    full = dualmpi.calls.collective
-    monkeypatch.setattr(dualmpi.calls, "collective",
-                        lambda comm, method, *rest, **kw: read.append(method) or
-                        full(comm, method, *rest, **kw))
+    read = _reads(monkeypatch)
     sets = [(np.zeros(n * SIZE), np.zeros(n * SIZE), np.zeros(n), np.zeros(n)) for _ in range(2)]
     root = SIZE - 1
     problems = []
@@ -544,6 +551,54 @@ def test_calls_alternating_between_buffers_are_remembered(monkeypatch, slot, n):
                 ("Bcast", "Alltoall", "Allgather", "Allreduce").index(name)])
             if not all(id(objs(s)) in pinned for s in sets):
                 problems.append((name, "zero-copy"))
+    net.Free()
+    assert _agree(not problems), problems
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("slot", ["one0", "many0"])
+@pytest.mark.parametrize("n", [3, 5000])
+def test_buffer_specs_made_anew_for_every_call_are_remembered(monkeypatch, slot, n):
+    """``[buf, MPI.DOUBLE]`` written in every call (a new list each time), as mpi4py programs
+    do: every call equal to mpi4py's; below 32 KiB a block (or with several nodes per rank)
+    every call after the first two repeated from the communicator's memory, the lists
+    compared by value; another datatype or count in the spec is read again, and right."""
+    net = dualmpi.Comm(WORLD, _spec(slot), watchdog=60)
+    read = _reads(monkeypatch)
+    a, b = np.zeros(n * SIZE), np.zeros(n * SIZE)
+    v, w = np.zeros(n), np.zeros(n)
+    root = SIZE - 1
+    D = MPI.DOUBLE
+    calls = {
+        "Bcast": (lambda c: c.Bcast([v, D], root), v),
+        "Alltoall": (lambda c: c.Alltoall([a, D], [b, n, D]), b),
+        "Allreduce": (lambda c: c.Allreduce([v, D], [w, D], MPI.SUM), w),
+        "Reduce": (lambda c: c.Reduce([v, n, D], [w, D], MPI.MAX, root), w),
+    }
+    problems = []
+    for name, (call, out) in calls.items():
+        read.clear()
+        for i in range(5):
+            a[:] = _data(np.int16, n * SIZE, i) % 100
+            v[:] = _data(np.int16, n, i) % 100
+            w[:] = b[:] = -1.0
+            call(net)
+            got = out.copy()
+            v[:] = _data(np.int16, n, i) % 100
+            w[:] = b[:] = -1.0
+            call(WORLD)
+            if (name != "Reduce" or RANK == root) and not _same(got, out):
+                problems.append((name, i))
+        if (n * 8 < dualmpi.calls.ZERO_COPY_ABOVE or slot.startswith("many")) and read[2:]:
+            problems.append((name, "read", len(read)))
+    # the same array under another datatype: read again, the results mpi4py's
+    f = a.view(np.float32)
+    g, h = np.zeros_like(f), np.zeros_like(f)
+    f[:] = _data(np.int16, f.size, 9) % 100
+    net.Alltoall([f, MPI.FLOAT], [g, MPI.FLOAT])
+    WORLD.Alltoall([f, MPI.FLOAT], [h, MPI.FLOAT])
+    if not _same(g, h):
+        problems.append("float view")
     net.Free()
     assert _agree(not problems), problems
 
