@@ -978,23 +978,31 @@ def _matcher(held, checks, call, engine):
     return match
 
 
+def _buffer_of(obj):
+    """The array a buffer argument names: itself, or a buffer spec's first item."""
+    if (type(obj) is list or type(obj) is tuple) and obj and type(obj[0]) is np.ndarray:
+        return obj[0]
+    return obj
+
+
 def _sighting(objs):
-    """What ``Comm._last`` keeps of a call's buffer objects: weak references (None for None),
-    so that it keeps no buffer alive and a new object with a dead one's id is not taken for
-    it; objects that take none (a list buffer spec) by their ids."""
+    """What ``Comm._last`` keeps of a call's buffer arguments: weak references to their arrays
+    (:func:`_buffer_of`: a spec written anew for every call, ``[buf, MPI.DOUBLE]``, names
+    the same array; None for None), so that it keeps no buffer alive and a new object with a
+    dead one's id is not taken for it; objects that take none by their ids."""
     try:
-        return True, tuple(None if o is None else weakref.ref(o) for o in objs)
+        return True, tuple(None if o is None else weakref.ref(_buffer_of(o)) for o in objs)
     except TypeError:
         return False, tuple(id(o) for o in objs)
 
 
 def _seen(sighting, objs, newest):
-    """True when ``objs`` are the objects of ``sighting`` (:func:`_sighting`); one kept by ids
+    """True when ``objs`` name the arrays of ``sighting`` (:func:`_sighting`); one kept by ids
     only counts as the newest (an id is reused as soon as its object dies)."""
     weak, kept = sighting
     if not weak:
         return newest and kept == tuple(id(o) for o in objs)
-    return all(o is None if r is None else r() is o for r, o in zip(kept, objs))
+    return all(o is None if r is None else r() is _buffer_of(o) for r, o in zip(kept, objs))
 
 
 def _liker(template, call, engine):

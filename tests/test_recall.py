@@ -17,7 +17,7 @@ import pytest
 from mpi_helpers import mpi_cmd, needs_mpiexec, ompi_env, run_job
 
 from dualmpi.calls import template_of
-from dualmpi.comm import _chain, _liker, _matcher
+from dualmpi.comm import _chain, _liker, _matcher, _seen, _sighting
 from dualmpi.engine import cloop, recall
 
 MODULE = recall.load()
@@ -154,6 +154,25 @@ def test_a_matcher_by_value_runs_its_call_for_equal_buffer_specs(make):
     assert match([a, MPI.DOUBLE], [b, 4, MPI.DOUBLE], 0) is True and len(ran) == 2
     engine.evictions += 1
     assert match([a, MPI.DOUBLE], [b, 4, MPI.DOUBLE], 0) is False and len(ran) == 2
+
+
+def test_a_sighting_names_arrays_by_weak_reference():
+    """What the zero-copy gate keeps of a call's buffers (``Comm._last``): the arrays, also
+    those of buffer specs written anew for every call, by weak reference (a dead array is not
+    taken for a new one with its id); objects that take no weak reference by id, the newest
+    sighting only."""
+    a, b = np.zeros(4), np.zeros(4)
+    seen = _sighting(([a, "DOUBLE"], b))
+    assert _seen(seen, ([a, "DOUBLE"], b), newest=False)  # new list, same array
+    assert _seen(seen, ((a, 4, "DOUBLE"), b), newest=False)
+    assert not _seen(seen, ([b, "DOUBLE"], b), newest=False)
+    assert _seen(_sighting((a, None)), (a, None), False)
+    assert not _seen(_sighting((a, None)), (a, b), False)
+    gone = _sighting((np.zeros(4), None))
+    assert not _seen(gone, (np.zeros(4), None), False)
+    x = bytearray(4)  # no weak reference: by id, the newest sighting only
+    ids = _sighting((x, None))
+    assert _seen(ids, (x, None), newest=True) and not _seen(ids, (x, None), newest=False)
 
 
 class _Watchdog:
