@@ -404,6 +404,11 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
     memo = comm._v_memo.get(method)
     spec = comm._v_spec.get(method)
     template = None
+    older = None
+    if not exchanged and args is not None and comm._v_older.get(method) and \
+            not (memo is not None and same(memo.template, tuple(args))):
+        older = _older(comm, method, tuple(args), spec)
+        memo = older or memo
     # (a rank that speculates must, as every rank does: a memo without the pair is no match)
     if exchanged or (memo is not None and args is not None and
                      memo.epoch == comm._engine.evictions and same(memo.template, tuple(args))
@@ -411,6 +416,8 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
         template = memo.template
         if not exchanged:
             (memo.pair or memo.exchange)()
+            if older is not None:  # (its row as first sent, :func:`_older`; from now on a
+                memo.row[_CAN] = memo.can  # repeat says what the rank can, as a memo's does)
         if not exchanged and memo.table.tobytes() == memo.seen:
             if memo.pair is not None:  # the plan ran beside the exchange: the call is done
                 comm._last_runner = memo.run
@@ -429,7 +436,7 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
                     _install(comm, method, memo)
                 return
         call, problem, row, table = memo.call, None, memo.row, memo.table.copy()
-        can = row[_CAN]  # (a memo's row says what the rank can: :class:`_VectorMemo`)
+        can = memo.can
     else:
         if args is not None:
             template = template_of(args)
@@ -450,6 +457,11 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
             spec.run(comm, method, row, table, (call.send, call.recv))
             call.unpack()
             if table.tobytes() == spec.seen:
+                if template is not None:  # remembered too: a program may alternate buffers
+                    prev = comm._v_memo.get(method)
+                    _memorize(comm, method, template, args, call, row, table, comm._last_runner,
+                              True, can, spec.params[:5])
+                    _keep_older(comm, method, prev)
                 return
         elif spec is not None:  # every rank runs the last plan beside the exchange: this one
             spec.run(comm, method, row, table)  # on its store alone
@@ -457,13 +469,13 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
             agree(comm, method + " counts", (row.size,), None)
             comm._runner("allgather", 0, row.nbytes, salt=_salt(method + " counts")).run(
                 row.view(np.uint8), table.view(np.uint8).reshape(-1))
+    prev = comm._v_memo.get(method)
     _forget(comm, method)
     comm._v_spec.pop(method, None)
     nbytes, root, sdispls, rdispls = _table_sizes(comm, method, desc, call, table, problem)
     check_memory(comm, method, desc.name, nbytes, root, call.itemsize)
     call.pack()
     packed = any(m.packed for m in call.sends + call.recvs)
-    moved = _moved(call.send, call.recv)
     zero = comm._zero_copy and call.op is None and not packed and \
         not _overlap(call.send, call.recv)
     # new buffers, big enough that binding costs less than the copies: a runner of this call's
@@ -489,17 +501,30 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
     if speculate:
         comm._v_spec[method] = last
     if template is not None and not packed and getattr(run, "bind_call", None) is not None:
-        # a repeat of this call fits its plan: it says whether the rank can speculate (the
-        # table then differs from this one where a rank said not, and is agreed afresh)
-        row[_CAN] = can
-        counts = comm._runner("allgather", 0, row.nbytes, salt=_salt(method + " counts"))
-        memo = _VectorMemo(template, args, call, row, table, counts, None if first else run,
-                           comm._engine.evictions, speculate)
+        _memorize(comm, method, template, args, call, row, table, None if first else run,
+                  speculate, can, (desc.name, nbytes, root, sdispls, rdispls))
         comm._last_runner = run  # the call's, not its count table's
-        if zero and moved >= ZERO_COPY_ABOVE:
-            memo.remake = (desc.name, nbytes, root, sdispls, rdispls, call.itemsize,
-                           _salt(method))
-        _install(comm, method, memo)
+    _keep_older(comm, method, prev)
+
+
+def _memorize(comm, method, template, args, call, row, table, run, speculate, can, params):
+    """Remember a v-variant call (not packed) whose plan ``run`` (None: a runner of its own)
+    ran for the table ``table`` as the method's last (:class:`_VectorMemo`, :func:`_install`).
+
+    A repeat of the call fits its plan: its row says whether the rank ``can`` speculate (the
+    table then differs from this one where a rank said not, and is agreed afresh).  ``params``
+    (the plan's name, sizes, root and displacements) let a repeat bind the plan to the
+    buffers when the rank moves :data:`ZERO_COPY_ABOVE` bytes or more, no reduction and the
+    buffers apart.
+    """
+    zero = comm._zero_copy and call.op is None and not _overlap(call.send, call.recv)
+    row[_CAN] = can
+    counts = comm._runner("allgather", 0, row.nbytes, salt=_salt(method + " counts"))
+    memo = _VectorMemo(template, args, call, row, table, counts, run, comm._engine.evictions,
+                       speculate)
+    if zero and _moved(call.send, call.recv) >= ZERO_COPY_ABOVE:
+        memo.remake = params + (call.itemsize, _salt(method))
+    _install(comm, method, memo)
 
 
 #: Calls repeated with the same buffers run zero-copy from pieces of this many bytes (a
@@ -630,6 +655,59 @@ def _forget(comm, method):
     setattr(comm, "_m" + method, no_match)
 
 
+#: Older calls of a v-variant method remembered besides its last (:func:`_older`): a program
+#: that alternates between calls (two transposes, two sets of buffers) repeats each.
+OLDER = 3
+
+
+def _keep_older(comm, method, memo):
+    """Keep ``memo``, no longer the method's last call, among its older ones (:func:`_older`,
+    the newest first, one per template; at most :data:`OLDER`): not one that repeats the last
+    call, nor one holding more than ``dualmpi.comm.REMEMBERED_BYTES`` of buffers that it has
+    not repeated yet (it would keep them alive)."""
+    from .comm import REMEMBERED_BYTES
+
+    last = comm._v_memo.get(method)
+    if memo is None or last is not None and same(memo.template, tuple(last.args)):
+        return
+    held = sum(b.nbytes for b in (memo.call.send, memo.call.recv) if b is not None)
+    if not memo.bound and held > REMEMBERED_BYTES:
+        return
+    evictions = comm._engine.evictions
+    keep = [o for o in comm._v_older.get(method, ()) if o.epoch == evictions and
+            not same(o.template, tuple(memo.args)) and
+            not (last is not None and same(o.template, tuple(last.args)))]
+    comm._v_older[method] = [memo] + keep[:OLDER - 1]
+
+
+def _older(comm, method, args, spec):
+    """Make the method's older call whose arguments ``args`` repeat its remembered call
+    (``comm._v_memo``) and return it, or return None.
+
+    Every rank decides what it runs from the count table alone, as for the last call: such a
+    call sends the row it sent then (its ``_CAN`` as then) and, when the table comes back as
+    the table it was made for, runs that table's plan — on every rank the plan of that
+    table.  While the method speculates, every rank runs the last plan beside the table, so
+    only an older call whose table is the last plan's (``seen``) may run, beside the table
+    too; while it does not, only one that does not speculate.
+    """
+    evictions = comm._engine.evictions
+    for memo in comm._v_older[method]:
+        if memo.epoch != evictions or not same(memo.template, args):
+            continue
+        if spec is None and memo.speculate or \
+                spec is not None and (not memo.speculate or memo.seen != spec.seen):
+            return None
+        comm._v_older[method] = [o for o in comm._v_older[method] if o is not memo]
+        prev = comm._v_memo.get(method)
+        seen = np.frombuffer(memo.seen, dtype=np.int64).reshape(memo.table.shape)
+        memo.row[_CAN] = seen[comm.rank, _CAN]
+        _install(comm, method, memo)
+        _keep_older(comm, method, prev)
+        return memo
+    return None
+
+
 def no_match(*args):
     """No call remembered (``Comm._m<Name>``): the Python path reads the arguments."""
     return False
@@ -648,7 +726,7 @@ class _VectorMemo:
     """
 
     __slots__ = ("template", "args", "call", "row", "table", "seen", "exchange", "run", "data",
-                 "epoch", "remake", "pair", "counts", "speculate", "bound")
+                 "epoch", "remake", "pair", "counts", "speculate", "bound", "can")
 
     def __init__(self, template, args, call, row, table, counts, run, epoch, speculate=False):
         self.template, self.args, self.call, self.row, self.epoch = template, args, call, row, \
@@ -656,6 +734,8 @@ class _VectorMemo:
         #: the engine runner's arguments, to bind the plan to the buffers (:func:`_zero_copy`)
         self.remake = None
         row[_RAN] = 1  # a repeat runs the plan on its buffers (or the table is not ``seen``)
+        #: what the rank can (``_CAN``: :func:`_can_speculate`), which a repeat's row says
+        self.can = int(row[_CAN])
         self.table, self.seen, self.run = np.zeros_like(table), _repeated(table).tobytes(), run
         self.counts, self.speculate = counts, speculate and run is not None
         self.exchange = self.data = self.pair = None

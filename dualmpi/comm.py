@@ -223,6 +223,8 @@ class Comm(p2p.PointToPoint):
         #: the remembered calls of each fixed-count method (:meth:`_remember`)
         self._recalls = {}
         self._v_memo = {}
+        #: older calls of each v-variant method (calls._older)
+        self._v_older = {}
         self._v_spec = {}
         self._v_last = {}
 

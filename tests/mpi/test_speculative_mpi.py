@@ -208,6 +208,34 @@ def test_counts_that_change_every_call_stop_the_speculation(index, method):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("other", ["counts", "buffers"])
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("index", NETS)
+def test_calls_that_alternate_are_repeated_from_memory(monkeypatch, index, method, other):
+    """A program that alternates two calls of a method, with other counts (A B A B ...) or
+    the same counts on other buffers: every result equals MPI's, and from the fourth call on
+    no call reads its arguments (each repeats one of the method's remembered calls, its row
+    and then its plan or both at once, whatever the others do)."""
+    import dualmpi.calls
+
+    reads = []
+    full = dualmpi.calls._read
+    monkeypatch.setattr(dualmpi.calls, "_read", lambda read: reads.append(1) or full(read))
+    net = fresh(index)
+    problems, late = [], []
+    try:
+        cases = [_Case(method, 30, LAST), _Case(method, 31 if other == "counts" else 30, LAST)]
+        for step in range(8):
+            reads.clear()
+            _counted(net, cases[step % 2], step, problems)
+            if step >= 3:
+                late.append(len(reads))
+    finally:
+        net.Free()
+    assert agree(not problems and not any(late)), (problems, late)
+
+
+@pytest.mark.mpi
 @pytest.mark.parametrize("scale", (1, 1024))
 @pytest.mark.parametrize("index", NETS)
 def test_in_place_repeats_with_a_derived_datatype_match_mpi(index, scale):
