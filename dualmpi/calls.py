@@ -671,13 +671,28 @@ def _keep_older(comm, method, memo):
     if memo is None or last is not None and same(memo.template, tuple(last.args)):
         return
     held = sum(b.nbytes for b in (memo.call.send, memo.call.recv) if b is not None)
-    if not memo.bound and held > REMEMBERED_BYTES:
-        return
+    if not memo.bound and held > REMEMBERED_BYTES and \
+            (last is None or not _arrays(memo.template) <= _arrays(last.template)):
+        return  # (memory the last call holds anyway keeps nothing more alive)
     evictions = comm._engine.evictions
     keep = [o for o in comm._v_older.get(method, ()) if o.epoch == evictions and
             not same(o.template, tuple(memo.args)) and
             not (last is not None and same(o.template, tuple(last.args)))]
     comm._v_older[method] = [memo] + keep[:OLDER - 1]
+
+
+def _arrays(template):
+    """The ids of the memory owners of the arrays a template holds (:func:`template_of`):
+    the array at the end of each one's chain of bases, or the object it views."""
+    out = set()
+    for entry in template:
+        for e in (entry[2] if entry[0] == SEQ else ()) + (entry,):
+            if e[0] == ARRAY:
+                a = e[1]
+                while isinstance(a.base, np.ndarray):
+                    a = a.base
+                out.add(id(a if a.base is None else a.base))
+    return out
 
 
 def _older(comm, method, args, spec):
