@@ -18,6 +18,10 @@ does the same steps in one call:
   identity; missing ones None), each ``(array, dtype, shape, writable)`` of ``checks`` still
   holds and ``engine.evictions == epoch``; else it runs nothing and returns False — what
   ``dualmpi.comm._matcher`` does in Python;
+* ``Recall.like(call, template, engine, epoch)`` is a matcher of arguments compared by value
+  (``same(template, args)``, below): a buffer spec written anew for every call
+  (``[buf, MPI.DOUBLE]``) matches when it names the same array, datatype and counts —
+  ``dualmpi.comm._liker`` in Python;
 * ``Recall.chain(matchers)`` tries a tuple of matchers of one method in turn and runs the
   first that matches (``dualmpi.comm._chain`` in Python): a method remembers its last few
   calls, so a program alternating between buffers repeats each from C;
