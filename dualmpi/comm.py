@@ -987,13 +987,25 @@ def _buffer_of(obj):
     return obj
 
 
+def _ref(obj):
+    """A weak reference to the array ``obj`` names (:func:`_buffer_of`); None for None, and
+    for ``MPI.IN_PLACE`` or ``MPI.BOTTOM`` (which live as long as mpi4py) a function returning
+    it."""
+    if obj is None:
+        return None
+    MPI = _mpi()
+    if obj is MPI.IN_PLACE or obj is MPI.BOTTOM:
+        return lambda: obj
+    return weakref.ref(_buffer_of(obj))
+
+
 def _sighting(objs):
     """What ``Comm._last`` keeps of a call's buffer arguments: weak references to their arrays
-    (:func:`_buffer_of`: a spec written anew for every call, ``[buf, MPI.DOUBLE]``, names
-    the same array; None for None), so that it keeps no buffer alive and a new object with a
-    dead one's id is not taken for it; objects that take none by their ids."""
+    (:func:`_ref`; a spec written anew for every call, ``[buf, MPI.DOUBLE]``, names the same
+    array), so that it keeps no buffer alive and a new object with a dead one's id is not
+    taken for it; objects that take none by their ids."""
     try:
-        return True, tuple(None if o is None else weakref.ref(_buffer_of(o)) for o in objs)
+        return True, tuple(_ref(o) for o in objs)
     except TypeError:
         return False, tuple(id(o) for o in objs)
 

@@ -170,6 +170,9 @@ def test_a_sighting_names_arrays_by_weak_reference():
     assert not _seen(_sighting((a, None)), (a, b), False)
     gone = _sighting((np.zeros(4), None))
     assert not _seen(gone, (np.zeros(4), None), False)
+    MPI = pytest.importorskip("mpi4py.MPI")
+    assert _seen(_sighting((MPI.IN_PLACE, b)), (MPI.IN_PLACE, b), newest=False)
+    assert not _seen(_sighting((MPI.IN_PLACE, b)), (MPI.IN_PLACE, a), newest=False)
     x = bytearray(4)  # no weak reference: by id, the newest sighting only
     ids = _sighting((x, None))
     assert _seen(ids, (x, None), newest=True) and not _seen(ids, (x, None), newest=False)

@@ -521,31 +521,38 @@ def test_calls_alternating_between_buffers_are_remembered(monkeypatch, slot, n):
     sets = [(np.zeros(n * SIZE), np.zeros(n * SIZE), np.zeros(n), np.zeros(n)) for _ in range(2)]
     root = SIZE - 1
     problems = []
-    for name in ("Bcast", "Alltoall", "Allgather", "Allreduce"):
+    for name in ("Bcast", "Alltoall", "Allgather", "Allreduce", "in place"):
         read.clear()
         for i in range(8):
             a, b, v, w = sets[i % 2]
             ours = {"Bcast": lambda: net.Bcast(v, root), "Alltoall": lambda: net.Alltoall(a, b),
                     "Allgather": lambda: net.Allgather(v, b),
-                    "Allreduce": lambda: net.Allreduce(v, w)}[name]
+                    "Allreduce": lambda: net.Allreduce(v, w),
+                    "in place": lambda: net.Allreduce(MPI.IN_PLACE, w)}[name]
             theirs = {"Bcast": lambda: WORLD.Bcast(v, root),
                       "Alltoall": lambda: WORLD.Alltoall(a, b),
                       "Allgather": lambda: WORLD.Allgather(v, b),
-                      "Allreduce": lambda: WORLD.Allreduce(v, w)}[name]
-            out = {"Bcast": v, "Alltoall": b, "Allgather": b, "Allreduce": w}[name]
+                      "Allreduce": lambda: WORLD.Allreduce(v, w),
+                      "in place": lambda: WORLD.Allreduce(MPI.IN_PLACE, w)}[name]
+            out = {"Bcast": v, "Alltoall": b, "Allgather": b, "Allreduce": w, "in place": w}[name]
             a[:] = _data(np.int16, n * SIZE, i) % 100
             v[:] = _data(np.int16, n, i) % 100
             w[:] = b[:] = -1.0
+            if name == "in place":
+                w[:] = v
             ours()
             got = out.copy()
             v[:] = _data(np.int16, n, i) % 100
             w[:] = b[:] = -1.0
+            if name == "in place":
+                w[:] = v
             theirs()
             if not _same(got, out):
                 problems.append((name, i))
         if read[4:]:  # (the first four calls: each set read, then repeated, bound)
             problems.append((name, "read", len(read)))
-        if slot == "one0" and n * 8 >= dualmpi.calls.ZERO_COPY_ABOVE and name != "Allreduce":
+        if slot == "one0" and n * 8 >= dualmpi.calls.ZERO_COPY_ABOVE and name in \
+                ("Bcast", "Alltoall", "Allgather"):
             pinned = {id(r.pinned[0]) for r in net._fast.values() if hasattr(r, "pinned")}
             objs = (lambda s: (s[2], s[0], s[2], s[2])[
                 ("Bcast", "Alltoall", "Allgather", "Allreduce").index(name)])
