@@ -150,11 +150,14 @@ def test_bad_arguments_on_one_rank_in_a_repeated_call(case):
 
 
 @pytest.mark.mpi(min_size=2)
-@pytest.mark.parametrize("what", ["dtype", "op", "method", "scatter-root-none"])
+@pytest.mark.parametrize("what", ["dtype", "op", "method", "scatter-root-none", "spec-count",
+                                  "alternating-dtype"])
 def test_repeated_calls_that_differ_are_caught(what):
     """Item 3 of issue 23: after a signature has been agreed, one rank's call differs in
     what its plan does not show — a dtype of the same size, another operation, another
-    method whose plan has the same shape — and no rank returns the mixed data."""
+    method whose plan has the same shape — and no rank returns the mixed data.  Also where
+    the others repeat a remembered call from C: buffer specs written in the call (rank 0's
+    count differs) and one of two sets of buffers in turn (rank 0's viewed as int64)."""
     if not _nets():
         pytest.skip(f"no network for {SIZE} ranks")
     spec, q = _nets()[0]
@@ -175,13 +178,27 @@ def test_repeated_calls_that_differ_are_caught(what):
         assert _agree(ok)
         return
 
+    sets = [(np.zeros(4 * SIZE), np.zeros(4 * SIZE)) for _ in range(2)]
+
     def program(net):
         for _ in range(2):
             _allreduce(net)
             _allreduce(net, op=MPI.MAX)
             net.Allgather(np.zeros(1), np.zeros(SIZE))
+        for i in range(6):
+            a, b = sets[i % 2]
+            if what == "spec-count":
+                net.Alltoall([a, MPI.DOUBLE], [b, MPI.DOUBLE])
+            else:
+                net.Alltoall(a, b)
         _mark()
-        if what == "dtype":
+        a, b = sets[0]
+        if what == "spec-count":
+            count = 3 if RANK == 0 else 4  # per block
+            net.Alltoall([a, count, MPI.DOUBLE], [b, count, MPI.DOUBLE])
+        elif what == "alternating-dtype":
+            net.Alltoall(*((a.view(np.int64), b.view(np.int64)) if RANK == 0 else (a, b)))
+        elif what == "dtype":
             _allreduce(net, dtype=np.int64 if RANK == 0 else np.float64)
         elif what == "op":
             _allreduce(net, op=MPI.MAX if RANK == 0 else MPI.SUM)
