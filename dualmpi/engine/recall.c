@@ -234,15 +234,24 @@ static PyObject *Recall_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     return (PyObject *)self;
 }
 
+/* A new matcher (``kind`` 1) or chain (2), nothing set in it yet. */
+static Recall *new_recall(int kind)
+{
+    Recall *self = (Recall *)RecallType.tp_alloc(&RecallType, 0);
+    if (self != NULL) {
+        self->vectorcall = Recall_vectorcall;
+        self->matcher = kind;
+    }
+    return self;
+}
+
 /* A new matcher running ``call`` (a bound call directly, else through Python) while
  * ``engine.evictions == epoch``; what it compares is the caller's to set. */
 static Recall *new_matcher(PyObject *call, PyObject *engine, long long epoch)
 {
-    Recall *self = (Recall *)RecallType.tp_alloc(&RecallType, 0);
+    Recall *self = new_recall(1);
     if (self == NULL)
         return NULL;
-    self->vectorcall = Recall_vectorcall;
-    self->matcher = 1;
     Py_INCREF(call);
     if (Py_IS_TYPE(call, &RecallType) && !((Recall *)call)->matcher)
         self->bound = (Recall *)call;
@@ -337,11 +346,9 @@ static PyObject *Recall_chain(PyObject *Py_UNUSED(cls), PyObject *args)
             return NULL;
         }
     }
-    Recall *self = (Recall *)RecallType.tp_alloc(&RecallType, 0);
+    Recall *self = new_recall(2);
     if (self == NULL)
         return NULL;
-    self->vectorcall = Recall_vectorcall;
-    self->matcher = 2;
     Py_INCREF(matchers);
     self->call = matchers;
     return (PyObject *)self;
