@@ -570,7 +570,8 @@ def test_buffer_specs_made_anew_for_every_call_are_remembered(monkeypatch, slot,
     do: every call equal to mpi4py's, every call after the first two repeated from the
     communicator's memory, the lists compared by value (from 32 KiB a block, with one node
     per rank, zero-copy from the second call: the spec's array was seen); another datatype in
-    the spec is read again, and right."""
+    the spec is read again, and right; derived datatypes in the spec (contiguous, and strided
+    with its gaps left alone) and a count of 0, repeated, equal mpi4py's too."""
     net = dualmpi.Comm(WORLD, _spec(slot), watchdog=60)
     read = _reads(monkeypatch)
     a, b = np.zeros(n * SIZE), np.zeros(n * SIZE)
@@ -607,6 +608,26 @@ def test_buffer_specs_made_anew_for_every_call_are_remembered(monkeypatch, slot,
     WORLD.Alltoall([f, MPI.FLOAT], [h, MPI.FLOAT])
     if not _same(g, h):
         problems.append("float view")
+    # derived datatypes in the spec, repeated: two doubles (remembered by value) and every
+    # other double (packed: read each time), the gaps left alone; and a count of 0
+    pair = MPI.DOUBLE.Create_contiguous(2).Commit()
+    every = MPI.DOUBLE.Create_vector(2, 1, 2).Commit()
+    for t, k in ((pair, 2), (every, 3)):
+        for i in range(3):
+            src = np.arange(k * 2 * SIZE, dtype=np.float64) + 100 * RANK + i
+            mine, ref = np.full(k * 2 * SIZE, -1.0), np.full(k * 2 * SIZE, -1.0)
+            net.Alltoall([src, 2, t], [mine, 2, t])  # 2 a block: the whole buffer
+            WORLD.Alltoall([src, 2, t], [ref, 2, t])
+            if not _same(mine, ref):
+                problems.append(("derived", k, i))
+    pair.Free()
+    every.Free()
+    for i in range(3):
+        z, zref = np.full(4, -1.0), np.full(4, -1.0)
+        net.Allgather([v, 0, D], [z, 0, D])
+        WORLD.Allgather([v, 0, D], [zref, 0, D])
+        if not _same(z, zref):
+            problems.append(("count 0", i))
     net.Free()
     assert _agree(not problems), problems
 
