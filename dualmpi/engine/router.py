@@ -188,6 +188,14 @@ class _State:
             (self.tag == MPI.ANY_TAG or self.tag == tag)
 
 
+def _overlap(state, source, tag):
+    """True when posted receive ``state`` and a receive ``(source, tag)`` could take one
+    message (wildcards overlap everything)."""
+    return (state.source == MPI.ANY_SOURCE or source == MPI.ANY_SOURCE or
+            state.source == source) and \
+        (state.tag == MPI.ANY_TAG or tag == MPI.ANY_TAG or state.tag == tag)
+
+
 def _query(status, state):
     status.source, status.tag = state.src, state.rtag
     status.error = MPI.ERR_TRUNCATE if state.error is not None else MPI.SUCCESS
@@ -1072,27 +1080,51 @@ class Router:
         self._complete(state)
 
     def _pull_direct(self):
-        """Take direct messages for posted receives, each by the earliest that matches it."""
+        """Take direct messages for posted receives, each by the earliest that matches it.
+
+        A receive takes the earliest message that matches it, and only when no receive
+        posted before it matches that message (MPI's order: a message that arrives goes to
+        the earliest posted receive that matches it).  When an earlier receive overlaps it,
+        the message is looked at first (``Iprobe``) and taken (``Improbe`` of its exact
+        source and tag: under the hub's lock no other thread takes direct messages a posted
+        receive could match) only if it is this receive's; otherwise the earlier receive
+        goes first: it found nothing when it was probed, and a message came since.
+        """
         did = False
         st = self.hub._status
-        for state in tuple(self.posted):
-            if state.done or state not in self.posted:
+        posted, count = self.posted, self.hub._count
+        i = 0
+        while i < len(posted):
+            state = posted[i]
+            src, tag = state.source, state.tag
+            if state.done or not self._direct_from(src):
+                i += 1
                 continue
-            src = state.source
-            if src == MPI.ANY_SOURCE:
-                if not self.direct_in():
+            if not any(_overlap(p, src, tag) for p in posted[:i]):
+                msg = self.direct.Improbe(src, tag, st)
+                if msg is None:
+                    i += 1
                     continue
-            elif not self.route(src, self.rank).direct:
-                continue
-            msg = self.direct.Improbe(src, state.tag, st)
-            if msg is None:
-                continue
-            s, t = st.source, st.tag
-            first = next(p for p in self.posted if p.matches(s, t))
-            self.posted.remove(first)
-            self.take_direct(first, msg, st, self.hub._count)
+            else:
+                if not self.direct.Iprobe(src, tag, st):
+                    i += 1
+                    continue
+                s, t = st.source, st.tag
+                first = next(p for p in posted if p.matches(s, t))
+                if first is not state:
+                    i = posted.index(first)
+                    continue
+                msg = self.direct.Improbe(s, t, st)
+            del posted[i]
+            self.take_direct(state, msg, st, count)
             did = True
         return did
+
+    def _direct_from(self, source):
+        """True when messages from ``source`` (or ANY_SOURCE) may come on the direct channel."""
+        if source == MPI.ANY_SOURCE:
+            return self.direct_in()
+        return self.route(source, self.rank).direct
 
     def take_direct(self, state, msg, st, count):
         """Receive direct message ``msg`` (probed: ``st``) for ``state``; count its last hops."""
@@ -1167,11 +1199,7 @@ class Router:
 
     def intersects(self, source, tag):
         """True when a posted receive could take a message ``(source, tag)``."""
-        for p in self.posted:
-            if (p.source == MPI.ANY_SOURCE or source == MPI.ANY_SOURCE or p.source == source) \
-                    and (p.tag == MPI.ANY_TAG or tag == MPI.ANY_TAG or p.tag == tag):
-                return True
-        return False
+        return any(_overlap(p, source, tag) for p in self.posted)
 
     def recv(self, buf, source, tag, status=None, what="Recv", keep_payload=False):
         """Blocking receive into ``buf`` (uint8, writable), or of an object's pickle.
@@ -1229,27 +1257,31 @@ class Router:
 
         Returns None, or the arrival kept here, or ``(MPI.Message, nbytes)`` of a direct
         one when ``remove`` (then matched: no other receive can take it), or True.  The
-        status gets its source, tag and count.
+        status gets its source, tag and count.  A direct message that a posted receive
+        matches is that receive's (MPI matches it on arrival): it is taken for it, and
+        the probe looks again.
         """
+        st = status if status is not None else MPI.Status()
         with self.hub.lock:
             self.hub.step()
             a = self.take(source, tag) if remove else self.peek(source, tag)
-            if a is not None and remove:
-                self.matched(a)
-        if a is not None:
-            if status is not None:
-                fill_status(status, a.src, a.tag, a.payload.size)
-            return a
-        if source == MPI.ANY_SOURCE:
-            if not self.direct_in():
+            if a is not None:
+                if remove:
+                    self.matched(a)
+                fill_status(st, a.src, a.tag, a.payload.size)
+                return a
+            if not self._direct_from(source):
                 return None
-        elif not self.route(source, self.rank).direct:
+            while self.direct.Iprobe(source, tag, st):
+                s, t = st.source, st.tag
+                if not any(p.matches(s, t) for p in self.posted):
+                    if not remove:
+                        return True
+                    msg = self.direct.Improbe(s, t, st)
+                    return msg, st.Get_count(MPI.BYTE), s, t
+                if not self._pull_direct():  # (it takes one: the receive's probe sees it)
+                    return None
             return None
-        st = status if status is not None else MPI.Status()
-        if remove:
-            msg = self.direct.Improbe(source, tag, st)
-            return None if msg is None else (msg, st.Get_count(MPI.BYTE), st.source, st.tag)
-        return True if self.direct.Iprobe(source, tag, st) else None
 
     def probe(self, source, tag, status=None, remove=False, what="Probe"):
         """Wait for a message ``(source, tag)``: see :meth:`iprobe`."""
@@ -1325,9 +1357,7 @@ class Router:
         if state.recv and src != MPI.ANY_SOURCE and self.route(src, self.rank).direct:
             with hub.lock:
                 mine = state in self.posted and not any(
-                    p is not state and (p.source in (src, MPI.ANY_SOURCE)) and
-                    (p.tag == MPI.ANY_TAG or state.tag == MPI.ANY_TAG or p.tag == state.tag)
-                    for p in self.posted)
+                    p is not state and _overlap(p, src, state.tag) for p in self.posted)
                 if mine:
                     self.posted.remove(state)
             if mine:

@@ -132,6 +132,22 @@ def _far(net, a):
     return best
 
 
+def _rounds_against_world(net, round_of, rounds):
+    """Run ``round_of(comm, k)`` once on MPI.COMM_WORLD, then ``rounds`` times on ``net``
+    (every rank sends to :func:`_far` and receives from the ranks whose farthest it is);
+    return the first rounds whose result differs from the world's, after it."""
+
+    def body():
+        dest = _far(net, RANK)
+        src = [s for s in range(SIZE) if _far(net, s) == RANK]
+        want = round_of(WORLD, 0, dest, src)
+        problems = [(k, g) for k in range(rounds)
+                    if (g := round_of(net, k, dest, src)) != want]
+        return [("MPI", want)] + problems[:3] if problems else []
+
+    return _attempt(body)
+
+
 # -- every pair ----------------------------------------------------------------------------------
 
 
@@ -236,29 +252,53 @@ def test_no_overtaking_with_many_messages_in_flight(slot):
     assert _agree(not problems), problems
 
 
-@pytest.mark.mpi
+@pytest.mark.mpi(min_size=2)
 @pytest.mark.parametrize("slot", SLOTS)
 def test_posted_receives_match_in_order(slot):
-    """Irecv(ANY_TAG) then Irecv(tag 2) from one routed source: the first posted takes the
-    first message (tag 2), the second the next tag-2 one, as MPI matches them."""
-    net = _net(slot)
-    dest, src = _far(net, RANK), [s for s in range(SIZE) if _far(net, s) == RANK]
+    """Irecv(ANY_TAG), Irecv(tag 2), Irecv(tag 5), Irecv(ANY_TAG) from one source that sends
+    tags 2, 5, 2, 5: each message goes to the earliest posted receive that matches it, as
+    MPI.COMM_WORLD matches the same program, in every one of many rounds (the receives are
+    posted while the router's progress takes messages: a race that once gave the first
+    receive the second message).  A wrong match completes every receive with the wrong
+    message, so the rounds never hang on it."""
 
-    def body():
-        sends = [net.Isend(np.full(4, k, np.int32), dest, tag) for k, tag in
-                 enumerate((2, 5, 2))]
-        problems = []
+    def round_of(comm, k, dest, src):
+        sends = [comm.Isend(np.full(4, 10 * k + j, np.int32), dest, tag) for j, tag in
+                 enumerate((2, 5, 2, 5))]
+        got = []
         for s in src:
-            a, b, c = (np.zeros(4, np.int32) for _ in range(3))
-            sa, sb, sc = MPI.Status(), MPI.Status(), MPI.Status()
-            reqs = [net.Irecv(a, s, MPI.ANY_TAG), net.Irecv(b, s, 2), net.Irecv(c, s, 5)]
-            MPI.Request.Waitall(reqs, [sa, sb, sc])
-            if (a[0], b[0], c[0], sa.tag, sb.tag, sc.tag) != (0, 2, 1, 2, 2, 5):
-                problems.append((s, a[0], b[0], c[0], sa.tag, sb.tag, sc.tag))
+            bufs = [np.zeros(4, np.int32) for _ in range(4)]
+            sts = [MPI.Status() for _ in range(4)]
+            reqs = [comm.Irecv(b, s, t) for b, t in zip(bufs, (MPI.ANY_TAG, 2, 5, MPI.ANY_TAG))]
+            MPI.Request.Waitall(reqs, sts)
+            got.append((s, [int(b[0]) - 10 * k for b in bufs], [st.tag for st in sts]))
         MPI.Request.Waitall(sends)
-        return problems
+        WORLD.Barrier()  # (the rounds start together: messages arrive while receives post)
+        return got
 
-    problems = _attempt(body)
+    problems = _rounds_against_world(_net(slot), round_of, 3000 if SIZE <= 2 else 20)
+    assert _agree(not problems), problems
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("slot", SLOTS)
+def test_a_probe_never_sees_a_message_a_posted_receive_takes(slot):
+    """With an Irecv(ANY_TAG) posted, Iprobe(tag 2) never reports the one message (tag 2)
+    that the receive takes when it arrives, as on MPI.COMM_WORLD, in every one of many
+    rounds; then Improbe finds nothing either."""
+
+    def round_of(comm, k, dest, src):
+        reqs = [comm.Irecv(np.zeros(1, np.int32), s, MPI.ANY_TAG) for s in src]
+        req = comm.Isend(np.full(1, k, np.int32), dest, 2)
+        seen = 0
+        while not MPI.Request.Testall(reqs):
+            seen += sum(bool(comm.Iprobe(s, 2)) for s in src)
+        stolen = sum(comm.Improbe(s, 2) is not None for s in src)
+        req.Wait()
+        WORLD.Barrier()  # (no round's message is in flight when the next one posts)
+        return seen, stolen
+
+    problems = _rounds_against_world(_net(slot), round_of, 200 if SIZE <= 2 else 10)
     assert _agree(not problems), problems
 
 
