@@ -42,7 +42,10 @@ every count one byte less, on the same buffers; the floor is then the last call'
 calls that alternate between two sets of buffers (``ALTERNATING``: ``alltoall_alternating``,
 the same plan on the buffers and on copies of them, in turn), and calls whose buffers are
 specs written in the call (``SPECS``: ``alltoall_spec`` passes ``[buf, MPI.BYTE]``, a new list
-every call).
+every call), and v-variants whose counts never repeat (``FRESH``: ``alltoallv_fresh`` takes
+each call's counts from the next of :data:`FRESH_TABLES` tables, more than the engine keeps
+plans for, every count 1 to 250 bytes less than the block: a program whose counts depend on
+its data, as a sample sort's do).
 
 A repeat times ``k`` calls, each after a barrier (OSU method), and keeps the largest
 per-rank mean; the table gives the median over repeats and the ratios.  The results
@@ -89,6 +92,11 @@ IN_PLACE = ("allgather_in_place", "allreduce_in_place")
 #: every count one byte less on every other call (a program whose counts never repeat).
 CHANGING = ("scatterv_changing", "gatherv_changing", "allgatherv_changing",
             "alltoallv_changing")
+#: Also timed when asked for: v-variants whose counts never repeat (see :func:`fresh_call`).
+FRESH = ("scatterv_fresh", "gatherv_fresh", "allgatherv_fresh", "alltoallv_fresh")
+#: Count tables a ``*_fresh`` call cycles through: more than the engine's plan cache holds
+#: (``dualmpi.engine.core.CACHE_SIZE``), so no call finds its plan made.
+FRESH_TABLES = 97
 #: Also timed when asked for: calls alternating between two sets of buffers (a program that
 #: swaps its arrays, ``a, b = b, a``), the second a copy of the first.
 ALTERNATING = ("bcast_alternating", "alltoall_alternating", "allgather_alternating",
@@ -99,8 +107,40 @@ SPECS = ("bcast_spec", "alltoall_spec", "allgather_spec", "allreduce_spec")
 
 
 def base(coll):
-    """The collective a name times (without ``_changing``, ``_alternating`` or ``_spec``)."""
-    return coll.removesuffix("_changing").removesuffix("_alternating").removesuffix("_spec")
+    """The collective a name times (without ``_changing``, ``_alternating``, ``_spec`` or
+    ``_fresh``)."""
+    for suffix in ("_changing", "_alternating", "_spec", "_fresh"):
+        coll = coll.removesuffix(suffix)
+    return coll
+
+
+def fresh_call(target, coll, send, recv):
+    """Return a function calling v-variant ``coll`` with the next of :data:`FRESH_TABLES`
+    count tables each time (the same tables on every rank, every count 1 to
+    ``min(block, 250)`` bytes less than the block; the buffers' views made beforehand)."""
+    ranks, me = target.Get_size(), target.Get_rank()
+    piece = send.size // ranks if coll in ("scatterv", "alltoallv") else send.size
+    less = [np.random.default_rng([7, t]).integers(1, min(piece, 250) + 1, (ranks, ranks))
+            if piece > 1 else np.zeros((ranks, ranks), np.int64) for t in range(FRESH_TABLES)]
+    calls = []
+    for d in less:
+        counts = [int(c) for c in piece - d[0]]  # (rooted and gathered: row 0 of the table)
+        if coll == "alltoallv":
+            calls.append((target.Alltoallv, ([send, [int(c) for c in piece - d[me]]],
+                                             [recv, [int(c) for c in piece - d[:, me]]])))
+        elif coll == "scatterv":
+            calls.append((target.Scatterv, ([send, counts], recv[:counts[me]], 0)))
+        elif coll == "gatherv":
+            calls.append((target.Gatherv, (send[:counts[me]], [recv, counts], 0)))
+        else:
+            calls.append((target.Allgatherv, (send[:counts[me]], [recv, counts])))
+    turn = [-1]
+
+    def fresh():
+        turn[0] = (turn[0] + 1) % len(calls)
+        method, args = calls[turn[0]]
+        method(*args)
+    return fresh
 
 
 def buffers(coll, ranks, size, rng):
@@ -135,6 +175,8 @@ def api_call(target, coll, send, recv, less=0):
 
     ``less``: a v-variant's counts that many bytes less than the buffers'."""
     ranks = target.Get_size()
+    if coll.endswith("_fresh"):
+        return fresh_call(target, base(coll), send, recv)
     if coll.endswith("_changing"):  # the counts of the equal-count call, then one byte less
         calls = [api_call(target, coll.removesuffix("_changing"), send, recv, less)
                  for less in (0, 1)]
@@ -267,6 +309,15 @@ def before_call(old, topo_spec, coll, size):
     return call, cleanup
 
 
+def detach(net, runner):
+    """Take ``runner`` out of the engine's plan cache (True), so that the ``*_fresh`` calls'
+    new plans, which evict the oldest, do not free the requests the floor runs."""
+    bound = net._engine._bound
+    for key in [key for key, run in bound.items() if run is runner]:
+        del bound[key]
+    return True
+
+
 def time_calls(call, k, world):
     """Return the largest per-rank mean time of ``k`` calls, each after a barrier."""
     total = 0.0
@@ -285,8 +336,9 @@ def main():
     parser.add_argument("--sizes", default="8,1024,65536,1048576")
     parser.add_argument("--collectives", default=",".join(COLLECTIVES),
                         help="comma-separated, of " + ", ".join(ALL + IN_PLACE + CHANGING +
-                                                                ALTERNATING + SPECS)
-                        + "; or all (all but the in-place, changing, alternating and spec ones)")
+                                                                ALTERNATING + SPECS + FRESH)
+                        + "; or all (all but the in-place, changing, alternating, spec and "
+                        "fresh ones)")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--before", action="store_true", help="also time the engine of " + BEFORE)
     parser.add_argument("--against", metavar="COMMIT",
@@ -302,7 +354,7 @@ def main():
     sizes = [int(s) for s in args.sizes.split(",")]
     colls = list(ALL) if args.collectives == "all" else args.collectives.split(",")
     unknown = sorted(set(colls) - set(ALL) - set(IN_PLACE) - set(CHANGING) - set(ALTERNATING) -
-                     set(SPECS))
+                     set(SPECS) - set(FRESH))
     if unknown:
         raise SystemExit(f"--collectives: unknown {', '.join(unknown)} (choose from {', '.join(ALL)})")
     load = [os.getloadavg()]
@@ -328,6 +380,7 @@ def main():
             ours()
             ours()  # the same buffers again: the call now runs its zero-copy plan where it can
             runner = net._last_runner  # the floor runs exactly the requests the call runs
+            detached = coll.endswith("_fresh") and detach(net, runner)
             variants = {"dualmpi": ours, "floor": floor_loop(runner),
                         "native": api_call(world, coll, send2, recv2),
                         "native-schedule": schedule_loop(runner)}
@@ -368,6 +421,8 @@ def main():
                 cleanup()
             for name in ("floor-neighbor", "native-schedule"):
                 variants[name].free() if name in variants else None
+            if detached:
+                runner.free()
             med = {name: statistics.median(ts) for name, ts in times.items()}
             row = {"collective": coll, "size": size, "calls_per_repeat": k,
                    "packets": runner.bound.packets, "times": times, "median": med,
