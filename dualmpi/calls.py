@@ -237,21 +237,31 @@ def memory_problem(comm, name, need):
             f"{format_bytes(avail)} available")
 
 
-def check_memory(comm, method, kind, sizes, root, itemsize):
+def check_memory(comm, method, kind, sizes, root, itemsize, budgets):
     """Refuse, on every rank, a v-variant whose plan would not fit in memory.
 
     The sizes are the same on every rank (agreed over the links), so the ranks check
-    sizes they have not run before together: one control-plane reduction.
+    sizes they have not run before together: one control-plane reduction.  It also
+    agrees on the largest plan of any rank (slots and rows), once per collective and root;
+    from then on a table whose plan surely fits every rank (:func:`_store_bound`, within
+    the smallest of the ranks' ``budgets``, the table's :data:`_BUDGET` column) skips the
+    reduction: every rank decides alike from the same table.
     """
     key = zlib.crc32(repr((kind, root, itemsize)).encode() + np.asarray(sizes).tobytes())
     if key in comm._v_checked:
         return
+    shape = comm._v_shapes.get((kind, root))
+    if shape is not None and _store_bound(comm, shape, sizes) <= 1 << int(np.min(budgets)):
+        return
+    slots = rows = 0
     try:
         short = memory_problem(comm, method, comm._engine.store_bytes(
             comm.rank, kind, sizes, root, comm.variant, None, itemsize))
+        plan = comm._engine.rank_plan(comm.rank, kind, root, comm.variant)
+        slots, rows = plan.num_slots, plan.num_rows
     except DualmpiError as exc:  # the plan cannot be built: the others must hear of it
         short = exc
-    flag = np.array([comm.rank + 1 if short else 0], dtype=np.int64)
+    flag = np.array([comm.rank + 1 if short else 0, slots, rows], dtype=np.int64)
     out = np.zeros_like(flag)
     comm._transport.allreduce(flag, out, _mpi().MAX, f"the {method} memory check")
     if isinstance(short, DualmpiError):
@@ -261,16 +271,34 @@ def check_memory(comm, method, kind, sizes, root, itemsize):
     if out[0]:
         raise ResourceError(f"{method}: the plan's buffers would not fit in the memory of rank "
                             f"{int(out[0]) - 1}'s host (see its message)")
+    comm._v_shapes[(kind, root)] = (int(out[1]), int(out[2]))
     if len(comm._v_checked) > 4096:
         comm._v_checked.clear()
     comm._v_checked.add(key)
 
 
+def _store_bound(comm, shape, sizes):
+    """Return bytes no rank's store exceeds for block sizes ``sizes``: ``shape`` is the
+    largest plan's ``(slots, rows)`` over the ranks, each slot counted at the largest
+    block (a node's block is a piece of a rank's) and every row's segments at 64 bytes a
+    piece (:meth:`Engine.store_bytes <dualmpi.engine.core.Engine.store_bytes>`).
+
+    >>> class Comm: _engine = type("E", (), {"max_packets": 16})()
+    >>> _store_bound(Comm(), (6, 4), [100, 300, 200])
+    5896
+    """
+    slots, rows = shape
+    sizes = np.asarray(sizes)
+    biggest = int(sizes.max()) if sizes.size else 0
+    return slots * biggest + 64 * rows * max(1, comm._engine.max_packets)
+
+
 # -- the v-variants' count table --------------------------------------------------------------
 #: Columns of a v-variant's row after the counts' (see :func:`_vector_call`): the rank can
 #: run the method's next call speculatively; the rank ran this call's plan on its buffers
-#: beside the exchange (a speculative call); where a pair variant's matrix row starts.
-_CAN, _RAN, _HEAD = 8, 9, 10
+#: beside the exchange (a speculative call); the rank's memory budget (:func:`_budget`);
+#: where a pair variant's matrix row starts.
+_CAN, _RAN, _BUDGET, _HEAD = 8, 9, 10, 11
 
 def _table_width(comm, desc):
     """Columns of a v-variant's count table (a pair variant carries a row of the matrix)."""
@@ -287,8 +315,22 @@ def _row(comm, method, desc, call, problem):
         except InputError as exc:
             problem = exc
         row[_CAN] = _can_speculate(comm, call)
+        row[_BUDGET] = _budget(comm)
     row[1] = 1 if problem else 0
     return row, problem
+
+
+def _budget(comm):
+    """Return this rank's memory budget for a plan as a power of two: ``b`` such that
+    ``2**b`` bytes per rank of its host fit in 80 % of the memory available now (0: none
+    known).  In the count table's :data:`_BUDGET` column, so that every rank can tell
+    alike that a plan fits every rank (:func:`check_memory`); a power of two, so that a
+    repeated call's row stays the same bytes while the memory moves a little.
+    """
+    from .resources import available_memory
+
+    per_rank = 0.8 * available_memory() / max(1, comm._transport.host_ranks)
+    return max(0, int(per_rank).bit_length() - 1)
 
 
 def _copy(a):
@@ -473,7 +515,7 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
     _forget(comm, method)
     comm._v_spec.pop(method, None)
     nbytes, root, sdispls, rdispls = _table_sizes(comm, method, desc, call, table, problem)
-    check_memory(comm, method, desc.name, nbytes, root, call.itemsize)
+    check_memory(comm, method, desc.name, nbytes, root, call.itemsize, table[:, _BUDGET])
     call.pack()
     packed = any(m.packed for m in call.sends + call.recvs)
     zero = comm._zero_copy and call.op is None and not packed and \

@@ -148,8 +148,11 @@ class Comm(p2p.PointToPoint):
         #: every MPI method a description names, numbered (what the argument check compares)
         self._codes = {d.mpi: i + 1 for i, d in enumerate(
             registry.get(n) for n in registry.names()) if d.mpi}
-        #: byte matrices of Alltoallv calls whose memory was checked (crc32)
+        #: count tables of v-variant calls whose memory was checked (crc32)
         self._v_checked = set()
+        #: per (collective, root): the largest plan's (slots, rows) over the ranks, agreed at
+        #: the first memory check (calls.check_memory)
+        self._v_shapes = {}
         #: the last count table of each v-variant method and its verdict (calls._vector_call)
         self._v_verdicts = {}
         #: the last call of each v-variant method (calls._VectorMemo)

@@ -212,9 +212,8 @@ class Engine:
         if zero_copy and is_block.any():  # the slots in the user's buffers are not in the store
             held = plan.placement()[0][:is_block.size] == IN_STORE
             sizes = sizes[held[is_block]]
-        rows = sum(int(getattr(plan, kind)["round"].size) for kind in ("send", "recv", "local"))
         packets = self.packets_for(layout, collective)
-        return int(sizes.sum()) + others * biggest + 64 * rows * packets
+        return int(sizes.sum()) + others * biggest + 64 * plan.num_rows * packets
 
     def in_place(self, rank, collective, nbytes, root_rank=0, variant="corrected", algorithm=None,
                  itemsize=1, shift=0):

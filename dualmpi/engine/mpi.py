@@ -331,22 +331,31 @@ class MPIRunner:
             reqs, checks, crcs = [], [], []
             tag = rnd.index % _TAG_MOD
             peers = tuple(peer for peer, _, _ in rnd.recvs)
+            # (each message's segments as lists, its checksum's and trailer's appended)
             for peer, offs, lens in rnd.recvs:
+                at, n = offs.tolist(), lens.tolist()
                 if verify:
                     checks.append((offs, lens, crc_at))
-                    offs, lens, crc_at = np.append(offs, crc_at), np.append(lens, 4), crc_at + 8
-                offs, lens = np.append(offs, trail_at), np.append(lens, 8)
+                    at.append(crc_at)
+                    n.append(4)
+                    crc_at += 8
+                at.append(trail_at)
+                n.append(8)
                 trail_at += 8
                 self._senders.append((rnd.index, peer))
-                reqs.append(graph.Recv_init(self._spec(offs, lens), peer, tag))
+                reqs.append(graph.Recv_init(self._spec(at, n), peer, tag))
             for peer, offs, lens in rnd.sends:
                 if rnd.index == drop_round:
                     continue
+                at, n = offs.tolist(), lens.tolist()
                 if verify:
                     crcs.append((offs, lens, crc_at))
-                    offs, lens, crc_at = np.append(offs, crc_at), np.append(lens, 4), crc_at + 8
-                offs, lens = np.append(offs, sig_at), np.append(lens, 8)
-                reqs.append(graph.Send_init(self._spec(offs, lens), peer, tag))
+                    at.append(crc_at)
+                    n.append(4)
+                    crc_at += 8
+                at.append(sig_at)
+                n.append(8)
+                reqs.append(graph.Send_init(self._spec(at, n), peer, tag))
             hold = 0.0
             if shape is not None:
                 ts, tw, th = shape
@@ -690,19 +699,20 @@ class MPIRunner:
         return plan.bind(layout, bound.packets, at), own, seeds
 
     def _spec(self, offs, lens):
-        """Return an mpi4py buffer spec for the segments ``(offs, lens)`` of the store."""
+        """Return an mpi4py buffer spec for the segments ``(offs, lens)`` (lists of ints:
+        offsets in the store, or addresses when the runner is absolute)."""
         if self.absolute:
-            if offs.size == 0:
+            if not offs:
                 return [MPI.BOTTOM, 0, MPI.BYTE]
-            dtype = MPI.BYTE.Create_hindexed(lens.tolist(), offs.tolist()).Commit()
+            dtype = MPI.BYTE.Create_hindexed(lens, offs).Commit()
             self._types.append(dtype)
             return [MPI.BOTTOM, 1, dtype]
-        if offs.size == 0:
+        if not offs:
             return [self.store[0:0], MPI.BYTE]
-        if offs.size == 1:
-            a = int(offs[0])
-            return [self.store[a:a + int(lens[0])], MPI.BYTE]
-        dtype = MPI.BYTE.Create_hindexed(lens.tolist(), offs.tolist()).Commit()
+        if len(offs) == 1:
+            a = offs[0]
+            return [self.store[a:a + lens[0]], MPI.BYTE]
+        dtype = MPI.BYTE.Create_hindexed(lens, offs).Commit()
         self._types.append(dtype)
         return [self.store, 1, dtype]
 
@@ -989,7 +999,7 @@ def _combiner(store, combines, op=None, absolute=False):
     only empty ones (a barrier's), so the round does not end a segment of the C loop.
     """
     src, dst, lens = combines
-    if not np.any(lens):
+    if not lens.any():
         return None
     if absolute:
         def view(a, n):

@@ -70,6 +70,11 @@ class RankPlan:
         """Slots in the store (blocks held by this rank's nodes, transit and scratch buffers)."""
         return int(self.slot_codes.size) + self.scratch
 
+    @property
+    def num_rows(self):
+        """Rows of the plan: its sends, receives and local moves."""
+        return sum(int(getattr(self, kind)["round"].size) for kind in ("send", "recv", "local"))
+
     def slot_blocks(self):
         """Return ``(origin, target, is_block)`` per regular slot (transit slots: not blocks)."""
         p = self.p
@@ -406,6 +411,17 @@ def _describe(p, key):
     return "a transit buffer"
 
 
+def _edges(key):
+    """Return the positions where runs of equal values of ``key`` start, and ``key.size``.
+
+    >>> _edges(np.array([3, 3, 5, 5, 5, 2])).tolist()
+    [0, 2, 5, 6]
+    """
+    edge = np.ones(key.size + 1, dtype=bool)
+    np.not_equal(key[1:], key[:-1], out=edge[1:-1])
+    return np.flatnonzero(edge)
+
+
 def merge_segments(group, off, length):
     """Merge consecutive segments of one group that are adjacent in memory.
 
@@ -420,10 +436,8 @@ def merge_segments(group, off, length):
         return group, off, length
     start = np.ones(off.size, dtype=bool)
     start[1:] = (group[1:] != group[:-1]) | (off[1:] != off[:-1] + length[:-1])
-    seg = np.cumsum(start) - 1
-    merged = np.zeros(int(seg[-1]) + 1, dtype=np.int64)
-    np.add.at(merged, seg, length)
-    return group[start], off[start], merged
+    first = np.flatnonzero(start)
+    return group[first], off[first], np.add.reduceat(length, first)
 
 
 def _bind(plan, layout, packets, positions=None):
@@ -503,8 +517,9 @@ def _bind(plan, layout, packets, positions=None):
         # zero-length segments carry nothing, but their message is still sent
         keep = n > 0
         o, n = o[keep], n[keep]
-        kept = np.r_[0, np.cumsum(keep)]
-        bounds = np.flatnonzero(np.r_[True, g[1:] != g[:-1], True])
+        kept = np.zeros(keep.size + 1, dtype=np.int64)
+        np.cumsum(keep, out=kept[1:])
+        bounds = _edges(g)
         heads = g[bounds[:-1]]
         for k, pr, a, b in zip((heads // (plan.p + 1)).tolist(), (heads % (plan.p + 1)).tolist(),
                                kept[bounds[:-1]].tolist(), kept[bounds[1:]].tolist()):
@@ -530,7 +545,7 @@ def _bind(plan, layout, packets, positions=None):
             moves[:-1, 0], moves[:-1, 1], moves[:-1, 2] = b_off, a_off, ln
             a_off, b_off, ln = moves[:-1, 1], moves[:-1, 0], moves[:-1, 2]
             copies_all = (a_off, b_off, ln)
-        bounds = np.flatnonzero(np.r_[True, rr[1:] != rr[:-1], True])
+        bounds = _edges(rr)
         for k, a, b in zip(rr[bounds[:-1]].tolist(), bounds[:-1].tolist(), bounds[1:].tolist()):
             rounds[k][kind].append((a_off[a:b], b_off[a:b], ln[a:b]))
     bound = []
@@ -666,10 +681,8 @@ def _user_segments(structural, offset, rows, size):
         return (user, store, length)
     start = np.ones(user.size, dtype=bool)
     start[1:] = (user[1:] != user[:-1] + length[:-1]) | (store[1:] != store[:-1] + length[:-1])
-    seg = np.cumsum(start) - 1
-    merged = np.zeros(int(seg[-1]) + 1, dtype=np.int64)
-    np.add.at(merged, seg, length)
-    return (user[start], store[start], merged)
+    first = np.flatnonzero(start)
+    return (user[first], store[first], np.add.reduceat(length, first))
 
 
 def _link_counts(p, parts):

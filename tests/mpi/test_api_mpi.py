@@ -726,6 +726,56 @@ def test_a_call_that_would_not_fit_in_memory_is_refused_everywhere(monkeypatch, 
     assert _agree(mine and others and _still_works(net)), errs
 
 
+@pytest.mark.mpi
+@pytest.mark.parametrize("slot", ["one0", "many0"])
+def test_a_count_table_that_surely_fits_skips_the_memory_reduction(monkeypatch, slot):
+    """Once the ranks have checked a v-variant's memory together (and agreed on the
+    largest plan), a new count table whose plan fits every rank's budget in the table is
+    not checked again: no control-plane reduction, the result MPI's.  A rank whose memory
+    (pretended) is then too small for the next new table makes that table checked, and
+    refused on every rank; the communicator still works."""
+    import dualmpi.resources
+
+    net = _net(slot)
+    n = 40 + SIZE  # (counts no other test uses: each table is new)
+
+    def table(k):
+        send = [n + (k + RANK + j) % 5 for j in range(SIZE)]
+        recv = [n + (k + i + RANK) % 5 for i in range(SIZE)]
+        return send, recv
+
+    def call(comm, k):
+        sc, rc = table(k)
+        a, b = _data(np.float64, sum(sc), RANK + k), np.full(sum(rc), -1.0)
+        comm.Alltoallv([a, sc], [b, rc])
+        return b
+
+    problems = []
+    call(net, 0)  # checked together: the largest plan agreed
+    reductions = []
+    real = net._transport.allreduce
+
+    def counted(send, recv, op, what="a control-plane reduction"):
+        reductions.append(what)
+        return real(send, recv, op, what)
+
+    monkeypatch.setattr(net._transport, "allreduce", counted)
+    for k in (1, 2):
+        if not np.array_equal(call(net, k), call(WORLD, k)):
+            problems.append(("result", k))
+    checks = [w for w in reductions if "memory check" in w]
+    if checks:
+        problems.append(("reduced", checks))
+    if RANK == SIZE - 1:  # (too little for any plan)
+        monkeypatch.setattr(dualmpi.resources, "available_memory", lambda: 64)
+    err = _error_of(lambda: call(net, 3))
+    monkeypatch.undo()
+    errs = WORLD.allgather(err)
+    if not all(e is not None and e[0] == "ResourceError" for e in errs):
+        problems.append(("refused", errs))
+    assert _agree(not problems and _still_works(net)), problems
+
+
 @pytest.mark.mpi(min_size=2)
 def test_a_message_of_another_call_is_refused():
     """Two sizes every rank has run before (so no argument check runs again), then rank 0
