@@ -323,14 +323,35 @@ def _row(comm, method, desc, call, problem):
 def _budget(comm):
     """Return this rank's memory budget for a plan as a power of two: ``b`` such that
     ``2**b`` bytes per rank of its host fit in 80 % of the memory available now (0: none
-    known).  In the count table's :data:`_BUDGET` column, so that every rank can tell
-    alike that a plan fits every rank (:func:`check_memory`); a power of two, so that a
-    repeated call's row stays the same bytes while the memory moves a little.
+    known).
+
+    In the count table's :data:`_BUDGET` column, so that every rank can tell alike that a
+    plan fits every rank (:func:`check_memory`).  A power of two that moves down at once
+    when the memory falls below it, and up only when twice as much came on top (kept in
+    ``comm._budget``): a call repeated with the same counts makes the same row while the
+    memory moves about, even around a power of two.
+
+    >>> import dualmpi.resources as res
+    >>> class Comm:
+    ...     _budget, _transport = None, type("T", (), {"host_ranks": 2})()
+    >>> comm, real = Comm(), res.available_memory
+    >>> def budgets(*avail):
+    ...     out = []
+    ...     for a in avail:
+    ...         res.available_memory = lambda: a
+    ...         out.append(_budget(comm))
+    ...     return out
+    >>> budgets(5 << 30, 6 << 30, 4 << 30, 5 << 30, 21 << 30, 1 << 10)  # 2, 2.4, 1.6, 2, 8.4 GiB, 410 B
+    [31, 31, 30, 30, 33, 8]
+    >>> res.available_memory = real
     """
     from .resources import available_memory
 
     per_rank = 0.8 * available_memory() / max(1, comm._transport.host_ranks)
-    return max(0, int(per_rank).bit_length() - 1)
+    now = max(0, int(per_rank).bit_length() - 1)
+    if comm._budget is None or now < comm._budget or now > comm._budget + 1:
+        comm._budget = now
+    return comm._budget
 
 
 def _copy(a):

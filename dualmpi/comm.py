@@ -153,6 +153,8 @@ class Comm(p2p.PointToPoint):
         #: per (collective, root): the largest plan's (slots, rows) over the ranks, agreed at
         #: the first memory check (calls.check_memory)
         self._v_shapes = {}
+        #: this rank's memory budget in the count tables' rows (calls._budget)
+        self._budget = None
         #: the last count table of each v-variant method and its verdict (calls._vector_call)
         self._v_verdicts = {}
         #: the last call of each v-variant method (calls._VectorMemo)
