@@ -421,8 +421,9 @@ def main():
                 cleanup()
             for name in ("floor-neighbor", "native-schedule"):
                 variants[name].free() if name in variants else None
-            if detached:
+            if detached:  # (and no remembered call may run it again)
                 runner.free()
+                net._forget()
             med = {name: statistics.median(ts) for name, ts in times.items()}
             row = {"collective": coll, "size": size, "calls_per_repeat": k,
                    "packets": runner.bound.packets, "times": times, "median": med,

@@ -64,6 +64,24 @@ def test_engine_benchmark_times_calls_alternating_between_buffers(tmp_path):
 
 
 @needs_mpiexec
+def test_engine_benchmark_times_counts_that_never_repeat(tmp_path):
+    """``*_fresh``: every call the next of 97 count tables, checked against native MPI's
+    calls on the same tables; the floor's runner, out of the plan cache, is not freed by
+    the calls' evictions (7 repeats of 20 calls make more plans than the cache keeps; it
+    was: ``MPI_ERR_REQUEST`` in the floor's ``Startall``)."""
+    out = tmp_path / "engine.json"
+    job = run_job(mpi_cmd(2, REPO / "benchmarks" / "engine.py", "hypercube:n=1", "--collectives",
+                          "alltoallv_fresh,gatherv_fresh", "--sizes", "8,1024",
+                          "--repeats", "7", "--json", out), ompi_env(120), timeout=180)
+    assert job.returncode == 0 and not job.timed_out, job.stdout + job.stderr
+    rows = {(r["collective"], r["size"]): r for r in json.loads(out.read_text())["rows"]}
+    assert set(rows) == {(c, s) for c in ("alltoallv_fresh", "gatherv_fresh")
+                         for s in (8, 1024)}
+    for key, row in rows.items():
+        assert row["dualmpi/native"] > 0 and row["dualmpi/floor"] > 0, key
+
+
+@needs_mpiexec
 def test_progress_thread_benchmark_runs_each_variant_as_asked(tmp_path):
     """One job of each variant: the jobs ran with the thread, with the 10-ms idle sleep and
     without the thread as their names say (engine.py records it), and the ratios are there."""

@@ -196,6 +196,31 @@ def _overlap(state, source, tag):
         (state.tag == MPI.ANY_TAG or tag == MPI.ANY_TAG or state.tag == tag)
 
 
+class _Earlier:
+    """The ``(source, tag)`` patterns of some posted receives, for :meth:`overlap` in
+    constant time (a scan only for a wildcard pattern asked about)."""
+
+    __slots__ = ("pairs", "states")
+
+    def __init__(self, states=()):
+        self.states = list(states)
+        self.pairs = {(p.source, p.tag) for p in self.states}
+
+    def add(self, state):
+        self.states.append(state)
+        self.pairs.add((state.source, state.tag))
+
+    def overlap(self, source, tag):
+        """True when one of the receives overlaps ``(source, tag)`` (:func:`_overlap`)."""
+        if not self.pairs:
+            return False
+        if source == MPI.ANY_SOURCE or tag == MPI.ANY_TAG:
+            return any(_overlap(p, source, tag) for p in self.states)
+        pairs, anys, anyt = self.pairs, MPI.ANY_SOURCE, MPI.ANY_TAG
+        return (source, tag) in pairs or (anys, tag) in pairs or (source, anyt) in pairs or \
+            (anys, anyt) in pairs
+
+
 def _query(status, state):
     status.source, status.tag = state.src, state.rtag
     status.error = MPI.ERR_TRUNCATE if state.error is not None else MPI.SUCCESS
@@ -1093,26 +1118,31 @@ class Router:
         did = False
         st = self.hub._status
         posted, count = self.posted, self.hub._count
+        earlier = _Earlier()  # the patterns of posted[:i]
         i = 0
         while i < len(posted):
             state = posted[i]
             src, tag = state.source, state.tag
             if state.done or not self._direct_from(src):
+                earlier.add(state)
                 i += 1
                 continue
-            if not any(_overlap(p, src, tag) for p in posted[:i]):
+            if not earlier.overlap(src, tag):
                 msg = self.direct.Improbe(src, tag, st)
                 if msg is None:
+                    earlier.add(state)
                     i += 1
                     continue
             else:
                 if not self.direct.Iprobe(src, tag, st):
+                    earlier.add(state)
                     i += 1
                     continue
                 s, t = st.source, st.tag
                 first = next(p for p in posted if p.matches(s, t))
                 if first is not state:
                     i = posted.index(first)
+                    earlier = _Earlier(posted[:i])
                     continue
                 msg = self.direct.Improbe(s, t, st)
             del posted[i]

@@ -276,7 +276,7 @@ def test_posted_receives_match_in_order(slot):
         WORLD.Barrier()  # (the rounds start together: messages arrive while receives post)
         return got
 
-    problems = _rounds_against_world(_net(slot), round_of, 3000 if SIZE <= 2 else 20)
+    problems = _rounds_against_world(_net(slot), round_of, 3000 if SIZE <= 2 else 5)
     assert _agree(not problems), problems
 
 
@@ -298,7 +298,7 @@ def test_a_probe_never_sees_a_message_a_posted_receive_takes(slot):
         WORLD.Barrier()  # (no round's message is in flight when the next one posts)
         return seen, stolen
 
-    problems = _rounds_against_world(_net(slot), round_of, 200 if SIZE <= 2 else 10)
+    problems = _rounds_against_world(_net(slot), round_of, 200 if SIZE <= 2 else 5)
     assert _agree(not problems), problems
 
 
