@@ -341,7 +341,8 @@ def _budget(comm):
     ...         res.available_memory = lambda: a
     ...         out.append(_budget(comm))
     ...     return out
-    >>> budgets(5 << 30, 6 << 30, 4 << 30, 5 << 30, 21 << 30, 1 << 10)  # 2, 2.4, 1.6, 2, 8.4 GiB, 410 B
+    >>> # per rank: 2, 2.4, 1.6, 2 and 8.4 GiB, then 410 bytes
+    >>> budgets(5 << 30, 6 << 30, 4 << 30, 5 << 30, 21 << 30, 1 << 10)
     [31, 31, 30, 30, 33, 8]
     >>> res.available_memory = real
     """
