@@ -6,6 +6,19 @@ import json
 from mpi_helpers import REPO, mpi_cmd, needs_mpiexec, ompi_env, run_job
 
 
+def _engine_rows(tmp_path, collectives, sizes, repeats=2):
+    """Run ``benchmarks/engine.py`` on Q_1 (2 ranks); return its rows by (collective, size),
+    having checked that the job ended well and wrote a row for each."""
+    out = tmp_path / "engine.json"
+    job = run_job(mpi_cmd(2, REPO / "benchmarks" / "engine.py", "hypercube:n=1", "--collectives",
+                          ",".join(collectives), "--sizes", ",".join(map(str, sizes)),
+                          "--repeats", str(repeats), "--json", out), ompi_env(120), timeout=180)
+    assert job.returncode == 0 and not job.timed_out, job.stdout + job.stderr
+    rows = {(r["collective"], r["size"]): r for r in json.loads(out.read_text())["rows"]}
+    assert set(rows) == {(c, n) for c in collectives for n in sizes}
+    return rows
+
+
 @needs_mpiexec
 def test_engine_benchmark_writes_every_variant(tmp_path):
     """Two ranks, one size: rows with dualmpi, the floor (and the rounds alone where a rank
@@ -34,13 +47,7 @@ def test_engine_benchmark_writes_every_variant(tmp_path):
 def test_engine_benchmark_times_the_merged_plan_of_a_repeated_v_variant(tmp_path):
     """A v-variant, repeated, sends its count table in its plan's messages (on its store at
     8 B, zero-copy at 64 KiB): the merged plan is timed too (floor-merged)."""
-    out = tmp_path / "engine.json"
-    job = run_job(mpi_cmd(2, REPO / "benchmarks" / "engine.py", "hypercube:n=1", "--collectives",
-                          "allgatherv,scatterv", "--sizes", "8,65536", "--repeats", "2",
-                          "--json", out), ompi_env(120), timeout=180)
-    assert job.returncode == 0 and not job.timed_out, job.stdout + job.stderr
-    rows = {(r["collective"], r["size"]): r for r in json.loads(out.read_text())["rows"]}
-    assert set(rows) == {(c, s) for c in ("allgatherv", "scatterv") for s in (8, 65536)}
+    rows = _engine_rows(tmp_path, ("allgatherv", "scatterv"), (8, 65536))
     for (coll, size), row in rows.items():
         assert "floor-merged" in row["median"], (coll, size)
         assert row["floor-merged/floor"] > 0 and row["dualmpi/floor-merged"] > 0
@@ -51,14 +58,7 @@ def test_engine_benchmark_times_calls_alternating_between_buffers(tmp_path):
     """``*_alternating``: the same plan on two sets of buffers in turn, checked against native
     MPI's alternating the same way, timed like the other rows; ``*_spec``: the buffers as
     specs written in the call."""
-    out = tmp_path / "engine.json"
-    job = run_job(mpi_cmd(2, REPO / "benchmarks" / "engine.py", "hypercube:n=1", "--collectives",
-                          "alltoall_alternating,allreduce_spec", "--sizes", "8,65536",
-                          "--repeats", "2", "--json", out), ompi_env(120), timeout=180)
-    assert job.returncode == 0 and not job.timed_out, job.stdout + job.stderr
-    rows = {(r["collective"], r["size"]): r for r in json.loads(out.read_text())["rows"]}
-    assert set(rows) == {(c, s) for c in ("alltoall_alternating", "allreduce_spec")
-                         for s in (8, 65536)}
+    rows = _engine_rows(tmp_path, ("alltoall_alternating", "allreduce_spec"), (8, 65536))
     for key, row in rows.items():
         assert row["dualmpi/native"] > 0 and row["dualmpi/floor"] > 0, key
 
@@ -69,14 +69,7 @@ def test_engine_benchmark_times_counts_that_never_repeat(tmp_path):
     calls on the same tables; the floor's runner, out of the plan cache, is not freed by
     the calls' evictions (7 repeats of 20 calls make more plans than the cache keeps; it
     was: ``MPI_ERR_REQUEST`` in the floor's ``Startall``)."""
-    out = tmp_path / "engine.json"
-    job = run_job(mpi_cmd(2, REPO / "benchmarks" / "engine.py", "hypercube:n=1", "--collectives",
-                          "alltoallv_fresh,gatherv_fresh", "--sizes", "8,1024",
-                          "--repeats", "7", "--json", out), ompi_env(120), timeout=180)
-    assert job.returncode == 0 and not job.timed_out, job.stdout + job.stderr
-    rows = {(r["collective"], r["size"]): r for r in json.loads(out.read_text())["rows"]}
-    assert set(rows) == {(c, s) for c in ("alltoallv_fresh", "gatherv_fresh")
-                         for s in (8, 1024)}
+    rows = _engine_rows(tmp_path, ("alltoallv_fresh", "gatherv_fresh"), (8, 1024), repeats=7)
     for key, row in rows.items():
         assert row["dualmpi/native"] > 0 and row["dualmpi/floor"] > 0, key
 
