@@ -137,6 +137,47 @@ def test_compiled_plans_match_the_reference(case):
         assert not diff, f"{cid}: {diff}"
 
 
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}-q{c[2]}")
+def test_a_plan_bound_before_for_other_sizes_binds_as_a_new_one(case, monkeypatch):
+    """A plan keeps what binding needs beyond sizes (``RankPlan.shapes``, here whatever its
+    size): bound first for other sizes (unpipelined and in 3 pieces), it binds the
+    reference's sizes to the reference's plan all the same — nothing of the earlier sizes
+    stays behind."""
+    from dualmpi.engine import plan as plan_module
+    from dualmpi.engine.plan import compile_rank
+
+    monkeypatch.setattr(plan_module, "SHAPE_ROWS", 1 << 40)
+
+    spec, coll, q, _, root, nbytes, itemsize, _ = case
+    p = from_spec(spec).num_nodes
+    kind = layout_kind(coll)
+    other = _matrix(p // q)[::-1] * 3 + 1 if nbytes == "matrix" else nbytes * 3 + itemsize
+
+    def bound_before(sched, q_, rank, root_):
+        plan = compile_rank(sched, q_, rank, root_)
+        for pk in (1, 3):
+            first = plan.bind(Layout(kind, p, q, other, root, None, None, itemsize), pk)
+            second = plan.bind(Layout(kind, p, q, other, root, None, None, itemsize), pk)
+            # (each binding's link arrays its own: dualmpi.calls.Tally tells plans by them)
+            assert all(a is not b for a, b in zip(
+                (first.link_src, first.link_dst, first.link_messages),
+                (second.link_src, second.link_dst, second.link_messages)))
+        assert set(plan.shapes) == {1, 3}
+        return plan
+
+    want = _expected()
+    for cid, fields in plan_digests(bound_before, case).items():
+        diff = {k: (v, want[cid].get(k)) for k, v in fields.items() if want[cid].get(k) != v}
+        assert not diff, f"{cid}: {diff}"
+    # a plan over SHAPE_ROWS keeps nothing
+    monkeypatch.setattr(plan_module, "SHAPE_ROWS", 0)
+    sched = array_schedule(from_spec(spec), coll, root * q if coll in ("bcast", "scatter", "reduce")
+                           else 0, "corrected", None, q)
+    plan = compile_rank(sched, q, case[3][0], root)
+    plan.bind(Layout(kind, p, q, other, root, None, None, itemsize), 1)
+    assert plan.shapes == {}
+
+
 def test_the_digest_sees_a_one_byte_change():
     """The comparison can fail: moving one segment by one byte changes the round digest."""
     from dualmpi.engine.plan import compile_rank

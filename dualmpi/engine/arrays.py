@@ -127,6 +127,8 @@ class ArraySchedule:
     #: Every round's rows concatenated (see :meth:`columns`); the rounds of
     #: :func:`alltoall_arrays` are views into it.
     flat: dict = field(default=None, repr=False, compare=False)
+    #: What :meth:`step_bytes` needs beyond the blocks' sizes (made at its first call).
+    step_shape: tuple = field(default=None, repr=False, compare=False)
 
     @property
     def num_rounds(self):
@@ -197,12 +199,26 @@ class ArraySchedule:
         >>> a = from_schedule(build_schedule("bcast", DualCube(2), 0))
         >>> a.step_bytes(lambda origin, target: np.full(origin.shape, 10))
         40
-        """
-        from ..model.steps import step_bytes
 
-        cols = self.columns()
-        sizes = size(cols["origin"], cols["target"]) if cols["src"].size else _empty()
-        return step_bytes(cols["bounds"], [r.step for r in self.rounds], cols["msg"], sizes)
+        The messages and the steps they belong to are found once (:attr:`step_shape`); a
+        call sums its blocks' sizes per message and takes each step's largest, as
+        :func:`dualmpi.model.steps.step_bytes` does round by round:
+
+        >>> from dualmpi.model.steps import step_bytes
+        >>> a = from_schedule(build_schedule("allgather", DualCube(2)))
+        >>> cols, sizes = a.columns(), (lambda origin, target: 3 * origin + target + 1)
+        >>> a.step_bytes(sizes) == step_bytes(cols["bounds"], [r.step for r in a.rounds],
+        ...                                   cols["msg"], sizes(cols["origin"], cols["target"]))
+        True
+        """
+        if self.step_shape is None:
+            self.step_shape = _step_shape(self)
+        origin, target, message, order, starts = self.step_shape
+        if starts.size == 0:
+            return 0
+        sizes = np.asarray(size(origin, target), dtype=np.int64)
+        per_message = np.bincount(message, weights=sizes, minlength=order.size)
+        return int(np.maximum.reduceat(per_message[order], starts).astype(np.int64).sum())
 
     def take(self, rows, *names):
         """Return the columns ``names`` of :meth:`columns` at ``rows`` (a list of arrays).
@@ -216,6 +232,31 @@ class ArraySchedule:
 
 def _empty():
     return np.zeros(0, dtype=np.int64)
+
+
+def _step_shape(sched):
+    """Return ``(origin, target, message, order, starts)`` of :meth:`ArraySchedule.step_bytes`.
+
+    ``message``: per row, its message's number over the whole schedule (the rows of one
+    message move together); ``order`` sorts the messages by their round's step and
+    ``starts`` says where each step's messages begin in that order.
+    """
+    cols = sched.columns()
+    bounds, msg = cols["bounds"], cols["msg"]
+    nrounds = bounds.size - 1
+    if msg.size == 0:
+        return _empty(), _empty(), _empty(), _empty(), _empty()
+    rnd = np.repeat(np.arange(nrounds, dtype=np.int64), np.diff(bounds))
+    per_round = np.zeros(nrounds, dtype=np.int64)
+    np.maximum.at(per_round, rnd, msg + 1)
+    first = np.zeros(nrounds, dtype=np.int64)
+    np.cumsum(per_round[:-1], out=first[1:])
+    step = np.array([r.step for r in sched.rounds], dtype=np.int64)
+    msg_step = np.repeat(step, per_round)
+    order = np.argsort(msg_step, kind="stable")
+    ordered = msg_step[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    return cols["origin"], cols["target"], first[rnd] + msg, order, starts
 
 
 def _round_of(bounds, rows):
@@ -497,6 +538,8 @@ class _AlltoallSchedule(ArraySchedule):
         p = self.topo.num_nodes
         t, h = round_t[blk_r], round_h[blk_r]
         self._p, self._per, self._shift = p, per, per.bit_length() - 1
+        #: the first hop rounds' blocks and where each step starts (:meth:`step_bytes`)
+        self._first_rows = None
         self._blk_r, self._blk_g, self._blk_t = blk_r, blk_g, t
         self._blk_a = table[t, blk_g, h]                    # XOR offset of the hop's sender
         self._blk_b = table[t, blk_g, h + 1]                # and receiver
@@ -552,14 +595,17 @@ class _AlltoallSchedule(ArraySchedule):
         >>> a.step_bytes(sizes) == ArraySchedule.step_bytes(a, sizes)
         True
         """
-        first = np.flatnonzero(self._first)
-        if first.size == 0:
+        if self._first_rows is None:  # the first rounds' blocks and where each step starts
+            first = np.flatnonzero(self._first)
+            rows = ((first << self._shift)[:, None] + np.arange(self._per, dtype=np.int64))
+            origin, target = self.take(rows.reshape(-1), "origin", "target")
+            steps = self._blk_t[first]
+            self._first_rows = (origin, target, first.size,
+                                np.flatnonzero(np.r_[True, steps[1:] != steps[:-1]]))
+        origin, target, blocks, starts = self._first_rows
+        if blocks == 0:
             return 0
-        rows = ((first << self._shift)[:, None] + np.arange(self._per, dtype=np.int64))
-        origin, target = self.take(rows.reshape(-1), "origin", "target")
-        top = np.asarray(size(origin, target), dtype=np.int64).reshape(first.size, -1).max(axis=1)
-        steps = self._blk_t[first]
-        starts = np.flatnonzero(np.r_[True, steps[1:] != steps[:-1]])
+        top = np.asarray(size(origin, target), dtype=np.int64).reshape(blocks, -1).max(axis=1)
         return int(np.maximum.reduceat(top, starts).sum())
 
     def rank_rows(self, lo, hi):

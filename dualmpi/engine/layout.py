@@ -174,10 +174,14 @@ class Layout:
             return np.full(origin.shape, self.nbytes, dtype=np.int64)
         if self.counts is not None:
             if coll == "scatter":
+                if q == 1:
+                    return self.counts[target]
                 return split_sizes(self.counts[target // q], q, target % q)
             if coll == "reduce-scatter":
                 return split_sizes(self.counts[target // q] // self.itemsize, q,
                                    target % q) * self.itemsize
+            if q == 1:  # (one node per rank: the counts)
+                return self.counts[origin]
             return split_sizes(self.counts[origin // q], q, origin % q)
         if coll == "reduce-scatter":
             return split_sizes(self.nbytes // self.itemsize, q, target % q) * self.itemsize
@@ -197,6 +201,8 @@ class Layout:
             return np.where(target < 0, self.nbytes, split_sizes(n, self.p, target) * self.itemsize)
         if coll == "alltoall":
             return split_sizes(self.nbytes, q * q, (origin % q) * q + target % q)
+        if q == 1:  # (one node per rank: the matrix's entries)
+            return self.matrix[origin, target]
         return split_sizes(self.matrix[origin // q, target // q], q * q,
                            (origin % q) * q + target % q)
 
@@ -258,6 +264,9 @@ class Layout:
             return _rows([rank * q], [REDUCED], [ALL], [0])
         if coll == "reduce-segments":
             return self._segments(rank)
+        if q == 1 and coll == "alltoallv":  # one node per rank: the row's displacements
+            return _rows(np.full(p, rank), np.full(p, rank), every,
+                         _displs(self.matrix[rank], self.sdispls)[every])
         node = np.repeat(mine, p)
         target = np.tile(every, q)
         sub = (node % q) * q + target % q
@@ -309,6 +318,9 @@ class Layout:
             return _rows([rank * q], [REDUCED], [0], [0]) if rank else _none()
         if coll == "reduce-segments":
             return self._segments(rank)
+        if q == 1 and coll == "alltoallv":  # one node per rank: the column's displacements
+            node = np.full(p, rank)
+            return _rows(node, every, node, _displs(self.matrix[:, rank], self.rdispls)[every])
         node = np.tile(mine, p)
         origin = np.repeat(every, q)
         sub = (origin % q) * q + node % q
@@ -333,6 +345,8 @@ class Layout:
         q = self.q
         counts = self.counts if self.counts is not None else np.full(self.ranks, self.nbytes,
                                                                      dtype=np.int64)
+        if q == 1 and itemsize is None:  # one node per rank: the pieces' displacements
+            return _displs(counts, displs)[nodes]
         start = _displs(counts, displs)[nodes // q]
         if itemsize is None:
             return start + split_offsets(counts[nodes // q], q, nodes % q)

@@ -15,6 +15,10 @@ reused for every message size:
    into ``packets`` pieces that follow each other one round apart (pipelining: a
    forwarding node passes piece ``j`` on while piece ``j + 1`` arrives), which is
    cut-through switching for routed messages and a pipelined tree for broadcasts.
+   What binding needs beyond sizes (which rows make which message, in which order) is
+   found once per plan and number of pieces and kept with a plan of up to
+   :data:`SHAPE_ROWS` rows, so binding a small plan again for new sizes (a v-variant's
+   new counts) is a few array operations.
 
 Link checks happen before: every row of an :class:`~dualmpi.engine.arrays.ArraySchedule`
 is a link.  The counts of messages and bytes per directed link are computed here, at
@@ -31,7 +35,7 @@ from .arrays import block_key, key_space
 from .layout import Layout, layout_kind
 
 __all__ = ["RankPlan", "BoundPlan", "BoundRound", "compile_rank", "merge", "merge_segments",
-           "IN_STORE", "IN_SEND", "IN_RECV"]
+           "IN_STORE", "IN_SEND", "IN_RECV", "SHAPE_ROWS"]
 
 #: Where a zero-copy runner keeps a slot (:meth:`RankPlan.placement`): in its store, in the
 #: user's send buffer, in the user's receive buffer.
@@ -64,6 +68,8 @@ class RankPlan:
     outputs: tuple
     reduce_rounds: np.ndarray
     links: dict = field(default_factory=dict)
+    #: what binding needs beyond sizes, per ``packets`` (:func:`_shape`), kept at the first bind
+    shapes: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def num_slots(self):
@@ -440,23 +446,127 @@ def merge_segments(group, off, length):
     return group[first], off[first], np.add.reduceat(length, first)
 
 
-def _bind(plan, layout, packets, positions=None):
-    """Compute slot offsets and every round's segments (see :meth:`RankPlan.bind`)."""
+#: Plans of at most this many rows times pieces keep their :class:`_Shape` (a few int64
+#: columns per row); larger ones, bound for a few sizes and far longer to run, make it anew.
+SHAPE_ROWS = 1 << 14
+
+
+class _Shape:
+    """What binding a plan into ``packets`` pieces needs that no size changes (see :func:`_shape`).
+
+    ``ask``: the ``(origin, target)`` blocks whose sizes a binding asks its layout for, in one
+    query: the plan's block slots (``blocks``), then its send, receive and local rows.
+    ``hold``: for the slots that hold rows (transit and scratch slots take their largest), the
+    slots, the rows' places in ``ask`` sorted by slot, and where each slot's run starts.
+    ``messages``: per kind (``"sends"``, ``"recvs"``) the rows of every message in order (one
+    message per round and peer); ``moves``: the local copies and the combines in round order.
+    ``links``: per directed link its source, destination and messages, and per row its link
+    (:func:`_link_shape`).
+    """
+
+    __slots__ = ("ask", "blocks", "hold", "messages", "moves", "links", "packets")
+
+
+def _expand(r, packets):
+    """Return ``(row, piece, round)`` of a kind's rows cut into ``packets`` pieces each."""
+    n = r["round"].size
+    if packets == 1:
+        return np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64), r["round"]
+    piece = np.tile(np.arange(packets, dtype=np.int64), n)
+    rep = np.repeat(np.arange(n, dtype=np.int64), packets)
+    return rep, piece, r["round"][rep] + piece
+
+
+def _shape(plan, packets):
+    """Return the :class:`_Shape` of binding ``plan`` into ``packets`` pieces.
+
+    Everything :func:`_bind` does that depends on the plan's structure alone — which rows
+    make which message, in which order, which slots hold which rows, the messages per link —
+    is done here, once per plan and ``packets`` when the plan has at most
+    :data:`SHAPE_ROWS` rows times pieces (kept in ``plan.shapes``); binding for new sizes then
+    only looks sizes up and adds offsets (a v-variant whose counts change every call binds on
+    every call).
+    """
+    hit = plan.shapes.get(packets)
+    if hit is not None:
+        return hit
     p = plan.p
     origin, target, is_block = plan.slot_blocks()
-    nslots = plan.slot_codes.size
-    size = np.zeros(nslots + plan.scratch, dtype=np.int64)
-    if is_block.any():
-        size[:nslots][is_block] = layout.size(origin[is_block], target[is_block])
+    blocks = np.flatnonzero(is_block)
     rows = {name: getattr(plan, name) for name in ("send", "recv", "local")}
-    row_len = {name: layout.size(r["origin"], r["target"]) for name, r in rows.items()}
-    # transit and scratch slots take the largest block they ever hold
-    for name, slots in (("send", ("slot",)), ("recv", ("slot", "final")),
-                        ("local", ("slot", "dest", "final"))):
-        for col in slots:
+    base, at = {}, blocks.size
+    for name in ("send", "recv", "local"):
+        base[name] = at
+        at += rows[name]["round"].size
+    shape = _Shape()
+    shape.packets = packets
+    shape.blocks = blocks
+    shape.ask = (np.concatenate([origin[blocks]] + [rows[k]["origin"] for k in base]),
+                 np.concatenate([target[blocks]] + [rows[k]["target"] for k in base]))
+    slots, asks = [], []
+    for name, cols in (("send", ("slot",)), ("recv", ("slot", "final")),
+                       ("local", ("slot", "dest", "final"))):
+        for col in cols:
             s = rows[name][col]
             if s.size:
-                np.maximum.at(size, s, row_len[name])
+                slots.append(s)
+                asks.append(np.arange(s.size, dtype=np.int64) + base[name])
+    shape.hold = None
+    if slots:
+        slot = np.concatenate(slots)
+        order = np.argsort(slot, kind="stable")
+        slot = slot[order]
+        starts = _edges(slot)[:-1]
+        shape.hold = (slot[starts], np.concatenate(asks)[order], starts)
+    shape.links = _link_shape(p, [(rows[k]["src"], rows[k]["dst"], rows[k]["round"], rows[k]["msg"],
+                                   np.arange(rows[k]["round"].size, dtype=np.int64) + base[k])
+                                  for k in ("send", "local")])
+    expanded = {name: _expand(rows[name], packets) for name in rows}
+    shape.messages = {}
+    for kind, name in (("sends", "send"), ("recvs", "recv")):
+        r = rows[name]
+        rep, piece, rr = expanded[name]
+        if rr.size == 0:
+            continue
+        # one message per round and peer: its rows in schedule order, piece by piece
+        key = rr * (p + 1) + r["peer"][rep]
+        srt = _in_order(key, r["order"][rep], piece, (int(rr.max()) + 1) * (p + 1))
+        if srt is not None:
+            key, rep, piece = key[srt], rep[srt], piece[srt]
+        shape.messages[kind] = (key, rep + base[name], piece, r["slot"][rep])
+    shape.moves = []
+    for kind, name, a_col, b_col, combining in (("copies", "local", "slot", "dest", False),
+                                                ("combines", "local", "dest", "final", True),
+                                                ("combines", "recv", "slot", "final", True)):
+        r = rows[name]
+        rep, piece, rr = expanded[name]
+        if combining:
+            sel = np.flatnonzero(r["reduce"][rep])
+            rep, piece, rr = rep[sel], piece[sel], rr[sel]
+        if rr.size == 0:
+            continue
+        srt = _in_order(rr, r["order"][rep], piece, int(rr.max()) + 1)
+        if srt is not None:
+            rep, piece, rr = rep[srt], piece[srt], rr[srt]
+        bounds = _edges(rr)
+        shape.moves.append((kind, rep + base[name], piece, r[a_col][rep], r[b_col][rep],
+                            rr[bounds[:-1]].tolist(), bounds[:-1].tolist(), bounds[1:].tolist()))
+    if plan.num_rows * packets <= SHAPE_ROWS:
+        plan.shapes[packets] = shape
+    return shape
+
+
+def _bind(plan, layout, packets, positions=None):
+    """Compute slot offsets and every round's segments (see :meth:`RankPlan.bind`)."""
+    shape = _shape(plan, packets)
+    nslots = plan.slot_codes.size
+    # every size the plan asks for, in one query of the layout (block slots, then rows)
+    lens = np.asarray(layout.size(*shape.ask), dtype=np.int64)
+    size = np.zeros(nslots + plan.scratch, dtype=np.int64)
+    size[shape.blocks] = lens[:shape.blocks.size]
+    if shape.hold is not None:  # transit and scratch slots take the largest block they hold
+        slots, asks, starts = shape.hold
+        size[slots] = np.maximum(size[slots], np.maximum.reduceat(lens[asks], starts))
     offset = np.zeros(size.size + 1, dtype=np.int64)
     np.cumsum(size, out=offset[1:])
     nbytes = int(offset[-1])
@@ -464,56 +574,31 @@ def _bind(plan, layout, packets, positions=None):
     where = offset if positions is None else np.asarray(positions, dtype=np.int64)
 
     # messages and bytes per directed link leaving this rank's nodes (sends and local moves)
-    lsrc, ldst, lmsgs, lbytes = _link_counts(
-        p, [(rows[k]["src"], rows[k]["dst"], rows[k]["round"], rows[k]["msg"], row_len[k])
-            for k in ("send", "local")])
+    # (each bound plan has arrays of its own: a plan's link arrays name it, as in
+    # dualmpi.calls.Tally)
+    lsrc, ldst, lmsgs, inv, link_asks = shape.links
+    lsrc, ldst, lmsgs = lsrc.copy(), ldst.copy(), lmsgs.copy()
+    lbytes = np.bincount(inv, weights=lens[link_asks], minlength=lmsgs.size).astype(np.int64)
 
     # piece j of every block is bytes [j*unit, (j+1)*unit) of it (the last piece: the
     # rest), whatever the block's length: a slot that holds blocks of different lengths one
     # after the other (a transit buffer) is then touched piece by piece in the same places,
     # so piece j of a later block never lands where piece j' > j of an earlier one is still
     # being read or written in the same round
-    unit = max(1, -(-layout.largest() // packets))
+    unit = max(1, -(-layout.largest() // packets)) if packets > 1 else 0
 
-    def expand(r, length, *cols):
-        """Cut rows into pieces: returns round, order, piece, and (offset, length) per column."""
-        n = r["round"].size
+    def pieces(asks, piece):
+        """Return ``(start, length)`` of rows' pieces in their blocks."""
+        total = lens[asks]
         if packets == 1:
-            return (r["round"], r["order"], np.zeros(n, dtype=np.int64), length,
-                    [where[r[c]] for c in cols])
-        piece = np.tile(np.arange(packets, dtype=np.int64), n)
-        rep = np.repeat(np.arange(n), packets)
-        total = length[rep]
+            return 0, total
         start = np.minimum(piece * unit, total)
-        plen = np.where(piece == packets - 1, total, np.minimum(start + unit, total)) - start
-        return (r["round"][rep] + piece, r["order"][rep], piece, plen,
-                [where[r[c]][rep] + start for c in cols])
-
-    # (where a block is combined: only for the rows that combine)
-    r_final = ("final",) if rows["recv"]["reduce"].any() else ()
-    l_final = ("final",) if rows["local"]["reduce"].any() else ()
-    s_rnd, s_ord, s_pc, s_len, (s_off,) = expand(rows["send"], row_len["send"], "slot")
-    r_rnd, r_ord, r_pc, r_len, (r_off, *r_fin) = expand(rows["recv"], row_len["recv"], "slot",
-                                                       *r_final)
-    l_rnd, l_ord, l_pc, l_len, (l_src, l_dst, *l_fin) = expand(rows["local"], row_len["local"],
-                                                               "slot", "dest", *l_final)
-    r_fin, l_fin = (r_fin or [None])[0], (l_fin or [None])[0]
-    r_red = np.repeat(rows["recv"]["reduce"], packets) if packets > 1 else rows["recv"]["reduce"]
-    l_red = np.repeat(rows["local"]["reduce"], packets) if packets > 1 else rows["local"]["reduce"]
-    s_peer = np.repeat(rows["send"]["peer"], packets) if packets > 1 else rows["send"]["peer"]
-    r_peer = np.repeat(rows["recv"]["peer"], packets) if packets > 1 else rows["recv"]["peer"]
+        return start, np.where(piece == packets - 1, total, np.minimum(start + unit, total)) - start
 
     rounds = defaultdict(_new_round)
-    for kind, rr, oo, pc, peer, off, ln in (("sends", s_rnd, s_ord, s_pc, s_peer, s_off, s_len),
-                                            ("recvs", r_rnd, r_ord, r_pc, r_peer, r_off, r_len)):
-        if rr.size == 0:
-            continue
-        # one message per round and peer: its rows in schedule order, piece by piece
-        key = rr * (plan.p + 1) + peer
-        srt = _in_order(key, oo, pc, (int(rr.max()) + 1) * (plan.p + 1))
-        if srt is not None:
-            key, off, ln = key[srt], off[srt], ln[srt]
-        g, o, n = merge_segments(key, off, ln)
+    for kind, (key, asks, piece, slot) in shape.messages.items():
+        start, ln = pieces(asks, piece)
+        g, o, n = merge_segments(key, where[slot] + start, ln)
         # zero-length segments carry nothing, but their message is still sent
         keep = n > 0
         o, n = o[keep], n[keep]
@@ -526,18 +611,9 @@ def _bind(plan, layout, packets, positions=None):
             rounds[k][kind].append((pr, o[a:b], n[a:b]))
     z = np.zeros(0, dtype=np.int64)
     copies_all, moves = (z, z, z), None
-    for kind, rr, oo, pc, a_off, b_off, ln, red in (
-            ("copies", l_rnd, l_ord, l_pc, l_src, l_dst, l_len, None),
-            ("combines", l_rnd, l_ord, l_pc, l_dst, l_fin, l_len, l_red),
-            ("combines", r_rnd, r_ord, r_pc, r_off, r_fin, r_len, r_red)):
-        sel = None if red is None else np.flatnonzero(red)
-        if rr.size == 0 or (sel is not None and sel.size == 0):
-            continue
-        if sel is not None:
-            rr, oo, pc, a_off, b_off, ln = (x[sel] for x in (rr, oo, pc, a_off, b_off, ln))
-        srt = _in_order(rr, oo, pc, int(rr.max()) + 1)
-        if srt is not None:
-            rr, a_off, b_off, ln = rr[srt], a_off[srt], b_off[srt], ln[srt]
+    for kind, asks, piece, a_slot, b_slot, heads, firsts, ends in shape.moves:
+        start, ln = pieces(asks, piece)
+        a_off, b_off = where[a_slot] + start, where[b_slot] + start
         if kind == "copies":
             # one (dst, src, length) table for a compiled loop (and a spare zero row); the
             # copies are its columns
@@ -545,8 +621,7 @@ def _bind(plan, layout, packets, positions=None):
             moves[:-1, 0], moves[:-1, 1], moves[:-1, 2] = b_off, a_off, ln
             a_off, b_off, ln = moves[:-1, 1], moves[:-1, 0], moves[:-1, 2]
             copies_all = (a_off, b_off, ln)
-        bounds = _edges(rr)
-        for k, a, b in zip(rr[bounds[:-1]].tolist(), bounds[:-1].tolist(), bounds[1:].tolist()):
+        for k, a, b in zip(heads, firsts, ends):
             rounds[k][kind].append((a_off[a:b], b_off[a:b], ln[a:b]))
     bound = []
     for k in sorted(rounds):
@@ -685,19 +760,21 @@ def _user_segments(structural, offset, rows, size):
     return (user[first], store[first], np.add.reduceat(length, first))
 
 
-def _link_counts(p, parts):
-    """Return per directed link: messages (distinct round and message) and bytes.
+def _link_shape(p, parts):
+    """Return per directed link leaving this rank's nodes: source, destination, messages, and
+    which link each row is on with the rows' places in a binding's sizes (its bytes).
 
-    ``parts`` lists ``(src, dst, round, msg, length)`` row arrays, taken one after the
-    other.  The rows of one message are consecutive (in schedule order), so a message
-    starts wherever the round, the message number or the link changes.
+    ``parts`` lists ``(src, dst, round, msg, asks)`` row arrays, taken one after the other
+    (``asks``: each row's place in the sizes :func:`_bind` looks up).  The rows of one
+    message are consecutive (in schedule order), so a message starts wherever the round,
+    the message number or the link changes.  Returns ``(src, dst, messages, link of each
+    row, asks of the rows)``; a binding's bytes per link are the rows' sizes summed per link.
     """
     parts = [part for part in parts if part[0].size]
     if not parts:
         z = np.zeros(0, dtype=np.int64)
-        return z, z, z, z
+        return z, z, z, z, z
     base = min(int(part[0].min()) for part in parts)
-    span = (max(int(part[0].max()) for part in parts) - base + 1) * p
     links, starts, prev = [], [], None
     for src, dst, rnd, msg, _ in parts:
         link = (src - base) * p + dst
@@ -707,18 +784,8 @@ def _link_counts(p, parts):
         prev = (int(rnd[-1]), int(msg[-1]), int(link[-1]))
         links.append(link)
         starts.append(start)
-    if span <= 1 << 24:  # count per link in a table over this rank's sources
-        rows = sum(np.bincount(link, minlength=span) for link in links)
-        ulink = np.flatnonzero(rows)
-        nbytes = sum(np.bincount(link, weights=part[4], minlength=span)
-                     for link, part in zip(links, parts))[ulink]
-        msgs = sum(np.bincount(link[start], minlength=span)
-                   for link, start in zip(links, starts))[ulink]
-    else:
-        link = np.concatenate(links)
-        ulink, inv = np.unique(link, return_inverse=True)
-        nbytes = np.bincount(inv, weights=np.concatenate([part[4] for part in parts]),
-                             minlength=ulink.size)
-        msgs = np.bincount(inv[np.concatenate(starts)], minlength=ulink.size)
-    return (ulink // p + base, ulink % p, msgs.astype(np.int64),
-            np.asarray(nbytes).astype(np.int64))
+    link = np.concatenate(links)
+    ulink, inv = np.unique(link, return_inverse=True)
+    msgs = np.bincount(inv[np.concatenate(starts)], minlength=ulink.size)
+    return (ulink // p + base, ulink % p, msgs.astype(np.int64), inv.reshape(-1),
+            np.concatenate([part[4] for part in parts]))
