@@ -43,29 +43,59 @@ class ResourceError(InputError):
     """A request needs more memory, time or input than the machine or the command allows."""
 
 
+#: Files read again and again, kept open: ``{path: (process id, descriptor or None)}``
+#: (None: the file could not be opened; a forked child opens its own).
+_KEPT = {}
+
+
+def _read_kept(path):
+    """Return the bytes of the file at ``path`` read from its start, or None.
+
+    The file is opened once per process and read again with ``pread`` at each call: a
+    procfs or cgroup file shows its values as they are at the read, and a call then costs
+    one system call instead of an open, a read and a close (a call with a count table
+    never seen reads the host's memory: :func:`dualmpi.calls._budget`).
+    """
+    path = os.fspath(path)
+    pid = os.getpid()
+    kept = _KEPT.get(path)
+    if kept is None or kept[0] != pid:
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            fd = None
+        _KEPT[path] = kept = (pid, fd)
+    if kept[1] is None:
+        return None
+    try:
+        return os.pread(kept[1], 1 << 16, 0)
+    except OSError:
+        return None
+
+
 def _meminfo_available(path="/proc/meminfo"):
     """Return ``MemAvailable`` in bytes from ``path``, or None when it cannot be read."""
-    try:
-        with open(path, encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
+    text = _read_kept(path)
+    if text is None:
         return None
-    return None
+    at = text.find(b"MemAvailable:")
+    if at < 0:
+        return None
+    try:
+        return int(text[at + 13:].split(None, 1)[0]) * 1024
+    except (ValueError, IndexError):
+        return None
 
 
 def _cgroup_headroom(root="/sys/fs/cgroup"):
     """Return ``memory.max - memory.current`` of the cgroup v2 root in bytes, or None if unlimited."""
+    limit = _read_kept(os.path.join(root, "memory.max"))
+    if limit is None or limit.strip() == b"max":
+        return None
+    current = _read_kept(os.path.join(root, "memory.current"))
     try:
-        with open(os.path.join(root, "memory.max"), encoding="ascii") as f:
-            limit = f.read().strip()
-        if limit == "max":
-            return None
-        with open(os.path.join(root, "memory.current"), encoding="ascii") as f:
-            current = int(f.read().strip())
-        return max(int(limit) - current, 0)
-    except (OSError, ValueError):
+        return max(int(limit.strip()) - int(current.strip()), 0)
+    except (AttributeError, ValueError):
         return None
 
 
