@@ -132,6 +132,8 @@ class MPITransport:
         self.cloop = cloop.load(MPI.Get_library_version())
         #: the compiled loop's position and call count, read by the watchdog thread
         self.progress = np.zeros(2, dtype=np.int64)
+        #: the fields of a compiled loop's argument block every runner shares (:func:`_shared_row`)
+        self.shared_row = _shared_row(self.alarm, self.progress)
 
     def _roll_call(self, comm):
         """Every rank checks in with rank 0 before the collective set-up, so a rank that never
@@ -482,39 +484,40 @@ class MPIRunner:
         once per ``flags`` (every address in it is of an array the runner holds)."""
         nreq, reqs, nmove, moves, nrecv, index, ncomb, combs = self._c_arrays
         width = reqs.itemsize
-        alarm = self.alarm
+        # (each array's address read once: a plan whose count table is new builds a runner
+        # on every call)
+        a_nreq, a_reqs, a_nmove, a_moves, a_nrecv, a_index, a_trail = (
+            x.ctypes.data for x in (nreq, reqs, nmove, moves, nrecv, index, self._trailers))
+        template = self.transport.shared_row.copy()
+        # a zero-copy plan's offsets are absolute addresses: the store's base is 0
+        template[_A_STORE] = 0 if self.absolute else self.store.ctypes.data
+        template[_A_SIGNATURE] = self.signature - (1 << 64) if self.signature >> 63 else \
+            self.signature
+        template[_A_SIGWORD] = self._sig_addr
+        template[_A_INDEX] = a_index
+        template[_A_CALLS] = self._ncalls.ctypes.data
+        if self._c_op is not None:
+            a_ncomb, a_combs = ncomb.ctypes.data, combs.ctypes.data
+            template[_A_OP], template[_A_TYPE], template[_A_ITEM] = self._c_op
         rows = []
         last = len(self._segments) - 1
         for i, (first, count, _) in enumerate(self._segments):
-            a = np.zeros(_A_FIELDS, dtype=np.int64)
+            a = template.copy()
             a[_A_NROUNDS] = count
-            a[_A_NREQ] = nreq.ctypes.data + first * nreq.itemsize
-            a[_A_REQS] = reqs.ctypes.data + (int(nreq[:first].sum()) + first) * width
-            a[_A_NMOVE] = nmove.ctypes.data + first * nmove.itemsize
-            a[_A_MOVES] = moves.ctypes.data + 3 * 8 * int(nmove[:first].sum())
-            # a zero-copy plan's offsets are absolute addresses: the store's base is 0
-            a[_A_STORE] = 0 if self.absolute else self.store.ctypes.data
-            a[_A_PROGRESS] = self.transport.progress.ctypes.data
+            a[_A_NREQ] = a_nreq + first * nreq.itemsize
+            a[_A_REQS] = a_reqs + (int(nreq[:first].sum()) + first) * width
+            a[_A_NMOVE] = a_nmove + first * nmove.itemsize
+            a[_A_MOVES] = a_moves + 3 * 8 * int(nmove[:first].sum())
             a[_A_BASE] = first
             tbase = sum(self._nrecv[:first])
-            a[_A_NRECV] = nrecv.ctypes.data + first * nrecv.itemsize
-            a[_A_TRAIL] = self._trailers.ctypes.data + 8 * tbase
+            a[_A_NRECV] = a_nrecv + first * nrecv.itemsize
+            a[_A_TRAIL] = a_trail + 8 * tbase
             a[_A_TBASE] = tbase
-            a[_A_SIGNATURE] = self.signature - (1 << 64) if self.signature >> 63 else \
-                self.signature
-            a[_A_SEQ] = alarm.seq.ctypes.data
-            a[_A_SIGWORD] = self._sig_addr
-            a[_A_WBUF] = alarm.buf.ctypes.data
-            a[_A_RING] = alarm.ring.ctypes.data
-            a[_A_HIST] = alarm.history.ctypes.data
-            a[_A_INDEX] = index.ctypes.data
             if self._c_op is not None:
-                a[_A_NCOMB] = ncomb.ctypes.data + first * ncomb.itemsize
-                a[_A_COMBS] = combs.ctypes.data + 3 * 8 * int(ncomb[:first].sum())
-                a[_A_OP], a[_A_TYPE], a[_A_ITEM] = self._c_op
+                a[_A_NCOMB] = a_ncomb + first * ncomb.itemsize
+                a[_A_COMBS] = a_combs + 3 * 8 * int(ncomb[:first].sum())
             a[_A_FLAGS] = (flags & (_F_CHECK | _F_WATCH)) | (flags & _F_START if i == 0 else 0) \
                 | (flags & _F_COUNT if i == last else 0)
-            a[_A_CALLS] = self._ncalls.ctypes.data
             rows.append(a)
         return rows
 
@@ -907,6 +910,19 @@ def _mpi_op(combine):
     if mpitype is None or not mpitype.is_predefined or mpitype.Get_size() != dtype.itemsize:
         return None  # no named MPI type: numpy combines
     return getattr(MPI, name).handle, mpitype.handle, dtype.itemsize
+
+
+def _shared_row(alarm, progress):
+    """Return the fields of a compiled loop's argument block that every runner of a transport
+    shares: the progress counter and the alarm's arrays (:mod:`dualmpi.engine.alarm`), their
+    addresses read once (both live as long as the transport)."""
+    row = np.zeros(_A_FIELDS, dtype=np.int64)
+    row[_A_PROGRESS] = progress.ctypes.data
+    row[_A_SEQ] = alarm.seq.ctypes.data
+    row[_A_WBUF] = alarm.buf.ctypes.data
+    row[_A_RING] = alarm.ring.ctypes.data
+    row[_A_HIST] = alarm.history.ctypes.data
+    return row
 
 
 def _combine_table(bound):
