@@ -535,8 +535,9 @@ def _check_spans(displs, counts, info, buflen, what):
     """
     ext, lb, span = info.extent, info.true_lb, info.true_extent
     limit = (_INT64_MAX // 4 - abs(lb) - abs(span)) // max(1, abs(ext))
-    if not displs.size or (limit > 0 and -limit <= int(displs.min()) and
-                           int(displs.max()) <= limit and int(counts.max()) <= limit):
+    if displs.size > _SPANS_IN_PYTHON and (
+            limit > 0 and -limit <= int(displs.min()) and int(displs.max()) <= limit and
+            int(counts.max()) <= limit):
         origins = displs * ext  # every term below 2**61: nothing wraps around
         if buflen is None or info.size == 0:
             return origins
@@ -548,7 +549,8 @@ def _check_spans(displs, counts, info, buflen, what):
             i = int(np.argmax(bad))
             _span_error(what, i, counts[i], displs[i], lo[i], hi[i], buflen)
         return origins
-    origins = np.zeros(displs.size, dtype=np.int64)
+    # a few ranks, or values near int64's limits: Python's exact integers, block by block
+    origins = []
     for i, (d, n) in enumerate(zip(displs.tolist(), counts.tolist())):
         origin = d * ext
         if n > 0 and info.size and buflen is not None:
@@ -556,8 +558,13 @@ def _check_spans(displs, counts, info, buflen, what):
             hi = origin + lb + span + max(0, (n - 1) * ext)
             if lo < 0 or hi > buflen:
                 _span_error(what, i, n, d, lo, hi, buflen)
-        origins[i] = origin if -_INT64_MAX - 1 <= origin <= _INT64_MAX else 0
-    return origins
+        origins.append(origin if -_INT64_MAX - 1 <= origin <= _INT64_MAX else 0)
+    return np.array(origins, dtype=np.int64)
+
+
+#: Up to this many blocks :func:`_check_spans` checks them in Python (numpy's fixed cost per
+#: operation is larger there).
+_SPANS_IN_PYTHON = 16
 
 
 def _span_error(what, i, count, displ, lo, hi, buflen):

@@ -977,3 +977,28 @@ def test_vector_counts_remembered_by_value():
         mb.vector([buf, counts, displs, MPI.DOUBLE], 2, role="send")
     with pytest.raises(InputError, match="needs bytes"):
         mb.vector([np.arange(4.0), [1, 2], [4, 0], MPI.DOUBLE], 2, role="send")
+
+
+@pytest.mark.parametrize("name", ["INT", "vector", "hvector_negative", "hindexed_negative",
+                                  "resized_gap"])
+@pytest.mark.parametrize("blocks", [3, 40])
+def test_block_spans_checked_in_python_and_numpy_alike(name, blocks, monkeypatch):
+    """A vector argument's blocks are checked in Python up to ``_SPANS_IN_PYTHON`` blocks and
+    with numpy above: both give the same origins and refuse the same block with the same line
+    (random counts and displacements, some blocks out of the buffer)."""
+    dt = _types()[name]
+    info = mb._typeinfo(dt, "buf", MPI)
+    rng = np.random.default_rng(blocks)
+    for trial in range(30):
+        counts = rng.integers(0, 4, blocks).astype(np.int64)
+        displs = rng.integers(-2, 12, blocks).astype(np.int64)
+        buflen = int(rng.integers(0, 200))
+        out = {}
+        for small in (0, 1 << 20):  # every check in numpy, then in Python
+            monkeypatch.setattr(mb, "_SPANS_IN_PYTHON", small)
+            try:
+                got = mb._check_spans(displs, counts, info, buflen, "buf")
+                out[small] = ("ok", got.tolist(), got.dtype)
+            except InputError as exc:
+                out[small] = ("refused", str(exc))
+        assert out[0] == out[1 << 20], (trial, out)
