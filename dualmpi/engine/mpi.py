@@ -1015,7 +1015,7 @@ def _combiner(store, combines, op=None, absolute=False):
     only empty ones (a barrier's), so the round does not end a segment of the C loop.
     """
     src, dst, lens = combines
-    if not lens.any():
+    if not lens.size or not lens.any():
         return None
     if absolute:
         def view(a, n):
