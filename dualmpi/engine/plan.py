@@ -454,27 +454,43 @@ SHAPE_ROWS = 1 << 14
 class _Shape:
     """What binding a plan into ``packets`` pieces needs that no size changes (see :func:`_shape`).
 
-    ``ask``: the ``(origin, target)`` blocks whose sizes a binding asks its layout for, in one
-    query: the plan's block slots (``blocks``), then its send, receive and local rows.
-    ``hold``: for the slots that hold rows (transit and scratch slots take their largest), the
-    slots, the rows' places in ``ask`` sorted by slot, and where each slot's run starts.
-    ``messages``: per kind (``"sends"``, ``"recvs"``) the rows of every message in order (one
-    message per round and peer); ``moves``: the local copies and the combines in round order.
-    ``links``: per directed link its source, destination and messages, and per row its link
-    (:func:`_link_shape`).
+    ``ask``: ``(origin, target)`` parts, the blocks whose sizes a binding asks its layout
+    for: the plan's block slots (``blocks``), then its send, receive and local rows (one part,
+    joined, for a plan that keeps its shape).  ``hold``: ``(slots, rows)`` parts, the slots
+    that hold rows and the rows' places in the sizes (transit and scratch slots take their
+    largest).  ``messages``: per kind (``"sends"``, ``"recvs"``) the rows of every message in
+    order (one message per round and peer); ``moves``: the local copies and the combines in
+    round order.  ``links``: per directed link its source, destination and messages, and
+    ``(link of each row, rows)`` parts (:func:`_link_shape`).  Rows are given by their places
+    in the sizes: a slice when they are in order (no copy), else an index array.
     """
 
     __slots__ = ("ask", "blocks", "hold", "messages", "moves", "links", "packets")
 
 
 def _expand(r, packets):
-    """Return ``(row, piece, round)`` of a kind's rows cut into ``packets`` pieces each."""
-    n = r["round"].size
+    """Return ``(row, piece, round)`` of a kind's rows cut into ``packets`` pieces each
+    (``row`` and ``piece`` None for one piece: every row once, in order)."""
     if packets == 1:
-        return np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64), r["round"]
+        return None, None, r["round"]
+    n = r["round"].size
     piece = np.tile(np.arange(packets, dtype=np.int64), n)
     rep = np.repeat(np.arange(n, dtype=np.int64), packets)
     return rep, piece, r["round"][rep] + piece
+
+
+def _rows_at(rep, srt, base, n):
+    """Return the places in a binding's sizes of a kind's rows ``rep`` (None: all ``n`` in
+    order) taken in the order ``srt`` (None: as they are), the kind's rows starting at
+    ``base``: a slice when they stay in order (no copy), else an index array."""
+    if srt is None:
+        return slice(base, base + n) if rep is None else rep + base
+    return (srt if rep is None else rep[srt]) + base
+
+
+def _pick(column, rep):
+    """A kind's column at rows ``rep`` (None: the column itself, no copy)."""
+    return column if rep is None else column[rep]
 
 
 def _shape(plan, packets):
@@ -483,9 +499,10 @@ def _shape(plan, packets):
     Everything :func:`_bind` does that depends on the plan's structure alone — which rows
     make which message, in which order, which slots hold which rows, the messages per link —
     is done here, once per plan and ``packets`` when the plan has at most
-    :data:`SHAPE_ROWS` rows times pieces (kept in ``plan.shapes``); binding for new sizes then
-    only looks sizes up and adds offsets (a v-variant whose counts change every call binds on
-    every call).
+    :data:`SHAPE_ROWS` rows times pieces (kept in ``plan.shapes``, its parts joined, so that
+    binding for new sizes is a few array operations: a v-variant whose counts change every
+    call binds on every call).  A larger plan's shape is made at each binding, from views and
+    slices of the plan's own rows where it can (no more memory than binding needs).
     """
     hit = plan.shapes.get(packets)
     if hit is not None:
@@ -493,33 +510,23 @@ def _shape(plan, packets):
     p = plan.p
     origin, target, is_block = plan.slot_blocks()
     blocks = np.flatnonzero(is_block)
-    rows = {name: getattr(plan, name) for name in ("send", "recv", "local")}
-    base, at = {}, blocks.size
-    for name in ("send", "recv", "local"):
-        base[name] = at
-        at += rows[name]["round"].size
+    kinds = ("send", "recv", "local")
+    rows = {name: getattr(plan, name) for name in kinds}
+    base, count, at = {}, {}, blocks.size
+    for name in kinds:
+        base[name], count[name] = at, rows[name]["round"].size
+        at += count[name]
     shape = _Shape()
     shape.packets = packets
     shape.blocks = blocks
-    shape.ask = (np.concatenate([origin[blocks]] + [rows[k]["origin"] for k in base]),
-                 np.concatenate([target[blocks]] + [rows[k]["target"] for k in base]))
-    slots, asks = [], []
-    for name, cols in (("send", ("slot",)), ("recv", ("slot", "final")),
-                       ("local", ("slot", "dest", "final"))):
-        for col in cols:
-            s = rows[name][col]
-            if s.size:
-                slots.append(s)
-                asks.append(np.arange(s.size, dtype=np.int64) + base[name])
-    shape.hold = None
-    if slots:
-        slot = np.concatenate(slots)
-        order = np.argsort(slot, kind="stable")
-        slot = slot[order]
-        starts = _edges(slot)[:-1]
-        shape.hold = (slot[starts], np.concatenate(asks)[order], starts)
-    shape.links = _link_shape(p, [(rows[k]["src"], rows[k]["dst"], rows[k]["round"], rows[k]["msg"],
-                                   np.arange(rows[k]["round"].size, dtype=np.int64) + base[k])
+    shape.ask = [(origin[blocks], target[blocks])] + [(rows[k]["origin"], rows[k]["target"])
+                                                      for k in kinds]
+    shape.hold = [(rows[name][col], slice(base[name], base[name] + count[name]))
+                  for name, cols in (("send", ("slot",)), ("recv", ("slot", "final")),
+                                     ("local", ("slot", "dest", "final")))
+                  for col in cols if rows[name][col].size]
+    shape.links = _link_shape(p, [(rows[k]["src"], rows[k]["dst"], rows[k]["round"],
+                                   rows[k]["msg"], slice(base[k], base[k] + count[k]))
                                   for k in ("send", "local")])
     expanded = {name: _expand(rows[name], packets) for name in rows}
     shape.messages = {}
@@ -529,11 +536,13 @@ def _shape(plan, packets):
         if rr.size == 0:
             continue
         # one message per round and peer: its rows in schedule order, piece by piece
-        key = rr * (p + 1) + r["peer"][rep]
-        srt = _in_order(key, r["order"][rep], piece, (int(rr.max()) + 1) * (p + 1))
+        key = rr * (p + 1) + _pick(r["peer"], rep)
+        srt = _in_order(key, _pick(r["order"], rep), piece, (int(rr.max()) + 1) * (p + 1))
+        slot = _pick(r["slot"], rep)
         if srt is not None:
-            key, rep, piece = key[srt], rep[srt], piece[srt]
-        shape.messages[kind] = (key, rep + base[name], piece, r["slot"][rep])
+            key, slot = key[srt], slot[srt]
+            piece = None if piece is None else piece[srt]
+        shape.messages[kind] = (key, _rows_at(rep, srt, base[name], count[name]), piece, slot)
     shape.moves = []
     for kind, name, a_col, b_col, combining in (("copies", "local", "slot", "dest", False),
                                                 ("combines", "local", "dest", "final", True),
@@ -541,17 +550,25 @@ def _shape(plan, packets):
         r = rows[name]
         rep, piece, rr = expanded[name]
         if combining:
-            sel = np.flatnonzero(r["reduce"][rep])
-            rep, piece, rr = rep[sel], piece[sel], rr[sel]
+            sel = np.flatnonzero(_pick(r["reduce"], rep))
+            rep, rr = (sel if rep is None else rep[sel]), rr[sel]
+            piece = None if piece is None else piece[sel]
         if rr.size == 0:
             continue
-        srt = _in_order(rr, r["order"][rep], piece, int(rr.max()) + 1)
+        srt = _in_order(rr, _pick(r["order"], rep), piece, int(rr.max()) + 1)
+        a_slot, b_slot = _pick(r[a_col], rep), _pick(r[b_col], rep)
         if srt is not None:
-            rep, piece, rr = rep[srt], piece[srt], rr[srt]
+            rr, a_slot, b_slot = rr[srt], a_slot[srt], b_slot[srt]
+            piece = None if piece is None else piece[srt]
         bounds = _edges(rr)
-        shape.moves.append((kind, rep + base[name], piece, r[a_col][rep], r[b_col][rep],
-                            rr[bounds[:-1]].tolist(), bounds[:-1].tolist(), bounds[1:].tolist()))
-    if plan.num_rows * packets <= SHAPE_ROWS:
+        shape.moves.append((kind, _rows_at(rep, srt, base[name], count[name]), piece, a_slot,
+                            b_slot, rr[bounds[:-1]].tolist(), bounds[:-1].tolist(),
+                            bounds[1:].tolist()))
+    if plan.num_rows * packets <= SHAPE_ROWS:  # kept, its parts joined: one size query, one
+        shape.ask = [tuple(np.concatenate([part[i] for part in shape.ask]) for i in (0, 1))]
+        shape.hold = [(np.concatenate([s for s, _ in shape.hold]),  # update of the slots
+                       np.concatenate([np.arange(a.start, a.stop, dtype=np.int64)
+                                       for _, a in shape.hold]))] if shape.hold else []
         plan.shapes[packets] = shape
     return shape
 
@@ -560,13 +577,13 @@ def _bind(plan, layout, packets, positions=None):
     """Compute slot offsets and every round's segments (see :meth:`RankPlan.bind`)."""
     shape = _shape(plan, packets)
     nslots = plan.slot_codes.size
-    # every size the plan asks for, in one query of the layout (block slots, then rows)
-    lens = np.asarray(layout.size(*shape.ask), dtype=np.int64)
+    # every size the plan asks for (block slots, then rows): one query for a kept shape
+    lens = [np.asarray(layout.size(o, t), dtype=np.int64) for o, t in shape.ask]
+    lens = lens[0] if len(lens) == 1 else np.concatenate(lens)
     size = np.zeros(nslots + plan.scratch, dtype=np.int64)
     size[shape.blocks] = lens[:shape.blocks.size]
-    if shape.hold is not None:  # transit and scratch slots take the largest block they hold
-        slots, asks, starts = shape.hold
-        size[slots] = np.maximum(size[slots], np.maximum.reduceat(lens[asks], starts))
+    for slots, at in shape.hold:  # transit and scratch slots take the largest block they hold
+        np.maximum.at(size, slots, lens[at])
     offset = np.zeros(size.size + 1, dtype=np.int64)
     np.cumsum(size, out=offset[1:])
     nbytes = int(offset[-1])
@@ -576,9 +593,11 @@ def _bind(plan, layout, packets, positions=None):
     # messages and bytes per directed link leaving this rank's nodes (sends and local moves)
     # (each bound plan has arrays of its own: a plan's link arrays name it, as in
     # dualmpi.calls.Tally)
-    lsrc, ldst, lmsgs, inv, link_asks = shape.links
+    lsrc, ldst, lmsgs, parts = shape.links
     lsrc, ldst, lmsgs = lsrc.copy(), ldst.copy(), lmsgs.copy()
-    lbytes = np.bincount(inv, weights=lens[link_asks], minlength=lmsgs.size).astype(np.int64)
+    lbytes = np.zeros(lmsgs.size, dtype=np.int64)
+    for inv, at in parts:
+        lbytes += np.bincount(inv, weights=lens[at], minlength=lmsgs.size).astype(np.int64)
 
     # piece j of every block is bytes [j*unit, (j+1)*unit) of it (the last piece: the
     # rest), whatever the block's length: a slot that holds blocks of different lengths one
@@ -590,15 +609,15 @@ def _bind(plan, layout, packets, positions=None):
     def pieces(asks, piece):
         """Return ``(start, length)`` of rows' pieces in their blocks."""
         total = lens[asks]
-        if packets == 1:
-            return 0, total
+        if piece is None:
+            return None, total
         start = np.minimum(piece * unit, total)
         return start, np.where(piece == packets - 1, total, np.minimum(start + unit, total)) - start
 
     rounds = defaultdict(_new_round)
     for kind, (key, asks, piece, slot) in shape.messages.items():
         start, ln = pieces(asks, piece)
-        g, o, n = merge_segments(key, where[slot] + start, ln)
+        g, o, n = merge_segments(key, where[slot] if start is None else where[slot] + start, ln)
         # zero-length segments carry nothing, but their message is still sent
         keep = n > 0
         o, n = o[keep], n[keep]
@@ -613,7 +632,9 @@ def _bind(plan, layout, packets, positions=None):
     copies_all, moves = (z, z, z), None
     for kind, asks, piece, a_slot, b_slot, heads, firsts, ends in shape.moves:
         start, ln = pieces(asks, piece)
-        a_off, b_off = where[a_slot] + start, where[b_slot] + start
+        a_off, b_off = where[a_slot], where[b_slot]
+        if start is not None:
+            a_off, b_off = a_off + start, b_off + start
         if kind == "copies":
             # one (dst, src, length) table for a compiled loop (and a spare zero row); the
             # copies are its columns
@@ -718,12 +739,16 @@ def _in_order(key, order, piece, limit):
     """Return the permutation that sorts rows by ``(key, order, piece)`` (None: already sorted).
 
     The rows come in schedule order (``order`` increasing, then ``piece``), so a stable
-    sort by ``key`` alone is enough, and none when the keys never decrease.
+    sort by ``key`` alone is enough, and none when the keys never decrease.  ``piece`` None:
+    every row whole (one piece).
     """
     if key.size < 2 or not (key[1:] < key[:-1]).any():
         return None
-    if (order[1:] < order[:-1]).any() or ((order[1:] == order[:-1])
-                                           & (piece[1:] < piece[:-1])).any():
+    if piece is None:
+        if (order[1:] < order[:-1]).any():
+            return np.lexsort((order, key))
+    elif (order[1:] < order[:-1]).any() or ((order[1:] == order[:-1])
+                                             & (piece[1:] < piece[:-1])).any():
         return np.lexsort((piece, order, key))
     return _sort_packed(key, limit)[1]
 
@@ -762,19 +787,19 @@ def _user_segments(structural, offset, rows, size):
 
 def _link_shape(p, parts):
     """Return per directed link leaving this rank's nodes: source, destination, messages, and
-    which link each row is on with the rows' places in a binding's sizes (its bytes).
+    ``(link of each row, rows)`` per part (the rows' places in a binding's sizes).
 
-    ``parts`` lists ``(src, dst, round, msg, asks)`` row arrays, taken one after the other
-    (``asks``: each row's place in the sizes :func:`_bind` looks up).  The rows of one
-    message are consecutive (in schedule order), so a message starts wherever the round,
-    the message number or the link changes.  Returns ``(src, dst, messages, link of each
-    row, asks of the rows)``; a binding's bytes per link are the rows' sizes summed per link.
+    ``parts`` lists ``(src, dst, round, msg, rows)`` row arrays and the rows' places, taken
+    one after the other.  The rows of one message are consecutive (in schedule order), so a
+    message starts wherever the round, the message number or the link changes.  A binding's
+    bytes per link are its rows' sizes summed per link.
     """
     parts = [part for part in parts if part[0].size]
     if not parts:
         z = np.zeros(0, dtype=np.int64)
-        return z, z, z, z, z
+        return z, z, z, []
     base = min(int(part[0].min()) for part in parts)
+    span = (max(int(part[0].max()) for part in parts) - base + 1) * p
     links, starts, prev = [], [], None
     for src, dst, rnd, msg, _ in parts:
         link = (src - base) * p + dst
@@ -784,8 +809,15 @@ def _link_shape(p, parts):
         prev = (int(rnd[-1]), int(msg[-1]), int(link[-1]))
         links.append(link)
         starts.append(start)
-    link = np.concatenate(links)
-    ulink, inv = np.unique(link, return_inverse=True)
-    msgs = np.bincount(inv[np.concatenate(starts)], minlength=ulink.size)
-    return (ulink // p + base, ulink % p, msgs.astype(np.int64), inv.reshape(-1),
-            np.concatenate([part[4] for part in parts]))
+    if span <= 1 << 24:  # the links numbered through a table over this rank's sources
+        used = sum(np.bincount(link, minlength=span) for link in links)
+        ulink = np.flatnonzero(used)
+        number = np.zeros(span, dtype=np.int64)
+        number[ulink] = np.arange(ulink.size, dtype=np.int64)
+        invs = [number[link] for link in links]
+    else:
+        ulink, inv = np.unique(np.concatenate(links), return_inverse=True)
+        invs = np.split(inv.reshape(-1), np.cumsum([link.size for link in links])[:-1])
+    msgs = sum(np.bincount(inv[start], minlength=ulink.size) for inv, start in zip(invs, starts))
+    return (ulink // p + base, ulink % p, np.asarray(msgs).astype(np.int64),
+            [(inv, part[4]) for inv, part in zip(invs, parts)])
