@@ -33,7 +33,13 @@ __all__ = [
     "alltoall_arrays",
     "check_links",
     "alltoall_name",
+    "STEP_SHAPE_ROWS",
 ]
+
+#: Schedules of up to this many rows keep what :meth:`ArraySchedule.step_bytes` needs beyond
+#: the blocks' sizes (a total exchange: its first hop rounds' rows); larger ones make it at
+#: each call (a million-node-pair exchange would keep hundreds of MB).
+STEP_SHAPE_ROWS = 1 << 16
 
 
 def key_space(p):
@@ -127,7 +133,8 @@ class ArraySchedule:
     #: Every round's rows concatenated (see :meth:`columns`); the rounds of
     #: :func:`alltoall_arrays` are views into it.
     flat: dict = field(default=None, repr=False, compare=False)
-    #: What :meth:`step_bytes` needs beyond the blocks' sizes (made at its first call).
+    #: What :meth:`step_bytes` needs beyond the blocks' sizes (made at its first call; kept
+    #: for a schedule of up to :data:`STEP_SHAPE_ROWS` rows).
     step_shape: tuple = field(default=None, repr=False, compare=False)
 
     @property
@@ -211,9 +218,10 @@ class ArraySchedule:
         ...                                   cols["msg"], sizes(cols["origin"], cols["target"]))
         True
         """
-        if self.step_shape is None:
-            self.step_shape = _step_shape(self)
-        origin, target, message, order, starts = self.step_shape
+        shape = self.step_shape or _step_shape(self)
+        if self.num_rows <= STEP_SHAPE_ROWS:  # (a larger schedule's is made at each call)
+            self.step_shape = shape
+        origin, target, message, order, starts = shape
         if starts.size == 0:
             return 0
         sizes = np.asarray(size(origin, target), dtype=np.int64)
@@ -595,14 +603,17 @@ class _AlltoallSchedule(ArraySchedule):
         >>> a.step_bytes(sizes) == ArraySchedule.step_bytes(a, sizes)
         True
         """
-        if self._first_rows is None:  # the first rounds' blocks and where each step starts
+        kept = self._first_rows
+        if kept is None:  # the first rounds' blocks and where each step starts
             first = np.flatnonzero(self._first)
             rows = ((first << self._shift)[:, None] + np.arange(self._per, dtype=np.int64))
             origin, target = self.take(rows.reshape(-1), "origin", "target")
             steps = self._blk_t[first]
-            self._first_rows = (origin, target, first.size,
-                                np.flatnonzero(np.r_[True, steps[1:] != steps[:-1]]))
-        origin, target, blocks, starts = self._first_rows
+            kept = (origin, target, first.size,
+                    np.flatnonzero(np.r_[True, steps[1:] != steps[:-1]]))
+            if origin.size <= STEP_SHAPE_ROWS:  # (a larger network's made at each call)
+                self._first_rows = kept
+        origin, target, blocks, starts = kept
         if blocks == 0:
             return 0
         top = np.asarray(size(origin, target), dtype=np.int64).reshape(blocks, -1).max(axis=1)
