@@ -71,16 +71,21 @@ class _Compiled:
         self.rounds = []
         for rnd in bound.rounds:
             recvs, sends, trails = [], [], []
+            # (each message's segments as lists, its trailer appended)
             for peer, offs, lens in rnd.recvs:
+                at, n = offs.tolist(), lens.tolist()
                 if trailer:
                     trails.append((trail_at, peer))
-                    offs, lens = np.append(offs, trail_at), np.append(lens, 8)
+                    at.append(trail_at)
+                    n.append(8)
                     trail_at += 8
-                recvs.append((peer, *self._spec(offs, lens)))
+                recvs.append((peer, *self._spec(at, n)))
             for peer, offs, lens in rnd.sends:
+                at, n = offs.tolist(), lens.tolist()
                 if trailer:
-                    offs, lens = np.append(offs, self.sig_at), np.append(lens, 8)
-                sends.append((peer, *self._spec(offs, lens)))
+                    at.append(self.sig_at)
+                    n.append(8)
+                sends.append((peer, *self._spec(at, n)))
             src, dst, lens = rnd.combines
             combines = [(a, b, n) for a, b, n in zip(src.tolist(), dst.tolist(), lens.tolist())
                         if n]
@@ -92,13 +97,14 @@ class _Compiled:
         self.copy_out = list(zip(*(c.tolist() for c in bound.copy_out)))
 
     def _spec(self, offs, lens):
-        """Return ``(start, stop, datatype)``: a slice of the store, or the store with a datatype."""
-        if offs.size == 0:
+        """Return ``(start, stop, datatype)`` of segments ``(offs, lens)`` (lists of ints): a
+        slice of the store, or the store with a datatype."""
+        if not offs:
             return 0, 0, None
-        if offs.size == 1:
-            a = int(offs[0])
-            return a, a + int(lens[0]), None
-        dtype = MPI.BYTE.Create_hindexed(lens.tolist(), offs.tolist()).Commit()
+        if len(offs) == 1:
+            a = offs[0]
+            return a, a + lens[0], None
+        dtype = MPI.BYTE.Create_hindexed(lens, offs).Commit()
         self.types.append(dtype)
         return 0, 0, dtype
 
