@@ -465,7 +465,7 @@ class _Shape:
     in the sizes: a slice when they are in order (no copy), else an index array.
     """
 
-    __slots__ = ("ask", "blocks", "hold", "messages", "moves", "links", "packets")
+    __slots__ = ("ask", "blocks", "hold", "messages", "moves", "links")
 
 
 def _expand(r, packets):
@@ -517,7 +517,6 @@ def _shape(plan, packets):
         base[name], count[name] = at, rows[name]["round"].size
         at += count[name]
     shape = _Shape()
-    shape.packets = packets
     shape.blocks = blocks
     shape.ask = [(origin[blocks], target[blocks])] + [(rows[k]["origin"], rows[k]["target"])
                                                       for k in kinds]
