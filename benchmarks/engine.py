@@ -47,6 +47,15 @@ each call's counts from the next of :data:`FRESH_TABLES` tables, more than the e
 plans for, every count 1 to 250 bytes less than the block: a program whose counts depend on
 its data, as a sample sort's do).
 
+``--collectives nonblocking`` times the nonblocking form of every collective of ``all``
+(``NONBLOCKING``: ``ibcast`` is ``net.Ibcast(buf, 0).Wait()`` against
+``MPI.COMM_WORLD.Ibcast(buf, 0).Wait()``), with the blocking form's plan as its floor and
+native schedule (the same schedule); ``--collectives neighbor`` the neighbourhood
+collectives, blocking and nonblocking (``NEIGHBOR``: ``neighbor_alltoall`` is
+``net.Neighbor_alltoall``), against MPI's own on a distributed graph of ``MPI.COMM_WORLD``
+with the same neighbours (``net.Get_dist_neighbors()``): one message per link, no plan, so
+no floor.
+
 A repeat times ``k`` calls, each after a barrier (OSU method), and keeps the largest
 per-rank mean; the table gives the median over repeats and the ratios.  The results
 of ``dualmpi`` are checked against ``native`` before anything is timed.
@@ -82,9 +91,20 @@ def calls_for(size):
 #: Every collective the benchmark times (``--collectives all``): the papers' four, then the
 #: rest of MPI's (v-variants with equal counts; reductions on doubles with MPI.SUM).
 ALL = ("bcast", "scatter", "allgather", "alltoall", "gather", "scatterv", "gatherv",
-       "allgatherv", "alltoallv", "allreduce", "reduce", "scan", "exscan",
-       "reduce_scatter_block", "barrier")
-_REDUCING = ("allreduce", "reduce", "scan", "exscan", "reduce_scatter_block")
+       "allgatherv", "alltoallv", "alltoallw", "allreduce", "reduce", "scan", "exscan",
+       "reduce_scatter_block", "reduce_scatter", "barrier")
+_REDUCING = ("allreduce", "reduce", "scan", "exscan", "reduce_scatter_block", "reduce_scatter")
+#: Also timed when asked for (``--collectives nonblocking``, or by name): the nonblocking form
+#: of each of :data:`ALL`, started and waited for (``net.Ibcast(buf, 0).Wait()``), against MPI's
+#: own nonblocking form; the floor is the blocking form's plan (the same schedule).
+NONBLOCKING = tuple("i" + c for c in ALL)
+#: Also timed when asked for (``--collectives neighbor``, or by name): the neighbourhood
+#: collectives over the network's links (``net.Neighbor_allgather``), against MPI's own on a
+#: distributed graph of ``MPI.COMM_WORLD`` with the same neighbours, blocking and nonblocking.
+#: They run no compiled plan: no floor, and the native schedule is MPI's own call.
+NEIGHBOR = ("neighbor_allgather", "neighbor_allgatherv", "neighbor_alltoall",
+            "neighbor_alltoallv", "neighbor_alltoallw")
+NEIGHBOR += tuple("i" + c for c in NEIGHBOR)
 #: Also timed when asked for (not in ``all``): ``MPI.IN_PLACE`` calls, the data in the receive
 #: buffer (the allreduce with MPI.MAX, so that repeated calls leave the data as it is).
 IN_PLACE = ("allgather_in_place", "allreduce_in_place")
@@ -108,10 +128,40 @@ SPECS = ("bcast_spec", "alltoall_spec", "allgather_spec", "allreduce_spec")
 
 def base(coll):
     """The collective a name times (without ``_changing``, ``_alternating``, ``_spec`` or
-    ``_fresh``)."""
+    ``_fresh``; a nonblocking form's blocking one)."""
+    if coll in NONBLOCKING or coll in NEIGHBOR and coll.startswith("i"):
+        coll = coll[1:]
     for suffix in ("_changing", "_alternating", "_spec", "_fresh"):
         coll = coll.removesuffix(suffix)
     return coll
+
+
+class Waited:
+    """``target`` whose collective methods are its nonblocking ones, waited for: ``Bcast(...)``
+    is ``target.Ibcast(...).Wait()`` (the methods looked up once, as attributes)."""
+
+    def __init__(self, target, names):
+        self.target = target
+        for name in names:
+            start = getattr(target, "I" + name.lower())
+            setattr(self, name, lambda *args, _start=start, **kw: _start(*args, **kw).Wait())
+
+    def __getattr__(self, name):  # (not the methods above: they are attributes)
+        return getattr(self.target, name)
+
+
+#: The method names :func:`api_call` calls (a :class:`Waited` target's).
+METHODS = ("Barrier", "Bcast", "Scatter", "Gather", "Allgather", "Alltoall", "Scatterv",
+           "Gatherv", "Allgatherv", "Alltoallv", "Alltoallw", "Allreduce", "Reduce", "Scan",
+           "Exscan", "Reduce_scatter_block", "Reduce_scatter")
+NEIGHBOR_METHODS = ("Neighbor_allgather", "Neighbor_allgatherv", "Neighbor_alltoall",
+                    "Neighbor_alltoallv", "Neighbor_alltoallw")
+
+
+def degree(target):
+    """The number of neighbours of this rank on ``target`` (a dualmpi.Comm or a graph
+    communicator): its neighbourhood collectives' blocks."""
+    return target.Get_dist_neighbors_count()[0]
 
 
 def fresh_call(target, coll, send, recv):
@@ -154,6 +204,9 @@ def buffers(coll, ranks, size, rng):
         return None, None
     if coll == "bcast":
         return data(size), None
+    if coll.startswith("neighbor_"):  # (ranks: this rank's neighbours)
+        gathers = coll.startswith("neighbor_allgather")
+        return data(size if gathers else size * ranks), np.zeros(size * ranks, np.uint8)
     if coll in ("scatter", "scatterv"):
         return data(size * ranks), np.zeros(size, np.uint8)
     if coll in ("gather", "gatherv", "allgather", "allgatherv"):
@@ -164,7 +217,7 @@ def buffers(coll, ranks, size, rng):
         return None, rng.integers(0, 100, max(1, size // 8)).astype(np.float64)
     if coll in _REDUCING:  # doubles of integer values (sums exact in any order), MPI.SUM
         n = max(1, size // 8)
-        if coll == "reduce_scatter_block":
+        if coll in ("reduce_scatter_block", "reduce_scatter"):
             return rng.integers(0, 100, n * ranks).astype(np.float64), np.zeros(n)
         return rng.integers(0, 100, n).astype(np.float64), np.zeros(n)
     return data(size * ranks), np.zeros(size * ranks, np.uint8)
@@ -174,6 +227,11 @@ def api_call(target, coll, send, recv, less=0):
     """Return a function calling ``coll`` on ``target`` (a dualmpi.Comm or an MPI communicator).
 
     ``less``: a v-variant's counts that many bytes less than the buffers'."""
+    if coll in NONBLOCKING or coll in NEIGHBOR and coll.startswith("i"):
+        methods = NEIGHBOR_METHODS if coll in NEIGHBOR else METHODS
+        return api_call(Waited(target, methods), coll[1:], send, recv, less)
+    if coll.startswith("neighbor_"):
+        return neighbor_call(target, coll, send, recv)
     ranks = target.Get_size()
     if coll.endswith("_fresh"):
         return fresh_call(target, base(coll), send, recv)
@@ -230,6 +288,13 @@ def api_call(target, coll, send, recv, less=0):
     if coll == "alltoallv":
         counts = [send.size // ranks - less] * ranks
         return lambda: target.Alltoallv([send, counts], [recv, counts])
+    if coll == "alltoallw":  # counts of MPI.BYTE, displacements in bytes
+        piece = send.size // ranks
+        spec = [[piece] * ranks, [piece * i for i in range(ranks)], [MPI.BYTE] * ranks]
+        return lambda: target.Alltoallw([send] + spec, [recv] + spec)
+    if coll == "reduce_scatter":
+        counts = [recv.size] * ranks
+        return lambda: target.Reduce_scatter(send, recv, counts, MPI.SUM)
     if coll == "allgather_in_place":
         return lambda: target.Allgather(MPI.IN_PLACE, recv)
     if coll == "allreduce_in_place":
@@ -239,6 +304,50 @@ def api_call(target, coll, send, recv, less=0):
     if coll == "reduce":
         return lambda: target.Reduce(send, recv, root=0)
     return lambda: getattr(target, method)(send, recv)
+
+
+def neighbor_call(target, coll, send, recv):
+    """Return a function calling neighbourhood collective ``coll`` on ``target`` (a
+    dualmpi.Comm or a distributed-graph communicator of as many neighbours): blocks of equal
+    size, one per neighbour (of ``MPI.BYTE``, displacements in bytes for the ``w`` form)."""
+    d = degree(target)
+    piece = recv.size // d
+    counts, displs = [piece] * d, [piece * i for i in range(d)]
+    if coll == "neighbor_allgather":
+        return lambda: target.Neighbor_allgather(send, recv)
+    if coll == "neighbor_allgatherv":
+        return lambda: target.Neighbor_allgatherv(send, [recv, counts])
+    if coll == "neighbor_alltoall":
+        return lambda: target.Neighbor_alltoall(send, recv)
+    if coll == "neighbor_alltoallv":
+        return lambda: target.Neighbor_alltoallv([send, counts], [recv, counts])
+    spec = [counts, displs, [MPI.BYTE] * d]
+    return lambda: target.Neighbor_alltoallw([send] + spec, [recv] + spec)
+
+
+def neighbor_row(net, graph, coll, size, repeats, rng, world):
+    """Time neighbourhood collective ``coll`` of blocks of ``size`` bytes on ``net`` and on
+    ``graph`` (MPI's own, the same neighbours); check the results first; return the row."""
+    d = degree(net)
+    send, recv = buffers(coll, d, size, rng)
+    send2, recv2 = send.copy(), np.zeros_like(recv)
+    ours, native = api_call(net, coll, send, recv), api_call(graph, coll, send2, recv2)
+    ours()
+    native()
+    if not world.allreduce(int(np.array_equal(recv, recv2)), op=MPI.MIN):
+        raise SystemExit(f"{coll} {size}: dualmpi differs from native MPI")
+    variants = {"dualmpi": ours, "native": native}
+    k = calls_for(size * d)
+    times = {name: [] for name in variants}
+    for call in variants.values():  # warm-up
+        call()
+    order = list(variants.items())
+    for rep in range(repeats):
+        for name, call in order[rep % len(order):] + order[:rep % len(order)]:
+            times[name].append(time_calls(call, k, world))
+    med = {name: statistics.median(ts) for name, ts in times.items()}
+    return {"collective": coll, "size": size, "calls_per_repeat": k, "neighbors": d,
+            "times": times, "median": med, "dualmpi/native": med["dualmpi"] / med["native"]}
 
 
 def same_results(coll, rank, send, send2, recv, recv2):
@@ -336,9 +445,12 @@ def main():
     parser.add_argument("--sizes", default="8,1024,65536,1048576")
     parser.add_argument("--collectives", default=",".join(COLLECTIVES),
                         help="comma-separated, of " + ", ".join(ALL + IN_PLACE + CHANGING +
-                                                                ALTERNATING + SPECS + FRESH)
-                        + "; or all (all but the in-place, changing, alternating, spec and "
-                        "fresh ones)")
+                                                                ALTERNATING + SPECS + FRESH +
+                                                                NONBLOCKING + NEIGHBOR)
+                        + "; all (all but the in-place, changing, alternating, spec, fresh, "
+                        "nonblocking and neighbourhood ones); nonblocking (the nonblocking "
+                        "form of each of all's); neighbor (the neighbourhood collectives, "
+                        "blocking and nonblocking)")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--before", action="store_true", help="also time the engine of " + BEFORE)
     parser.add_argument("--against", metavar="COMMIT",
@@ -352,9 +464,10 @@ def main():
     me, ranks = world.Get_rank(), world.Get_size()
     topo = from_spec(args.spec)
     sizes = [int(s) for s in args.sizes.split(",")]
-    colls = list(ALL) if args.collectives == "all" else args.collectives.split(",")
+    groups = {"all": ALL, "nonblocking": NONBLOCKING, "neighbor": NEIGHBOR}
+    colls = [c for name in args.collectives.split(",") for c in groups.get(name, (name,))]
     unknown = sorted(set(colls) - set(ALL) - set(IN_PLACE) - set(CHANGING) - set(ALTERNATING) -
-                     set(SPECS) - set(FRESH))
+                     set(SPECS) - set(FRESH) - set(NONBLOCKING) - set(NEIGHBOR))
     if unknown:
         raise SystemExit(f"--collectives: unknown {', '.join(unknown)} (choose from {', '.join(ALL)})")
     load = [os.getloadavg()]
@@ -364,8 +477,21 @@ def main():
         load_against(world, args.against).Comm(world, args.spec)
     rng = np.random.default_rng(me)
     rows = []
+    graph = None
+    if any(coll in NEIGHBOR for coll in colls):  # MPI's own on the same neighbours
+        sources, destinations, _ = net.Get_dist_neighbors()
+        graph = world.Create_dist_graph_adjacent(sources, destinations)
     for coll in colls:
         for size in sizes:
+            if coll in NEIGHBOR:
+                row = neighbor_row(net, graph, coll, size, args.repeats, rng, world)
+                rows.append(row)
+                if me == 0:
+                    med = row["median"]
+                    print(f"{coll:9s} {size:>8} dualmpi {med['dualmpi'] * 1e6:9.1f} us  native "
+                          f"{med['native'] * 1e6:9.1f}  dualmpi/native "
+                          f"{row['dualmpi/native']:6.2f}", flush=True)
+                continue
             send, recv = buffers(coll, ranks, size, rng)
             ours = api_call(net, coll, send, recv)
             # the results must be the native ones before anything is timed
@@ -379,6 +505,10 @@ def main():
                 raise SystemExit(f"{coll} {size}: dualmpi differs from native MPI")
             ours()
             ours()  # the same buffers again: the call now runs its zero-copy plan where it can
+            if coll in NONBLOCKING:  # the floor: the blocking form's plan, on these buffers
+                blocking = api_call(net, coll[1:], send, recv)
+                blocking()
+                blocking()
             runner = net._last_runner  # the floor runs exactly the requests the call runs
             detached = coll.endswith("_fresh") and detach(net, runner)
             variants = {"dualmpi": ours, "floor": floor_loop(runner),
@@ -475,6 +605,8 @@ def main():
 
     thread = {"progress_thread": bool(net._router.threaded), "poll_cold_s": POLL["cold"]}
     net.Free()
+    if graph is not None:
+        graph.Free()
     if against is not None:
         against.Free()
     load.append(os.getloadavg())

@@ -57,7 +57,14 @@ def model_ratio(spec, coll, size):
     topo = from_spec(spec)
     p = topo.num_nodes
     coll = coll.removesuffix("_changing").removesuffix("_alternating").removesuffix("_spec")
-    base = coll[:-1] if coll in ("scatterv", "gatherv", "allgatherv", "alltoallv") else coll
+    coll = coll.removesuffix("_fresh")
+    if coll.startswith("i"):  # a nonblocking form: the blocking form's schedule
+        coll = coll[1:]
+    if coll.startswith("neighbor"):  # one message per link, no schedule to compare
+        return float("nan"), float("nan")
+    base = {"scatterv": "scatter", "gatherv": "gather", "allgatherv": "allgather",
+            "alltoallv": "alltoall", "alltoallw": "alltoall",
+            "reduce_scatter": "reduce_scatter_block"}.get(coll, coll)
     name = base
     if base == "allreduce":
         name = "allreduce-" + choose(size, costs(topo, 1))
@@ -70,7 +77,18 @@ def model_ratio(spec, coll, size):
 
 def _model_cells(spec, coll, size):
     steps, step_bytes = model_ratio(spec, coll, size)
-    return steps, "—" if step_bytes != step_bytes else f"{step_bytes:.2f}"  # NaN: no bytes
+    # (NaN: no bytes, or no schedule)
+    return ("—" if steps != steps else f"{steps:.2f}",
+            "—" if step_bytes != step_bytes else f"{step_bytes:.2f}")
+
+
+def _cell(r, key, fmt="{:.2f}"):
+    """A row's ratio ``key`` formatted, or a dash where the row has none (no floor)."""
+    return fmt.format(r[key]) if key in r else "—"
+
+
+def _us(med, name):
+    return fmt_us(med[name]) if name in med else "—"
 
 
 def gap(paths):
@@ -96,19 +114,20 @@ def gap(paths):
         print("|" + "|".join("---" if i < 1 else "---:" for i in range(len(head))) + "|")
         for r in data["rows"]:
             med = r["median"]
-            cells = [r["collective"], f"{r['size']:,}", str(r["rounds"]), fmt_us(med["dualmpi"]),
-                     fmt_us(med["floor"]), fmt_us(med["native-schedule"]), fmt_us(med["native"]),
-                     f"{(med['dualmpi'] - med['native']) * 1e6:+.1f}", f"{r['dualmpi/floor']:.2f}",
-                     f"{med['dualmpi'] / med['native-schedule']:.2f}",
-                     f"{r['native-schedule/native']:.2f}",
-                     "{:.2f} / {}".format(*_model_cells(meta["spec"], r["collective"],
-                                                         r["size"])),
+            schedule = med.get("native-schedule")
+            cells = [r["collective"], f"{r['size']:,}", str(r.get("rounds", "—")),
+                     fmt_us(med["dualmpi"]), _us(med, "floor"), _us(med, "native-schedule"),
+                     fmt_us(med["native"]), f"{(med['dualmpi'] - med['native']) * 1e6:+.1f}",
+                     _cell(r, "dualmpi/floor"),
+                     "—" if schedule is None else f"{med['dualmpi'] / schedule:.2f}",
+                     _cell(r, "native-schedule/native"),
+                     "{} / {}".format(*_model_cells(meta["spec"], r["collective"], r["size"])),
                      f"{r['dualmpi/native']:.2f}"]
             if merged:
                 cells += [f"{r['floor-merged/floor']:.2f}", f"{r['dualmpi/floor-merged']:.2f}"]\
                     if "floor-merged/floor" in r else ["—", "—"]
             if against:
-                cells += [f"{r['dualmpi/against']:.2f}"]
+                cells += [_cell(r, "dualmpi/against")]
             print("| " + " | ".join(cells) + " |")
 
 
@@ -141,11 +160,11 @@ def main(paths):
         print("|" + "|".join("---" if i < 1 else "---:" for i in range(len(head))) + "|")
         for r in data["rows"]:
             med = r["median"]
-            cells = [r["collective"], f"{r['size']:,}", str(r["packets"]), fmt_us(med["dualmpi"]),
-                     fmt_us(med["floor"]), fmt_us(med["native"]), f"{r['dualmpi/floor']:.2f}",
-                     f"{r['dualmpi/native']:.2f}"]
+            cells = [r["collective"], f"{r['size']:,}", str(r.get("packets", "—")),
+                     fmt_us(med["dualmpi"]), _us(med, "floor"), fmt_us(med["native"]),
+                     _cell(r, "dualmpi/floor"), f"{r['dualmpi/native']:.2f}"]
             if before:
-                cells += [f"{r['before/native']:.2f}", f"{r['before/dualmpi']:.2f}"]
+                cells += [_cell(r, "before/native"), _cell(r, "before/dualmpi")]
             if neighbor:
                 cells += [f"{r['neighbor/floor']:.2f}"]
             if python:

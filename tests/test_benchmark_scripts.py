@@ -75,6 +75,45 @@ def test_engine_benchmark_times_counts_that_never_repeat(tmp_path):
 
 
 @needs_mpiexec
+def test_engine_benchmark_times_every_form_of_the_collectives(tmp_path):
+    """``Alltoallw`` and ``Reduce_scatter`` beside the others, the nonblocking forms (started
+    and waited for, floored by the blocking form's plan) and the neighbourhood collectives
+    (against MPI's own on a graph of the same neighbours, no floor): each checked against
+    native MPI before it is timed (the job fails when a result differs)."""
+    forms = ("alltoallw", "reduce_scatter", "ibcast", "ialltoallv", "ireduce_scatter",
+             "ibarrier", "neighbor_alltoallw", "neighbor_allgatherv", "ineighbor_alltoall")
+    rows = _engine_rows(tmp_path, forms, (8, 65536))
+    for (coll, size), row in rows.items():
+        assert row["dualmpi/native"] > 0 and "native" in row["median"], (coll, size)
+        if coll.startswith(("neighbor", "ineighbor")):
+            assert "floor" not in row["median"] and row["neighbors"] == 1, (coll, size)
+        else:
+            assert row["dualmpi/floor"] > 0 and row["rounds"] >= 1, (coll, size)
+
+
+def test_table_models_every_form_by_its_schedule():
+    """``benchmarks/table.py``'s model column: a nonblocking form, ``Alltoallw`` and
+    ``Reduce_scatter`` are modelled by the schedule they run (the blocking form's, the total
+    exchange's, the reduce-scatter's); a neighbourhood collective, which runs no schedule,
+    has no model (NaN, a dash in the table)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_table", REPO / "benchmarks" / "table.py")
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    net = "dualcube:r=2"
+    assert table.model_ratio(net, "reduce_scatter", 1024) == \
+        table.model_ratio(net, "ireduce_scatter", 1024) == \
+        table.model_ratio(net, "reduce_scatter_block", 1024)
+    assert table.model_ratio(net, "ialltoallw", 64) == table.model_ratio(net, "alltoall", 64)
+    assert table.model_ratio(net, "ibcast", 8) == table.model_ratio(net, "bcast", 8) != \
+        table.model_ratio(net, "barrier", 8)
+    steps, step_bytes = table.model_ratio(net, "ineighbor_alltoall", 8)
+    assert steps != steps and step_bytes != step_bytes
+    assert table._model_cells(net, "neighbor_allgather", 8) == ("—", "—")
+
+
+@needs_mpiexec
 def test_progress_thread_benchmark_runs_each_variant_as_asked(tmp_path):
     """One job of each variant: the jobs ran with the thread, with the 10-ms idle sleep and
     without the thread as their names say (engine.py records it), and the ratios are there."""
