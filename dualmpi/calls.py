@@ -578,10 +578,11 @@ def _memorize(comm, method, template, args, call, row, table, run, speculate, ca
     A repeat of the call fits its plan: its row says whether the rank ``can`` speculate (the
     table then differs from this one where a rank said not, and is agreed afresh).  ``params``
     (the plan's name, sizes, root and displacements) let a repeat bind the plan to the
-    buffers when the rank moves :data:`ZERO_COPY_ABOVE` bytes or more, no reduction and the
-    buffers apart.
+    buffers when the rank moves :data:`ZERO_COPY_ABOVE` bytes or more and the buffers are
+    apart (a reduction, ``Reduce_scatter``, too: its blocks start as one copy from the send
+    buffer to where they are combined, as a fixed-count reduction's do).
     """
-    zero = comm._zero_copy and call.op is None and not _overlap(call.send, call.recv)
+    zero = comm._zero_copy and not _overlap(call.send, call.recv)
     row[_CAN] = can
     counts = comm._runner("allgather", 0, row.nbytes, salt=_salt(method + " counts"))
     memo = _VectorMemo(template, args, call, row, table, counts, run, comm._engine.evictions,
@@ -659,9 +660,10 @@ def _apart(comm, collective, nbytes, root, send, recv, itemsize):
 def _zero_copy(comm, method, memo):
     """Make ``memo`` (a v-variant call just repeated) run zero-copy from its next repeat.
 
-    Its plan is bound again to the call's very buffers (one node per rank, no reduction:
-    the engine's zero-copy runner, :meth:`Engine.runner <dualmpi.engine.core.Engine.runner>`
-    with ``buffers``): no copy in or out but the rank's own block.  Local only (no
+    Its plan is bound again to the call's very buffers (one node per rank: the engine's
+    zero-copy runner, :meth:`Engine.runner <dualmpi.engine.core.Engine.runner>` with
+    ``buffers``): no copy in or out but the rank's own block (a reduction's blocks: into
+    where they are combined).  Local only (no
     message), so every rank may do it or not; a new memo replaces the old one, its count
     table's allgather bound again after the new plan (which may have evicted it).  A memo
     that speculates keeps doing so: the zero-copy plan merged with the table's
@@ -673,8 +675,8 @@ def _zero_copy(comm, method, memo):
     call = memo.call
     try:
         run = comm._engine.runner(comm.rank, name, nbytes, root, comm.variant, sdispls=sdispls,
-                                  rdispls=rdispls, packets=1, itemsize=itemsize, salt=salt,
-                                  buffers=(call.send, call.recv))
+                                  rdispls=rdispls, packets=1, itemsize=itemsize, op=call.op,
+                                  salt=salt, buffers=(call.send, call.recv))
         run.pinned = memo.args
         counts = comm._runner("allgather", 0, memo.row.nbytes, salt=_salt(method + " counts"))
         comm._last_runner = run
