@@ -469,7 +469,9 @@ def main():
     unknown = sorted(set(colls) - set(ALL) - set(IN_PLACE) - set(CHANGING) - set(ALTERNATING) -
                      set(SPECS) - set(FRESH) - set(NONBLOCKING) - set(NEIGHBOR))
     if unknown:
-        raise SystemExit(f"--collectives: unknown {', '.join(unknown)} (choose from {', '.join(ALL)})")
+        raise SystemExit(f"--collectives: unknown {', '.join(unknown)} (choose from "
+                         f"{', '.join(ALL)}, the groups all, nonblocking and neighbor, or see "
+                         "--help)")
     load = [os.getloadavg()]
     net = dualmpi.Comm(world, topo)  # as a user gets it: the watchdog on
     old = load_before(world) if args.before else None
@@ -479,6 +481,10 @@ def main():
     rows = []
     graph = None
     if any(coll in NEIGHBOR for coll in colls):  # MPI's own on the same neighbours
+        if world.allreduce(degree(net), op=MPI.MIN) == 0:
+            raise SystemExit("--collectives: the neighbourhood collectives need every rank to "
+                             f"have a neighbour ({args.spec} on {ranks} ranks has a rank "
+                             "without one)")
         sources, destinations, _ = net.Get_dist_neighbors()
         graph = world.Create_dist_graph_adjacent(sources, destinations)
     for coll in colls:
