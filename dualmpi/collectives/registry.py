@@ -159,10 +159,18 @@ def by_mpi(method):
     >>> by_mpi("Reduce_scatter_block").name
     'reduce_scatter_block'
     """
-    for desc in _registry().values():
-        if desc.mpi == method:
-            return desc
-    raise DualmpiError(f"no collective is MPI's {method!r}")
+    desc = _BY_MPI.get(method)
+    if desc is None:
+        for desc in _registry().values():
+            if desc.mpi == method:
+                _BY_MPI[method] = desc
+                return desc
+        raise DualmpiError(f"no collective is MPI's {method!r}")
+    return desc
+
+
+#: ``by_mpi``'s answers so far (every call of a communicator's method asks).
+_BY_MPI = {}
 
 
 def running(collective, algorithm):

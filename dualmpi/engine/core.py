@@ -98,6 +98,7 @@ class Engine:
         self._bound = OrderedDict()
         self._bound_only = OrderedDict()
         self._costs = OrderedDict()
+        self._store_sizes = OrderedDict()
         #: The store a call's own runner borrows (``runner(cache=False)``): one array, as large
         #: as the largest such store so far, its pages warm from the second call on.
         self._spare = np.zeros(0, dtype=np.uint8)
@@ -195,7 +196,29 @@ class Engine:
         >>> eng = Engine(from_spec("hypercube:n=3"), 1, LocalTransport())
         >>> eng.store_bytes(0, "bcast", 1000) >= 1000
         True
+
+        Cached for a size that is one number (the last :data:`CACHE_SIZE` calls'
+        arguments): a nonblocking call estimates its store on every call.  A v-variant's
+        size table (one entry per node, or per pair of nodes) is not kept.
         """
+        if not isinstance(nbytes, (int, np.integer)):
+            return self._store_bytes(rank, collective, nbytes, root_rank, variant, algorithm,
+                                     itemsize, zero_copy)
+        key = (rank, collective, int(nbytes), root_rank, variant, algorithm, itemsize,
+               zero_copy)
+        hit = self._store_sizes.get(key)
+        if hit is not None:
+            self._store_sizes.move_to_end(key)
+            return hit
+        out = self._store_sizes[key] = self._store_bytes(rank, collective, nbytes, root_rank,
+                                                         variant, algorithm, itemsize, zero_copy)
+        while len(self._store_sizes) > CACHE_SIZE:
+            self._store_sizes.popitem(last=False)
+        return out
+
+    def _store_bytes(self, rank, collective, nbytes, root_rank, variant, algorithm, itemsize,
+                     zero_copy):
+        """:meth:`store_bytes`, not cached."""
         if collective == "alltoall" and self._streams(nbytes):
             from .stream import StepPlan
 
