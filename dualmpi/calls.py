@@ -862,14 +862,17 @@ def template_of(args):
     kept by identity with their dtype, shape, strides and writability; counts and
     displacements by value (ints, lists and tuples of them, integer arrays); a root by
     value; datatypes and ops by identity and handle (one freed since differs); ``None``,
-    ``MPI.IN_PLACE`` and ``MPI.BOTTOM`` by identity.  An argument of any other kind: None
-    (the call is not remembered).
+    ``MPI.IN_PLACE``, ``MPI.BOTTOM`` and a numpy ufunc given as the operation (``np.add``)
+    by identity.  An argument of any other kind: None (the call is not remembered).
 
     >>> import numpy as np
     >>> a, counts = np.zeros(4), [2, 2]
     >>> t = template_of(([a, counts], 0))
     >>> same(t, ([a, counts], 0)), same(t, ([a, [2, 3]], 0)), same(t, ([a.copy(), counts], 0))
     (True, False, False)
+    >>> t = template_of((a, a, counts, np.add))
+    >>> same(t, (a, a, counts, np.add)), same(t, (a, a, counts, np.multiply))
+    (True, False)
     """
     try:
         out = []
@@ -921,7 +924,7 @@ def _value_entry(v):
         _REMEMBERED_OBJECTS = ((MPI.Datatype, MPI.Op), (MPI.IN_PLACE, MPI.BOTTOM))
     if isinstance(v, _REMEMBERED_OBJECTS[0]):
         return (HANDLE, v, v.handle)
-    if any(v is x for x in _REMEMBERED_OBJECTS[1]):
+    if any(v is x for x in _REMEMBERED_OBJECTS[1]) or t is np.ufunc:
         return (SAME, v)
     raise _NotRemembered
 

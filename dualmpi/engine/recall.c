@@ -361,7 +361,7 @@ static PyObject *Recall_chain(PyObject *Py_UNUSED(cls), PyObject *args)
  * *template* made of them by dualmpi.calls.template_of: a tuple of one entry per argument,
  * each entry a tuple whose first item says how to compare:
  *
- *   (SAME, obj)                          the same object (None, MPI.IN_PLACE, MPI.BOTTOM)
+ *   (SAME, obj)                          the same object (None, MPI.IN_PLACE, MPI.BOTTOM, a ufunc)
  *   (ARRAY, a, dtype, shape, strides, w) the same array, its dtype (by identity), shape,
  *                                        strides and writability as they were
  *   (INT, v)                             an int (exactly) of that value

@@ -210,6 +210,32 @@ def test_ufunc_and_user_op(net_index):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("net_index", [0, 1])
+def test_a_v_reduction_with_a_ufunc_is_remembered(net_index):
+    """``Reduce_scatter`` repeated with a numpy ufunc as its operation (``np.add``) is
+    remembered as one with MPI's own operation is (``calls.template_of`` keeps the ufunc by
+    identity): from its first call on the method has a remembered call, each call equals
+    MPI's (the send buffer's contents change in place), and another ufunc (``np.maximum``)
+    is a call of its own, with MPI's results too.  (Before, a ufunc could not be compared:
+    every call read its arguments and agreed on them anew.)"""
+    from dualmpi import calls as dcalls
+
+    net = _net(_spec(net_index))
+    counts = [3 + r for r in range(SIZE)]
+    x = _data(np.int64, sum(counts), "SUM", 4)
+    mine, ref = np.zeros(counts[RANK], np.int64), np.zeros(counts[RANK], np.int64)
+    ok, kept = True, []
+    for step, (op, mpi_op) in enumerate([(np.add, MPI.SUM)] * 3 + [(np.maximum, MPI.MAX)] * 2):
+        x[:] = np.roll(x, 1)
+        net.Reduce_scatter(x, mine, counts, op)
+        WORLD.Reduce_scatter(x, ref, counts, mpi_op)
+        ok &= _close(mine, ref)
+        memo = net._v_memo.get("Reduce_scatter")
+        kept.append(memo is not None and memo.template[-1] == (dcalls.SAME, op))
+    assert _agree(ok and all(kept)), kept
+
+
+@pytest.mark.mpi
 def test_reductions_count_their_link_messages():
     """An allreduce sends messages over links only, and as many as its schedule has."""
     from dualmpi.collectives.allreduce import build
