@@ -336,15 +336,8 @@ def neighbor_row(net, graph, coll, size, repeats, rng, world):
     native()
     if not world.allreduce(int(np.array_equal(recv, recv2)), op=MPI.MIN):
         raise SystemExit(f"{coll} {size}: dualmpi differs from native MPI")
-    variants = {"dualmpi": ours, "native": native}
     k = calls_for(size * d)
-    times = {name: [] for name in variants}
-    for call in variants.values():  # warm-up
-        call()
-    order = list(variants.items())
-    for rep in range(repeats):
-        for name, call in order[rep % len(order):] + order[:rep % len(order)]:
-            times[name].append(time_calls(call, k, world))
+    times = time_interleaved({"dualmpi": ours, "native": native}, k, repeats, world)
     med = {name: statistics.median(ts) for name, ts in times.items()}
     return {"collective": coll, "size": size, "calls_per_repeat": k, "neighbors": d,
             "times": times, "median": med, "dualmpi/native": med["dualmpi"] / med["native"]}
@@ -425,6 +418,20 @@ def detach(net, runner):
     for key in [key for key, run in bound.items() if run is runner]:
         del bound[key]
     return True
+
+
+def time_interleaved(variants, k, repeats, world):
+    """Return ``{name: [time per repeat]}``: every variant warmed up once, then timed
+    (:func:`time_calls`, ``k`` calls) once per repeat, each repeat starting with the next
+    variant so that none always follows the slow one."""
+    times = {name: [] for name in variants}
+    for call in variants.values():  # warm-up
+        call()
+    order = list(variants.items())
+    for rep in range(repeats):
+        for name, call in order[rep % len(order):] + order[:rep % len(order)]:
+            times[name].append(time_calls(call, k, world))
+    return times
 
 
 def time_calls(call, k, world):
@@ -545,14 +552,7 @@ def main():
             if old is not None:
                 variants["before"], cleanup = before_call(old, args.spec, coll, size)
             k = calls_for(size * (ranks if base(coll) == "alltoall" else 1))
-            times = {name: [] for name in variants}
-            for call in variants.values():  # warm-up
-                call()
-            order = list(variants.items())
-            for rep in range(args.repeats):
-                # each repeat starts with another variant: none always follows the slow one
-                for name, call in order[rep % len(order):] + order[:rep % len(order)]:
-                    times[name].append(time_calls(call, k, world))
+            times = time_interleaved(variants, k, args.repeats, world)
             if cleanup is not None:
                 cleanup()
             for name in ("floor-neighbor", "native-schedule"):
