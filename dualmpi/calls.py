@@ -1083,28 +1083,41 @@ def table_verdict(comm, method, desc, call, table, problem=None):
 
 
 # -- nonblocking --------------------------------------------------------------------------------
-def icollective(comm, imethod, method, read):
+def icollective(comm, imethod, method, read, args=None):
     """Start one nonblocking call of ``method`` (``imethod`` names it); return its Request.
 
     The call's plan runs as a request of the communicator's
     :class:`~dualmpi.engine.nonblocking.Progress`: the argument check first (a
-    nonblocking control-plane reduction, so starting never waits for another rank),
-    then the rounds, advanced by every test or wait of any request.  A v-variant first
+    nonblocking control-plane reduction, so starting never waits for another rank; on a
+    repeat of arguments agreed before, rank 0 says so and every other rank compares its
+    own with rank 0's), then the rounds, advanced by every test or wait of any request.  A v-variant first
     runs its count table as a request of its own (an allgather over the links) and
     starts the data's when the table is in.
+
+    ``args``: the argument objects of a fixed-count call (as the blocking method's).  A
+    call made with the objects of the method's last call (:func:`same`; not packed) starts
+    as that one did, its arguments not read again, and its plan, argument vector and
+    memory estimate those of the last call (:class:`_IMemo`), as a blocking call repeated
+    with a known signature skips its check (:func:`agree`).
     """
     from .request import Request
 
     if comm._engine is None:
         raise DualmpiError(f"{imethod}: the communicator was freed")
     # a call number, and a notice to the others (a rank that makes this call blocking hears it)
-    comm._transport.alarm.nonblocking(imethod)
+    t = comm._transport.alarm.nonblocking(imethod)
     desc = registry.by_mpi(method)
     progress = comm._progress()
+    memo = comm._i_memo.get(imethod) if args is not None else None
+    if memo is not None and memo.epoch == comm._engine.evictions and \
+            same(memo.template, args):
+        return Request.from_plan(progress, progress.start(
+            memo.bound, agree=memo.flat, check=memo.check, signature=memo.sig, what=imethod,
+            call=t, **memo.start))
     call, problem = _read(read)
     if desc.counts != "fixed":
         return Request.from_plan(progress, _Chain(comm, progress, imethod, method, desc, call,
-                                                  problem))
+                                                  problem, t))
     name = short = None
     if call is not None:
         name = _engine_name(comm, desc, call)
@@ -1133,9 +1146,28 @@ def icollective(comm, imethod, method, read):
                      finish=_counted(comm, bound, name, call.nbytes, call.root, algorithm,
                                      call.itemsize, call.unpack),
                      combine=None if call.op is None else call.op[2])
+        template = None if args is None or any(m.packed for m in call.sends + call.recvs) \
+            else template_of(args)
+        if template is not None:
+            comm._i_memo[imethod] = _IMemo(template, args, bound, flat, check, sig, start,
+                                           comm._engine.evictions)
     preq = progress.start(bound, agree=flat, check=check,
-                          signature=sig, what=imethod, **start)
+                          signature=sig, what=imethod, call=t, **start)
     return Request.from_plan(progress, preq)
+
+
+class _IMemo:
+    """The last call of a fixed-count nonblocking method (:func:`icollective`): its
+    arguments' ``template`` (and the ``args``, held so their ids stay theirs), ``bound``
+    plan, argument ``flat`` vector and its ``check``, call signature ``sig``, the
+    :meth:`Progress.start <dualmpi.engine.nonblocking.Progress.start>` arguments of its
+    buffers and the engine's ``epoch`` (a plan dropped from its cache ends the memo)."""
+
+    __slots__ = ("template", "args", "bound", "flat", "check", "sig", "start", "epoch")
+
+    def __init__(self, template, args, bound, flat, check, sig, start, epoch):
+        self.template, self.args, self.bound, self.flat = template, args, bound, flat
+        self.check, self.sig, self.start, self.epoch = check, sig, start, epoch
 
 
 class _Chain:
@@ -1146,7 +1178,7 @@ class _Chain:
     ``progress``, ``outcome()`` and ``waiting()``.
     """
 
-    def __init__(self, comm, progress, imethod, method, desc, call, problem):
+    def __init__(self, comm, progress, imethod, method, desc, call, problem, t):
         self.comm, self.progress, self.what = comm, progress, imethod
         self.method, self.desc, self.call = method, desc, call
         self.error, self.data = None, None
@@ -1169,7 +1201,7 @@ class _Chain:
                                      agree=flat, check=check,
                                      finish=_counted(comm, bound, "allgather", row.nbytes, 0,
                                                      ring, 1, self._sizes),
-                                     signature=sig, what=f"{imethod} (its counts)")
+                                     signature=sig, what=f"{imethod} (its counts)", call=t)
         self.seq = self.counts.seq
 
     def _sizes(self):

@@ -228,6 +228,8 @@ class Comm(p2p.PointToPoint):
         #: the remembered calls of each fixed-count method (:meth:`_remember`)
         self._recalls = {}
         self._v_memo = {}
+        #: the last call of each fixed-count nonblocking method (calls._IMemo)
+        self._i_memo = {}
         #: older calls of each v-variant method (calls._older)
         self._v_older = {}
         self._v_spec = {}
@@ -509,12 +511,13 @@ class Comm(p2p.PointToPoint):
     def Ibcast(self, buf, root=0):
         """Start a broadcast; return a :class:`dualmpi.Request` (mirrors ``Comm.Ibcast``)."""
         return calls.icollective(self, "Ibcast", "Bcast",
-                                 lambda: arguments.bcast(buf, root, self.rank, self.size))
+                                 lambda: arguments.bcast(buf, root, self.rank, self.size),
+                                 (buf, root))
 
     def Iscatter(self, sendbuf, recvbuf, root=0):
         """Start a scatter (mirrors ``Comm.Iscatter``)."""
         return calls.icollective(self, "Iscatter", "Scatter", lambda: arguments.scatter(
-            sendbuf, recvbuf, root, self.rank, self.size))
+            sendbuf, recvbuf, root, self.rank, self.size), (sendbuf, recvbuf, root))
 
     def Iscatterv(self, sendbuf, recvbuf, root=0):
         """Start a scatter of one size per rank (mirrors ``Comm.Iscatterv``)."""
@@ -524,7 +527,7 @@ class Comm(p2p.PointToPoint):
     def Igather(self, sendbuf, recvbuf, root=0):
         """Start a gather (mirrors ``Comm.Igather``)."""
         return calls.icollective(self, "Igather", "Gather", lambda: arguments.gather(
-            sendbuf, recvbuf, root, self.rank, self.size))
+            sendbuf, recvbuf, root, self.rank, self.size), (sendbuf, recvbuf, root))
 
     def Igatherv(self, sendbuf, recvbuf, root=0):
         """Start a gather of one size per rank (mirrors ``Comm.Igatherv``)."""
@@ -534,7 +537,7 @@ class Comm(p2p.PointToPoint):
     def Iallgather(self, sendbuf, recvbuf):
         """Start an allgather (mirrors ``Comm.Iallgather``)."""
         return calls.icollective(self, "Iallgather", "Allgather", lambda: arguments.allgather(
-            sendbuf, recvbuf, self.rank, self.size))
+            sendbuf, recvbuf, self.rank, self.size), (sendbuf, recvbuf))
 
     def Iallgatherv(self, sendbuf, recvbuf):
         """Start an allgather of one size per rank (mirrors ``Comm.Iallgatherv``)."""
@@ -544,7 +547,7 @@ class Comm(p2p.PointToPoint):
     def Ialltoall(self, sendbuf, recvbuf):
         """Start a total exchange (mirrors ``Comm.Ialltoall``)."""
         return calls.icollective(self, "Ialltoall", "Alltoall", lambda: arguments.alltoall(
-            sendbuf, recvbuf, self.rank, self.size))
+            sendbuf, recvbuf, self.rank, self.size), (sendbuf, recvbuf))
 
     def Ialltoallv(self, sendbuf, recvbuf):
         """Start a total exchange with a count per pair (mirrors ``Comm.Ialltoallv``)."""
@@ -559,19 +562,20 @@ class Comm(p2p.PointToPoint):
     def Ireduce(self, sendbuf, recvbuf, op=None, root=0):
         """Start a reduction to ``root`` (mirrors ``Comm.Ireduce``)."""
         return calls.icollective(self, "Ireduce", "Reduce", lambda: calls.with_op(
-            self, arguments.reduce(sendbuf, recvbuf, root, self.rank, self.size), op, "Ireduce"))
+            self, arguments.reduce(sendbuf, recvbuf, root, self.rank, self.size), op, "Ireduce"),
+            (sendbuf, recvbuf, op, root))
 
     def Iallreduce(self, sendbuf, recvbuf, op=None):
         """Start an allreduce (mirrors ``Comm.Iallreduce``)."""
         return calls.icollective(self, "Iallreduce", "Allreduce", lambda: calls.with_op(
-            self, arguments.allreduce(sendbuf, recvbuf), op, "Iallreduce"))
+            self, arguments.allreduce(sendbuf, recvbuf), op, "Iallreduce"), (sendbuf, recvbuf, op))
 
     def Ireduce_scatter_block(self, sendbuf, recvbuf, op=None):
         """Start a reduce-scatter of equal blocks (mirrors ``Comm.Ireduce_scatter_block``)."""
         return calls.icollective(self, "Ireduce_scatter_block", "Reduce_scatter_block",
                                  lambda: calls.with_op(self, arguments.reduce_scatter_block(
                                      sendbuf, recvbuf, self.rank, self.size), op,
-                                     "Ireduce_scatter_block"))
+                                     "Ireduce_scatter_block"), (sendbuf, recvbuf, op))
 
     def Ireduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=None):
         """Start a reduce-scatter (mirrors ``Comm.Ireduce_scatter``)."""
@@ -583,17 +587,17 @@ class Comm(p2p.PointToPoint):
     def Iscan(self, sendbuf, recvbuf, op=None):
         """Start an inclusive prefix reduction (mirrors ``Comm.Iscan``)."""
         return calls.icollective(self, "Iscan", "Scan", lambda: calls.with_op(
-            self, arguments.scan(sendbuf, recvbuf), op, "Iscan"))
+            self, arguments.scan(sendbuf, recvbuf), op, "Iscan"), (sendbuf, recvbuf, op))
 
     def Iexscan(self, sendbuf, recvbuf, op=None):
         """Start an exclusive prefix reduction (mirrors ``Comm.Iexscan``)."""
         return calls.icollective(self, "Iexscan", "Exscan", lambda: calls.with_op(
-            self, arguments.scan(sendbuf, recvbuf, True), op, "Iexscan"))
+            self, arguments.scan(sendbuf, recvbuf, True), op, "Iexscan"), (sendbuf, recvbuf, op))
 
     def Ibarrier(self):
         """Start a barrier over the links (mirrors ``Comm.Ibarrier``)."""
         return calls.icollective(self, "Ibarrier", "Barrier", lambda: calls.with_op(
-            self, arguments.barrier(), None, "Ibarrier"))
+            self, arguments.barrier(), None, "Ibarrier"), ())
 
     # -- neighbourhood collectives: the neighbours are the links (dualmpi.neighbor) ------------
     def Get_dist_neighbors_count(self):

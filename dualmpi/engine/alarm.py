@@ -31,7 +31,10 @@ waits:
   (older notices are dropped unread: the rank they came from then still waits in the
   agreement of its call, under the watchdog).  The line is drained at every nonblocking
   start, and a rank waiting for a nonblocking request also waits on the line
-  (:func:`dualmpi.engine.nonblocking.block`), so it hears an alarm at once.
+  (:func:`dualmpi.engine.nonblocking.block`), so it hears an alarm at once.  A
+  nonblocking call's arguments are agreed the first time rank 0 sees them; on a repeat
+  rank 0 says so and every other rank compares its arguments with rank 0's
+  (:mod:`dualmpi.engine.nonblocking`): a rank whose arguments differ raises the alarm.
 
 After an alarm the communicator is *unusable* (every later call raises the first
 error's text): ranks stopped mid-plan, with messages in flight.  An error found by the
@@ -55,7 +58,7 @@ WORDS = 24
 #: Kinds of message.
 NOTICE, VECTOR, VERDICT, ALARM, NONBLOCKING = 1, 2, 3, 4, 5
 #: Reasons of an alarm.
-MISMATCH, DISAGREE, MPI_FAILED, MIXED, MIXED_HERE = 1, 2, 3, 4, 5
+MISMATCH, DISAGREE, MPI_FAILED, MIXED, MIXED_HERE, ARGS = 1, 2, 3, 4, 5, 6
 #: A rank's nonblocking call numbers remembered (notices about them are dropped).
 HISTORY = 4096
 #: Messages about later calls kept while a round waits.
@@ -162,17 +165,20 @@ class Alarm:
         if not count:
             return []
         kept = self.ring[2:2 + count * WORDS].reshape(count, WORDS).copy()
-        alarms = kept[(kept[:, 0] == ALARM) & (kept[:, 1] <= t)]
-        if alarms.size:
-            self._alarmed(alarms[0], "the argument check")
-        stale = kept[kept[:, 1] < t]
-        if stale.size:
-            self._unexpected(stale[0], t, "the argument check")
-        mine = kept[kept[:, 1] == t]
-        later = kept[kept[:, 1] > t]
+        seqs, kinds = kept[:, 1].tolist(), kept[:, 0].tolist()  # (few: lists beat masks)
+        if min(seqs) > t:
+            return []
+        for i, seq in enumerate(seqs):
+            if kinds[i] == ALARM and seq <= t:
+                self._alarmed(kept[i], "the argument check")
+        for i, seq in enumerate(seqs):
+            if seq < t:
+                self._unexpected(kept[i], t, "the argument check")
+        later = [i for i, seq in enumerate(seqs) if seq > t]
         self.ring[0] = len(later)
-        self.ring[2:2 + later.size] = later.reshape(-1)
-        return list(mine)
+        if later:
+            self.ring[2:2 + len(later) * WORDS] = kept[later].reshape(-1)
+        return [kept[i] for i, seq in enumerate(seqs) if seq == t]
 
     def _keep(self, msg):
         """Keep a message about a later call."""
@@ -374,6 +380,11 @@ def describe(reason, finder, peer, where, seq):
         return (f"rank {finder} started a nonblocking collective as call {seq} where rank "
                 f"{peer} made a blocking one (MPI never matches the two: the ranks called "
                 "different collectives)")
+    if reason == ARGS:
+        return (f"rank {finder}'s arguments for call {seq}, a nonblocking collective, differ "
+                "from those of rank 0, which repeated a call the ranks had agreed on (the ranks "
+                f"called different collectives or passed different arguments: see rank "
+                f"{finder}'s message)")
     if reason == MPI_FAILED:
         return (f"rank {finder} failed in round {where} of call {seq}: "
                 f"{MPI.Get_error_string(peer)} (the ranks called different collectives or "

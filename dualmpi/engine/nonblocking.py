@@ -12,7 +12,13 @@ round's local copies run as soon as it is posted, while its messages fly (as in
 :class:`~dualmpi.engine.mpi.MPIRunner`).  After the last round the result is copied out
 and the caller's ``finish()`` runs.  A request may first agree on a vector of the
 ranks' arguments on the control plane (through rank 0, nonblocking too) and fail on
-every rank alike, before any data moves, when they differ.
+every rank alike, before any data moves, when they differ.  Rank 0 decides whether that
+agreement is needed and says so first (its *mode*, with its vector): a vector rank 0 has
+seen agreed before is not agreed again; every other rank compares its own vector with
+rank 0's and runs the rounds at once when they are equal, or raises the alarm
+(:mod:`dualmpi.engine.alarm`: the communicator becomes unusable, as after a blocking call
+repeated with other arguments) when they differ.  Only rank 0 decides, so the ranks never
+take different paths, whatever order their requests complete in.
 
 Any test or wait of any request advances every active request of every live
 :class:`Progress` (:func:`poll_all`), so a rank waiting on one request still forwards
@@ -34,12 +40,16 @@ from mpi4py import MPI
 
 from ..errors import DualmpiError
 from .core import copy_segments
+from .alarm import ARGS
 from .mpi import OTHER_GRACE, ROOT_GRACE
 
 __all__ = ["Progress", "PlanRequest", "poll_all", "block", "CACHE_SIZE"]
 
 #: Bound plans whose message datatypes a :class:`Progress` keeps (least recently used first out).
 CACHE_SIZE = 64
+#: Agreed vectors rank 0 remembers (a vector it has not kept is agreed again: only rank 0
+#: decides, so forgetting one costs an agreement and changes nothing else).
+KNOWN_SIZE = 4096
 
 
 #: Every :class:`Progress` not yet freed, in creation order (any wait advances them all).
@@ -48,8 +58,9 @@ _LIVE = []
 #: buffers must outlive them).
 _ABANDONED = []
 
-# stages of a request: the agreement is a gather to rank 0 (_AGREE) and its answers (_ANSWER)
-_START, _AGREE, _ANSWER, _ROUNDS, _DONE = 0, 1, 2, 3, 4
+# stages of a request: rank 0's mode (_MODE, on the other ranks), the agreement, a gather to
+# rank 0 (_AGREE) and its answers (_ANSWER), the rounds
+_START, _MODE, _AGREE, _ANSWER, _ROUNDS, _DONE = 0, 5, 1, 2, 3, 4
 
 
 class _Compiled:
@@ -165,7 +176,7 @@ class PlanRequest:
 
     __slots__ = ("progress", "compiled", "store", "tag", "seq", "what", "recv", "combine", "check",
                  "finish", "stage", "k", "reqs", "peers", "since", "done", "error", "result",
-                 "agree_in", "agree_out", "bad", "signature")
+                 "agree_in", "agree_out", "bad", "signature", "call", "known", "modes")
 
     def outcome(self):
         """Return the result of a finished request, or raise its error."""
@@ -182,6 +193,8 @@ class PlanRequest:
         """
         peers = tuple(sorted({peer for req, peer in zip(self.reqs, self.peers) if req}))
         name = f"{self.what} (nonblocking request {self.seq})"
+        if self.stage == _MODE:
+            return f"rank 0's mode for {name}", peers, self.since, OTHER_GRACE
         if self.stage in (_AGREE, _ANSWER):
             grace = ROOT_GRACE if self.progress.rank == 0 else OTHER_GRACE
             return f"the argument agreement of {name}", peers, self.since, grace
@@ -223,6 +236,12 @@ class Progress:
         #: the active requests, in start order
         self.active = []
         self._orphans = []
+        #: rank 0: the vectors agreed so far (their bytes; a repeat skips the agreement)
+        self.known = OrderedDict()
+        #: agreements run (rank 0 counts every one; the others those rank 0 asked for)
+        self.agreements = 0
+        #: rank 0's mode messages still in MPI's hands (with their buffers)
+        self._modes = []
         self._busy = False
         #: statuses of a round's Testall, reused: a failed message's error is read from them
         self._statuses = []
@@ -237,7 +256,8 @@ class Progress:
 
     # -- starting ----------------------------------------------------------------------------
     def start(self, bound, send=None, recv=None, combine=None, agree=None, check=None,
-              finish=None, signature=None, what="a nonblocking collective", seq=None):
+              finish=None, signature=None, what="a nonblocking collective", seq=None,
+              call=None):
         """Start running ``bound`` as a request; return its :class:`PlanRequest`.
 
         Parameters
@@ -257,7 +277,11 @@ class Progress:
             plane (every rank's ``[v, -v]`` to rank 0, which sends the maximum back:
             nonblocking, and a wait names the ranks that have not sent), then
             ``check(hi, lo)`` runs on every rank; when it raises, the request fails with
-            that error on every rank alike and no data moves.
+            that error on every rank alike and no data moves.  When rank 0's vector was
+            agreed before, rank 0 skips the agreement and every other rank compares its
+            vector with rank 0's instead: equal, the rounds run; else the rank raises the
+            alarm (the request fails with what ``check`` raises for the two vectors, every
+            other rank's with the alarm, and the communicator becomes unusable).
         finish : callable, optional
             Called with no argument after the copy out; what it returns is the
             request's result (e.g. an unpickled object).
@@ -269,6 +293,9 @@ class Progress:
         seq : int, optional
             A sequence number taken earlier with :meth:`reserve` (a request started later
             than its place in the ranks' common order, e.g. once its sizes are known).
+        call : int, optional
+            The communicator's call number of the collective
+            (:meth:`~dualmpi.engine.alarm.Alarm.nonblocking`), which an alarm names.
         """
         req = PlanRequest()
         if seq is None:
@@ -293,6 +320,7 @@ class Progress:
         req.recv, req.combine, req.check, req.finish = recv, combine or _add_bytes, check, finish
         req.done, req.error, req.result, req.bad = False, None, None, None
         req.k, req.reqs, req.peers, req.agree_in = -1, [], (), None
+        req.call, req.known, req.modes = call, None, ()
         req.agree_out = None if agree is None else np.asarray(agree, dtype=np.int64).reshape(-1)
         req.stage, req.since = _START, time.monotonic()
         self.active.append(req)
@@ -341,6 +369,10 @@ class Progress:
         _, recvs, sends, move, _, peers, _ = comp.rounds[i]
         store, data, tag = req.store, self.data, req.tag
         reqs = []
+        if req.modes and i == len(comp.rounds) - 1:
+            reqs += req.modes
+            peers = tuple(range(1, len(req.modes) + 1)) + peers
+            req.modes = ()
         for peer, a, b, dtype in recvs:
             reqs.append(data.Irecv([store[a:b], MPI.BYTE] if dtype is None else [store, 1, dtype],
                                    peer, tag))
@@ -372,7 +404,9 @@ class Progress:
                             op(store[a:a + n], store[b:b + n])
                     self._post(req, req.k + 1)
                 elif stage == _START and req.agree_out is not None:
-                    self._gather(req)
+                    self._open(req)
+                elif stage == _MODE:
+                    self._heard_mode(req)
                 elif stage == _AGREE and self.rank == 0:
                     self._answer(req)
                 else:  # start, or the agreement is in: run the check, post the first round
@@ -385,29 +419,103 @@ class Progress:
                         if req.compiled is None:
                             raise DualmpiError(f"rank {self.rank}: {req.what} was started without "
                                                "a plan, yet its agreement passed")
-                    req.stage = _ROUNDS
-                    self._post(req, 0)
+                        if req.known is not None:  # rank 0: a repeat of it skips the agreement
+                            self._remember(req.known)
+                    self._rounds(req)
         except MPI.Exception as exc:
             self._fail(req, self._mpi_error(req, exc))
         except Exception as exc:  # a failed check, combine or finish: raised from Test/Wait
             self._fail(req, exc)
         return True
 
-    def _gather(self, req):
+    def _rounds(self, req):
+        """The arguments hold: post the first round."""
+        req.stage = _ROUNDS
+        self._post(req, 0)
+
+    def _open(self, req):
+        """Begin the argument check: rank 0 sends every rank its mode (1: skip the agreement,
+        its vector known; 0: agree) with its vector; the others wait for it.
+
+        On the control communicator's duplicate, with the request's tag (so the mode is
+        the first message from rank 0 a rank gets with that tag, the verdict the second).
+        """
+        vec = req.agree_out
+        if self.rank != 0:
+            req.agree_in = np.empty(1 + vec.size, dtype=np.int64)
+            req.reqs, req.peers = [self.ctl.Irecv(req.agree_in, 0, req.tag)], (0,)
+            req.stage, req.since = _MODE, time.monotonic()
+            return
+        key = vec.tobytes()
+        skip = key in self.known
+        mode = np.empty(1 + vec.size, dtype=np.int64)
+        mode[0], mode[1:] = skip, vec
+        ranks = range(1, self.ctl.Get_size())
+        if not skip:
+            req.known = key
+            self._gather(req, [self.ctl.Isend(mode, r, req.tag) for r in ranks])
+            return
+        # synchronous: the request ends once every rank has started the call (as the
+        # agreement's answer ensures), so rank 0 is never more calls ahead than requests
+        # the program holds (the others keep its notices about calls they have not reached)
+        sends = [self.ctl.Issend(mode, r, req.tag) for r in ranks]
+        self.known.move_to_end(key)
+        self._modes.append((sends, mode))
+        if req.compiled.rounds:  # (waited for with the last round's messages)
+            req.modes = sends
+        self._rounds(req)
+
+    def _heard_mode(self, req):
+        """Rank 0's mode is in (a rank other than 0): agree, or compare and run the rounds."""
+        mode, mine = req.agree_in, req.agree_out
+        req.reqs, req.agree_in = [], None
+        if not mode[0]:
+            self._gather(req)
+        elif mode[1:].tobytes() == mine.tobytes():
+            self._rounds(req)
+        else:
+            self._differs(req, mode[1:])
+
+    def _differs(self, req, theirs):
+        """This rank's vector differs from that of rank 0, which skipped the agreement: raise
+        the alarm (every rank's requests fail), then what ``check`` says of the two."""
+        mine = req.agree_out
+        error = DualmpiError(f"rank {self.rank}: the arguments of {req.what} differ from rank 0's")
+        try:
+            if req.check is not None:
+                req.check(np.maximum(mine, theirs), np.minimum(mine, theirs))
+        except Exception as exc:  # (the rank's own mistake, or the field the ranks differ on)
+            error = exc
+        try:
+            self.transport.alarm.raise_alarm(ARGS, self.rank, what=req.what, seq=req.call)
+        except DualmpiError:
+            pass
+        raise error
+
+    def _remember(self, key):
+        """Rank 0: the vector ``key`` was agreed."""
+        self.known[key] = None
+        if len(self.known) > KNOWN_SIZE:
+            self.known.popitem(last=False)
+
+    def _gather(self, req, sends=()):
         """Start the agreement: every rank sends ``[v, -v]`` to rank 0 (which posts the receives).
 
         Through rank 0, as the transport's control plane, so a wait names the ranks that
         have not sent; on the control communicator's duplicate, with the request's tag.
+        ``sends``: rank 0's mode messages, waited for with the vectors.
         """
         vec = req.agree_out
         both = np.concatenate([vec, -vec])
         ctl, tag, size = self.ctl, req.tag, self.ctl.Get_size()
         req.stage, req.since = _AGREE, time.monotonic()
+        self.agreements += 1
         if self.rank == 0:
             req.agree_out = both
             req.agree_in = np.empty((size - 1, both.size), dtype=np.int64)
-            req.reqs = [ctl.Irecv(req.agree_in[r - 1], r, tag) for r in range(1, size)]
-            req.peers = tuple(range(1, size))
+            req.reqs = [ctl.Irecv(req.agree_in[r - 1], r, tag) for r in range(1, size)] + \
+                list(sends)
+            req.peers = tuple(range(1, size)) * 2
         else:
             req.agree_in, req.agree_out = both, np.empty_like(both)
             req.reqs = [ctl.Isend(both, 0, tag), ctl.Irecv(req.agree_out, 0, tag)]
@@ -497,6 +605,9 @@ class Progress:
             if self._orphans:
                 self._orphans = [(reqs, store) for reqs, store in self._orphans
                                  if not _quiet_testall(reqs)]
+            if self._modes:
+                self._modes = [(reqs, mode) for reqs, mode in self._modes
+                               if not _quiet_testall(reqs)]
         finally:
             self._busy = False
 
@@ -531,8 +642,9 @@ class Progress:
         if self in _LIVE:
             _LIVE.remove(self)
         # messages cancelled or never matched (requests that failed) keep their buffers alive
-        _ABANDONED.extend(orphan for orphan in self._orphans if not _quiet_testall(orphan[0]))
-        self._orphans = []
+        _ABANDONED.extend(orphan for orphan in self._orphans + self._modes
+                          if not _quiet_testall(orphan[0]))
+        self._orphans, self._modes = [], []
         if self.data != MPI.COMM_NULL:
             self.data.Free()
             self.ctl.Free()

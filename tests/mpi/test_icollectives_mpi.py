@@ -198,3 +198,120 @@ def test_bad_arguments_fail_every_rank_at_completion(net_i):
     x, y = np.arange(4.0), np.zeros(4)
     net.Iallreduce(x, y).Wait()
     assert _agree(ok and np.allclose(y, np.arange(4.0) * SIZE)), errs
+
+
+def _repeats(root):
+    """name -> (start(net), reference()) on buffers made once: every call repeats the last."""
+    n = 3
+    send = np.zeros(n * SIZE)
+    ints = np.zeros(n * SIZE, np.int64)
+    small = np.zeros(n, np.int64)
+    got = {name: (np.full(shape, -7, dtype), np.full(shape, -7, dtype)) for name, shape, dtype in (
+        ("Ibcast", n, float), ("Iscatter", n, float), ("Igather", n * SIZE, np.int64),
+        ("Iallgather", n * SIZE, np.int64), ("Ialltoall", n * SIZE, float),
+        ("Ireduce", n, np.int64), ("Iallreduce", n, np.int64),
+        ("Ireduce_scatter_block", n, np.int64), ("Iscan", n, np.int64),
+        ("Iexscan", n, np.int64))}
+    bc = got["Ibcast"]
+    cases = {
+        "Ibcast": (lambda net: net.Ibcast(bc[0], root), lambda: WORLD.Bcast(bc[1], root)),
+        "Iscatter": (lambda net: net.Iscatter(send, got["Iscatter"][0], root),
+                     lambda: WORLD.Scatter(send, got["Iscatter"][1], root)),
+        "Igather": (lambda net: net.Igather(small, got["Igather"][0], root),
+                    lambda: WORLD.Gather(small, got["Igather"][1], root)),
+        "Iallgather": (lambda net: net.Iallgather(small, got["Iallgather"][0]),
+                       lambda: WORLD.Allgather(small, got["Iallgather"][1])),
+        "Ialltoall": (lambda net: net.Ialltoall(send, got["Ialltoall"][0]),
+                      lambda: WORLD.Alltoall(send, got["Ialltoall"][1])),
+        "Ireduce": (lambda net: net.Ireduce(small, got["Ireduce"][0], MPI.SUM, root),
+                    lambda: WORLD.Reduce(small, got["Ireduce"][1], MPI.SUM, root)),
+        "Iallreduce": (lambda net: net.Iallreduce(small, got["Iallreduce"][0], MPI.MAX),
+                       lambda: WORLD.Allreduce(small, got["Iallreduce"][1], MPI.MAX)),
+        "Ireduce_scatter_block": (
+            lambda net: net.Ireduce_scatter_block(ints, got["Ireduce_scatter_block"][0]),
+            lambda: WORLD.Reduce_scatter_block(ints, got["Ireduce_scatter_block"][1])),
+        "Iscan": (lambda net: net.Iscan(small, got["Iscan"][0]),
+                  lambda: WORLD.Scan(small, got["Iscan"][1])),
+        "Iexscan": (lambda net: net.Iexscan(small, got["Iexscan"][0]),
+                    lambda: WORLD.Exscan(small, got["Iexscan"][1])),
+    }
+
+    def refill(k):
+        """New contents (not new buffers) for repeat ``k``."""
+        send[:] = np.arange(n * SIZE) + 100 * RANK + k
+        ints[:] = send
+        small[:] = np.arange(n) * (RANK + 1) + k
+        if RANK == root:
+            bc[0][:] = bc[1][:] = np.arange(n) + k
+
+    return cases, got, refill
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("net_i", [0, 1])
+def test_repeated_calls_skip_the_agreement_and_match_mpi(net_i):
+    """The same buffer objects with new contents, four times: each call equals MPI's, the
+    arguments are agreed once per method (rank 0 says so; the calls after it compare with
+    rank 0's), and two barriers in flight at once both complete."""
+    if net_i >= len(NETS):
+        pytest.skip(f"no network {net_i} at {SIZE} ranks")
+    net = dualmpi.Comm(WORLD, NETS[net_i][0], nodes_per_rank=NETS[net_i][1])  # nothing agreed
+    root = SIZE - 1
+    cases, got, refill = _repeats(root)
+    progress = net._progress()
+    before = progress.agreements
+    bad = []
+    for k in range(4):
+        refill(k)
+        reqs = [start(net) for start, _ in cases.values()]
+        reqs += [net.Ibarrier(), net.Ibarrier()]
+        dualmpi.Request.Waitall(reqs[::-1])
+        for name, (_, ref) in cases.items():
+            ref()
+            mine, want = got[name]
+            if name == "Iexscan" and RANK == 0 or name in ("Igather", "Ireduce") and RANK != root:
+                continue
+            if not np.array_equal(mine, want):
+                bad.append((k, name))
+    agreed = progress.agreements - before
+    net.Free()
+    # one agreement per method, and the barrier's: one, or one per barrier of the first pair
+    # (both started before rank 0 had the first's verdict)
+    ok = not bad and len(cases) < agreed <= len(cases) + 2 if SIZE > 1 else not bad
+    assert _agree(ok), (bad, agreed)
+
+
+@pytest.mark.mpi
+def test_a_repeated_call_with_other_arguments_on_one_rank_raises_the_alarm():
+    """Rank 0 repeats a call the ranks agreed on, so none agrees again; the last rank
+    passes another count: it raises what it differs on, the others the alarm (no hang),
+    and the communicator is unusable afterwards, on every rank."""
+    if SIZE == 1:
+        pytest.skip("one rank: nobody to differ from")
+    from dualmpi.errors import DualmpiError
+
+    net = dualmpi.Comm(WORLD, NETS[0][0], nodes_per_rank=NETS[0][1])
+    try:
+        x, y = np.ones(4), np.zeros(4)
+        for _ in range(2):
+            net.Iallreduce(x, y).Wait()
+        ok = np.allclose(y, SIZE)
+        odd = RANK == SIZE - 1
+        msg = ""
+        try:
+            net.Iallreduce(np.ones(5) if odd else x, np.zeros(5) if odd else y).Wait()
+        except DualmpiError as exc:  # (InputError is one)
+            msg = str(exc)
+        after = ""
+        try:
+            net.Iallreduce(x, y).Wait()
+        except DualmpiError as exc:
+            after = str(exc)
+        if odd:
+            ok = ok and "disagree on the" in msg
+        else:  # the others fail in the call, or (nothing left to wait for) at their next
+            ok = ok and ("differ from those of rank 0" in msg or not msg)
+        ok = ok and "unusable" in after and f"rank {SIZE - 1}'s arguments" in after
+    finally:
+        net.Free()
+    assert _agree(ok), (msg, after)
