@@ -176,7 +176,8 @@ class PlanRequest:
 
     __slots__ = ("progress", "compiled", "store", "tag", "seq", "what", "recv", "combine", "check",
                  "finish", "stage", "k", "reqs", "peers", "since", "done", "error", "result",
-                 "agree_in", "agree_out", "bad", "signature", "call", "known", "modes")
+                 "agree_in", "agree_out", "bad", "signature", "call", "known", "modes",
+                 "store_mode")
 
     def outcome(self):
         """Return the result of a finished request, or raise its error."""
@@ -320,7 +321,7 @@ class Progress:
         req.recv, req.combine, req.check, req.finish = recv, combine or _add_bytes, check, finish
         req.done, req.error, req.result, req.bad = False, None, None, None
         req.k, req.reqs, req.peers, req.agree_in = -1, [], (), None
-        req.call, req.known, req.modes = call, None, ()
+        req.call, req.known, req.modes, req.store_mode = call, None, (), None
         req.agree_out = None if agree is None else np.asarray(agree, dtype=np.int64).reshape(-1)
         req.stage, req.since = _START, time.monotonic()
         self.active.append(req)
@@ -460,9 +461,11 @@ class Progress:
         # the program holds (the others keep its notices about calls they have not reached)
         sends = [self.ctl.Issend(mode, r, req.tag) for r in ranks]
         self.known.move_to_end(key)
-        self._modes.append((sends, mode))
-        if req.compiled.rounds:  # (waited for with the last round's messages)
-            req.modes = sends
+        if req.compiled.rounds:  # waited for with the last round's messages (only there: a
+            req.modes = sends    # request whose messages another test completed would wait on)
+            req.store_mode = mode
+        else:
+            self._modes.append((sends, mode))
         self._rounds(req)
 
     def _heard_mode(self, req):
@@ -566,14 +569,16 @@ class Progress:
 
     def _fail(self, req, exc):
         """End ``req`` with error ``exc``; its posted messages are cancelled or left to finish."""
-        pending = [r for r in req.reqs if r]
+        pending = [r for r in list(req.reqs) + list(req.modes) if r]
+        req.modes = ()
         for r in pending:
             try:
                 r.Cancel()
             except MPI.Exception:
                 pass
         if pending:  # MPI may still touch the buffers: keep them until they are done
-            self._orphans.append((pending, (req.store, req.agree_in, req.agree_out)))
+            self._orphans.append((pending, (req.store, req.agree_in, req.agree_out,
+                                            req.store_mode)))
         req.reqs, req.peers = [], ()
         if not req.done:
             self._end(req)
