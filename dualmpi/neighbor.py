@@ -194,6 +194,8 @@ def free(net):
     prog = net.__dict__.pop("_neighbor_progress", None)
     if prog is not None:
         prog.free()
+    for memo in net.__dict__.pop("_neighbor_memos", {}).values():
+        memo.free()
     wire = net.__dict__.pop("_neighbor_wire", None)
     if wire is not None:
         wire.comm.Free()
@@ -337,7 +339,7 @@ class _Exchange:
         How diagnostics name the call.
     """
 
-    def __init__(self, net, method, sends, recvs, error=None, finish=None, what=None):
+    def __init__(self, net, method, sends, recvs, error=None, finish=None, what=None, memo=None):
         MPI = _mpi()
         self.net, self.method, self.error, self.finish = net, method, error, finish
         self.what = what or method
@@ -346,9 +348,15 @@ class _Exchange:
         self.progress = _progress(net)
         self.ranks, self.links = _peers(net)
         n = len(self.ranks)
-        self.sends, self.recvs = sends, recvs
-        self.out = np.zeros((n, HEADER_WORDS), dtype=np.int64)
-        self.inp = np.zeros((n, HEADER_WORDS), dtype=np.int64)
+        self.memo = memo
+        if memo is not None:  # a repeat (see _Memo): its headers and messages made before
+            self.sends, self.recvs, self.out, self.inp = memo.sends, memo.recvs, memo.out, \
+                memo.inp
+            memo.busy = True
+        else:
+            self.sends, self.recvs = sends, recvs
+            self.out = np.zeros((n, HEADER_WORDS), dtype=np.int64)
+            self.inp = np.zeros((n, HEADER_WORDS), dtype=np.int64)
         self.spare = [None] * n     # a message of unknown size, header included
         self.reqs, self.req_peer = [], []
         self.pending = []           # neighbours whose message is probed for
@@ -362,6 +370,15 @@ class _Exchange:
     def _post(self, MPI):
         comm, out, tag, inp = self.wire.comm, self.out, self.tag, self.inp
         router = self.net._router
+        memo = self.memo
+        if memo is not None:
+            for j, peer in enumerate(self.ranks):
+                self.reqs.append(comm.Isend(memo.send_specs[j], peer, tag))
+                router.count_main((self.links[j],), memo.sends[j][0].size, 1)
+            for i, peer in enumerate(self.ranks):
+                self.reqs.append(comm.Irecv(memo.recv_specs[i], peer, tag))
+            self.req_peer = list(self.ranks) * 2
+            return
         for j, peer in enumerate(self.ranks):
             if self.error is not None:
                 out[j] = (-self.code, _ANY, 0, 0, 0)
@@ -460,6 +477,8 @@ class _Exchange:
     def _settle(self):
         """Every message is in: check, then keep the result or the error; leave the active list."""
         self.done = True
+        if self.memo is not None:
+            self.memo.busy = False
         try:
             self.progress.active.remove(self)
         except ValueError:
@@ -629,9 +648,61 @@ def _read(net, method, sendbuf, recvbuf):
     return send, recv, sends, recvs
 
 
+class _Memo:
+    """A buffer call's messages, kept for its repeats (:func:`_start`).
+
+    A call made with the argument objects of the method's last call
+    (:func:`dualmpi.calls.same`: the same arrays, counts and datatypes) sends and receives
+    exactly what that call did, so its headers (``out``, ``inp``: one row per neighbour)
+    and the datatypes of its messages (header and payload at absolute addresses,
+    committed once, ``send_specs`` and ``recv_specs``) are made once, and the arguments
+    are not read again.  The messages on the wire are those of any call (the call's own
+    tag and header): a rank that repeats and one that does not still match.  Not for a
+    packed datatype (its bytes are packed per call) nor while an exchange of the memo is
+    in flight (``busy``: a repeat then runs as a new call).
+    """
+
+    __slots__ = ("template", "args", "sends", "recvs", "out", "inp", "send_specs", "recv_specs",
+                 "types", "busy")
+
+    def __init__(self, template, args, code, sends, recvs):
+        MPI = _mpi()
+        n = len(sends)
+        self.template, self.args, self.sends, self.recvs = template, args, sends, recvs
+        self.out = np.zeros((n, HEADER_WORDS), dtype=np.int64)
+        self.inp = np.zeros((n, HEADER_WORDS), dtype=np.int64)
+        self.send_specs, self.recv_specs, self.types, self.busy = [], [], [], False
+        for j in range(n):
+            payload, key = sends[j]
+            target, expect, expect_key = recvs[j]
+            self.out[j] = (code, expect, expect_key, payload.size, key)
+            for specs, header, data in ((self.send_specs, self.out[j], payload),
+                                        (self.recv_specs, self.inp[j], target)):
+                spec, dtype = _two(MPI, header, data)
+                specs.append(spec)
+                if dtype is not None:
+                    self.types.append(dtype)
+
+    def free(self):
+        """Free the datatypes (MPI keeps them for messages still in flight)."""
+        for dtype in self.types:
+            dtype.Free()
+        self.types = []
+
+
 def _start(net, method, sendbuf, recvbuf, what=None):
-    """Read the arguments and post the messages; return the :class:`_Exchange`."""
+    """Read the arguments and post the messages; return the :class:`_Exchange`.
+
+    A buffer call (not packed) is remembered per method (:class:`_Memo`): a repeat on the
+    same argument objects posts the remembered messages without reading its arguments.
+    """
+    from .calls import same, template_of
+
     _wire(net, method)  # made at set-up (attach); if not, now, before anything can fail
+    memos = net.__dict__.setdefault("_neighbor_memos", {})
+    memo = memos.get(method)
+    if memo is not None and not memo.busy and same(memo.template, (sendbuf, recvbuf)):
+        return _Exchange(net, method, None, None, None, None, what, memo)
     sends = recvs = finish = error = None
     try:
         send, recv, sends, recvs = _read(net, method, sendbuf, recvbuf)
@@ -641,6 +712,14 @@ def _start(net, method, sendbuf, recvbuf, what=None):
                 recv.unpack()
     except Exception as exc:  # noqa: BLE001 - every neighbour hears of it, then it is raised
         error = exc
+    if error is None and not (send.packed or recv.packed):
+        template = template_of((sendbuf, recvbuf))
+        if template is not None:
+            if memo is not None:
+                memo.free()
+            memo = memos[method] = _Memo(template, (sendbuf, recvbuf), _CODES[method], sends,
+                                         recvs)
+            return _Exchange(net, method, None, None, None, None, what, memo)
     return _Exchange(net, method, sends, recvs, error, finish, what)
 
 

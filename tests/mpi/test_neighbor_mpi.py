@@ -541,3 +541,52 @@ def test_overlapping_buffers(net):
     _, exc = _attempt(lambda: net.net.Neighbor_alltoall(buf, buf))
     _fail_unless(isinstance(exc, InputError) and "overlap" in str(exc), repr(exc))
     _still_works(net)
+
+
+@pytest.mark.parametrize("nonblocking", [False, True], ids=["blocking", "nonblocking"])
+def test_repeated_calls_on_the_same_buffers(net, nonblocking):
+    """Each buffer form three times on the same argument objects, the send buffers refilled in
+    between: every result equals Open MPI's, the repeats run the remembered messages (one
+    memo per method, kept across the repeats), and a call on other buffers replaces it."""
+    d = len(net.nbrs)
+    counts = np.array([_own_count(s) for s in net.nbrs], dtype=np.int64)
+    scounts = [int(_pair_count(RANK, s)) for s in net.nbrs]
+    rcounts = [int(_pair_count(s, RANK)) for s in net.nbrs]
+    one, send = np.zeros(3, np.float64), np.zeros(3 * d, np.float64)
+    vsend, wsend = np.zeros(_own_count(RANK), np.float64), np.zeros(2 * d, np.int32)
+    wdispls, wtypes = 8 * np.arange(d), [MPI.INT32_T] * d
+    shapes = {"Neighbor_allgather": (3 * d, np.float64), "Neighbor_alltoall": (3 * d, np.float64),
+              "Neighbor_allgatherv": (int(counts.sum()), np.float64),
+              "Neighbor_alltoallv": (sum(rcounts), np.float64),
+              "Neighbor_alltoallw": (2 * d, np.int32)}
+    mine = {m: np.full(n, SENTINEL, t) for m, (n, t) in shapes.items()}
+    refs = {m: np.full(n, SENTINEL, t) for m, (n, t) in shapes.items()}
+    w2 = (np.full(d, 2), wdispls)
+
+    def args(m, r):
+        return {"Neighbor_allgather": (one, r), "Neighbor_alltoall": (send, r),
+                "Neighbor_allgatherv": (vsend, [r, counts]),
+                "Neighbor_alltoallv": ([send, scounts], [r, rcounts]),
+                "Neighbor_alltoallw": ([wsend, w2, wtypes], [r, w2, wtypes])}[m]
+
+    bad, memos = [], {}
+    for k in range(3):
+        for buf in (one, send, vsend, wsend):
+            buf[:] = np.arange(buf.size) + 100 * RANK + 10 * k
+        for m in shapes:
+            getattr(net.ref, m)(*args(m, refs[m]))
+            _, exc = _attempt(lambda: getattr(net.net, "I" + m.lower()[0] + m[1:])(
+                *args(m, mine[m])).Wait() if nonblocking else getattr(net.net, m)(
+                *args(m, mine[m])))
+            if exc is not None or not np.array_equal(mine[m], refs[m]):
+                bad.append(f"{m} repeat {k}: {exc!r}" if exc else f"{m} repeat {k} differs")
+            memo = net.net.__dict__.get("_neighbor_memos", {}).get(m)
+            if memo is None or memos.setdefault(m, memo) is not memo:
+                bad.append(f"{m} repeat {k}: not the remembered call")
+    other = np.full(3 * d, SENTINEL, np.float64)
+    net.ref.Neighbor_alltoall(send, refs["Neighbor_alltoall"])
+    net.net.Neighbor_alltoall(send, other)
+    if not np.array_equal(other, refs["Neighbor_alltoall"]) or \
+            net.net._neighbor_memos["Neighbor_alltoall"] is memos["Neighbor_alltoall"]:
+        bad.append("Neighbor_alltoall on another receive buffer")
+    _fail_unless(not bad, "; ".join(bad[:3]))
