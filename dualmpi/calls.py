@@ -1109,15 +1109,26 @@ def icollective(comm, imethod, method, read, args=None):
     desc = registry.by_mpi(method)
     progress = comm._progress()
     memo = comm._i_memo.get(imethod) if args is not None else None
-    if memo is not None and memo.epoch == comm._engine.evictions and \
-            same(memo.template, args):
+    if memo is not None and (memo.epoch != comm._engine.evictions or
+                             not same(memo.template, args)):
+        memo = None
+    if memo is not None and desc.counts == "fixed":
         return Request.from_plan(progress, progress.start(
             memo.bound, agree=memo.flat, check=memo.check, signature=memo.sig, what=imethod,
             call=t, **memo.start))
+    if memo is not None:  # a v-variant's: its call and row (the table still exchanged)
+        return Request.from_plan(progress, _Chain(comm, progress, imethod, method, desc,
+                                                  memo.call, None, t, memo))
     call, problem = _read(read)
     if desc.counts != "fixed":
-        return Request.from_plan(progress, _Chain(comm, progress, imethod, method, desc, call,
-                                                  problem, t))
+        chain = _Chain(comm, progress, imethod, method, desc, call, problem, t)
+        if args is not None and problem is None and chain.problem is None and \
+                not any(m.packed for m in call.sends + call.recvs):
+            template = template_of(args)
+            if template is not None:
+                comm._i_memo[imethod] = _IMemo(template, args, None, None, None, None, None,
+                                               comm._engine.evictions, call, chain.row)
+        return Request.from_plan(progress, chain)
     name = short = None
     if call is not None:
         name = _engine_name(comm, desc, call)
@@ -1157,17 +1168,24 @@ def icollective(comm, imethod, method, read, args=None):
 
 
 class _IMemo:
-    """The last call of a fixed-count nonblocking method (:func:`icollective`): its
-    arguments' ``template`` (and the ``args``, held so their ids stay theirs), ``bound``
-    plan, argument ``flat`` vector and its ``check``, call signature ``sig``, the
-    :meth:`Progress.start <dualmpi.engine.nonblocking.Progress.start>` arguments of its
-    buffers and the engine's ``epoch`` (a plan dropped from its cache ends the memo)."""
+    """The last call of a nonblocking method (:func:`icollective`): its arguments'
+    ``template`` (and the ``args``, held so their ids stay theirs) and the engine's
+    ``epoch`` (a plan dropped from its cache ends the memo); of a fixed-count call its
+    ``bound`` plan, argument ``flat`` vector and its ``check``, call signature ``sig`` and
+    the :meth:`Progress.start <dualmpi.engine.nonblocking.Progress.start>` arguments of
+    its buffers; of a v-variant its read ``call`` and count-table ``row``, and once a
+    call has run (:class:`_Chain`) the ``table`` it was planned for and the ``data``
+    arguments of :meth:`Progress.start <dualmpi.engine.nonblocking.Progress.start>` for
+    that table."""
 
-    __slots__ = ("template", "args", "bound", "flat", "check", "sig", "start", "epoch")
+    __slots__ = ("template", "args", "bound", "flat", "check", "sig", "start", "epoch", "call",
+                 "row", "table", "data")
 
-    def __init__(self, template, args, bound, flat, check, sig, start, epoch):
+    def __init__(self, template, args, bound, flat, check, sig, start, epoch, call=None,
+                 row=None):
         self.template, self.args, self.bound, self.flat = template, args, bound, flat
         self.check, self.sig, self.start, self.epoch = check, sig, start, epoch
+        self.call, self.row, self.table, self.data = call, row, None, None
 
 
 class _Chain:
@@ -1178,11 +1196,14 @@ class _Chain:
     ``progress``, ``outcome()`` and ``waiting()``.
     """
 
-    def __init__(self, comm, progress, imethod, method, desc, call, problem, t):
+    def __init__(self, comm, progress, imethod, method, desc, call, problem, t, memo=None):
         self.comm, self.progress, self.what = comm, progress, imethod
         self.method, self.desc, self.call = method, desc, call
-        self.error, self.data = None, None
-        row, self.problem = _row(comm, method, desc, call, problem)
+        self.error, self.data, self.memo = None, None, memo
+        if memo is not None:  # a repeat: the row the call sent then
+            row, self.problem = memo.row, None
+        else:
+            row, self.problem = _row(comm, method, desc, call, problem)
         self.table = np.zeros((comm.size, row.size), dtype=np.int64)
         self.row = row
         flat = _check_vector(comm, method + " counts", (row.size,), None, None)
@@ -1207,7 +1228,11 @@ class _Chain:
     def _sizes(self):
         """The table is in: check it, then start the data's request (errors kept, not raised)."""
         try:
-            comm, call, desc = self.comm, self.call, self.desc
+            comm, call, desc, memo = self.comm, self.call, self.desc, self.memo
+            table = self.table.tobytes()
+            if memo is not None and memo.table == table:  # the table the memo's plan is for
+                self.data = self.progress.start(*memo.data[0], seq=self.data_seq, **memo.data[1])
+                return
             nbytes, root, sdispls, rdispls = table_verdict(comm, self.method, desc, call,
                                                            self.table, self.problem)
             call.pack()
@@ -1217,10 +1242,13 @@ class _Chain:
                                            salt=_salt(self.what))
             finish = _counted(comm, bound, desc.name, nbytes, root, None, call.itemsize,
                               call.unpack)
-            self.data = self.progress.start(bound, send=call.send, recv=call.recv,
-                                            combine=None if call.op is None else call.op[2],
-                                            finish=finish, signature=sig, what=self.what,
-                                            seq=self.data_seq)
+            start = dict(send=call.send, recv=call.recv,
+                         combine=None if call.op is None else call.op[2], finish=finish,
+                         signature=sig, what=self.what)
+            memo = comm._i_memo.get(self.what)
+            if memo is not None and memo.call is call:  # (this call's, or a repeat's)
+                memo.table, memo.data = table, ((bound,), start)
+            self.data = self.progress.start(bound, seq=self.data_seq, **start)
         except (InputError, DualmpiError) as exc:
             self.error = exc
 

@@ -522,7 +522,7 @@ class Comm(p2p.PointToPoint):
     def Iscatterv(self, sendbuf, recvbuf, root=0):
         """Start a scatter of one size per rank (mirrors ``Comm.Iscatterv``)."""
         return calls.icollective(self, "Iscatterv", "Scatterv", lambda: arguments.scatter(
-            sendbuf, recvbuf, root, self.rank, self.size, v=True))
+            sendbuf, recvbuf, root, self.rank, self.size, v=True), (sendbuf, recvbuf, root))
 
     def Igather(self, sendbuf, recvbuf, root=0):
         """Start a gather (mirrors ``Comm.Igather``)."""
@@ -532,7 +532,7 @@ class Comm(p2p.PointToPoint):
     def Igatherv(self, sendbuf, recvbuf, root=0):
         """Start a gather of one size per rank (mirrors ``Comm.Igatherv``)."""
         return calls.icollective(self, "Igatherv", "Gatherv", lambda: arguments.gather(
-            sendbuf, recvbuf, root, self.rank, self.size, v=True))
+            sendbuf, recvbuf, root, self.rank, self.size, v=True), (sendbuf, recvbuf, root))
 
     def Iallgather(self, sendbuf, recvbuf):
         """Start an allgather (mirrors ``Comm.Iallgather``)."""
@@ -542,7 +542,7 @@ class Comm(p2p.PointToPoint):
     def Iallgatherv(self, sendbuf, recvbuf):
         """Start an allgather of one size per rank (mirrors ``Comm.Iallgatherv``)."""
         return calls.icollective(self, "Iallgatherv", "Allgatherv", lambda: arguments.allgather(
-            sendbuf, recvbuf, self.rank, self.size, v=True))
+            sendbuf, recvbuf, self.rank, self.size, v=True), (sendbuf, recvbuf))
 
     def Ialltoall(self, sendbuf, recvbuf):
         """Start a total exchange (mirrors ``Comm.Ialltoall``)."""
@@ -552,12 +552,12 @@ class Comm(p2p.PointToPoint):
     def Ialltoallv(self, sendbuf, recvbuf):
         """Start a total exchange with a count per pair (mirrors ``Comm.Ialltoallv``)."""
         return calls.icollective(self, "Ialltoallv", "Alltoallv", lambda: arguments.alltoall(
-            sendbuf, recvbuf, self.rank, self.size, v=True))
+            sendbuf, recvbuf, self.rank, self.size, v=True), (sendbuf, recvbuf))
 
     def Ialltoallw(self, sendbuf, recvbuf):
         """Start a total exchange with a count and datatype per pair (``Comm.Ialltoallw``)."""
         return calls.icollective(self, "Ialltoallw", "Alltoallw", lambda: arguments.alltoallw(
-            sendbuf, recvbuf, self.rank, self.size))
+            sendbuf, recvbuf, self.rank, self.size), (sendbuf, recvbuf))
 
     def Ireduce(self, sendbuf, recvbuf, op=None, root=0):
         """Start a reduction to ``root`` (mirrors ``Comm.Ireduce``)."""
@@ -582,7 +582,7 @@ class Comm(p2p.PointToPoint):
         return calls.icollective(self, "Ireduce_scatter", "Reduce_scatter",
                                  lambda: calls.with_op(self, arguments.reduce_scatter(
                                      sendbuf, recvbuf, recvcounts, self.rank, self.size), op,
-                                     "Ireduce_scatter"))
+                                     "Ireduce_scatter"), (sendbuf, recvbuf, recvcounts, op))
 
     def Iscan(self, sendbuf, recvbuf, op=None):
         """Start an inclusive prefix reduction (mirrors ``Comm.Iscan``)."""
