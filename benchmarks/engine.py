@@ -325,22 +325,32 @@ def neighbor_call(target, coll, send, recv):
     return lambda: target.Neighbor_alltoallw([send] + spec, [recv] + spec)
 
 
-def neighbor_row(net, graph, coll, size, repeats, rng, world):
-    """Time neighbourhood collective ``coll`` of blocks of ``size`` bytes on ``net`` and on
-    ``graph`` (MPI's own, the same neighbours); check the results first; return the row."""
+def neighbor_row(net, graph, coll, size, repeats, rng, world, against=None):
+    """Time neighbourhood collective ``coll`` of blocks of ``size`` bytes on ``net``, on
+    ``graph`` (MPI's own, the same neighbours) and on ``against`` (``dualmpi.Comm`` of
+    another commit, if given); check the results first; return the row."""
     d = degree(net)
     send, recv = buffers(coll, d, size, rng)
     send2, recv2 = send.copy(), np.zeros_like(recv)
-    ours, native = api_call(net, coll, send, recv), api_call(graph, coll, send2, recv2)
-    ours()
-    native()
-    if not world.allreduce(int(np.array_equal(recv, recv2)), op=MPI.MIN):
+    variants = {"dualmpi": api_call(net, coll, send, recv),
+                "native": api_call(graph, coll, send2, recv2)}
+    outs = [recv]
+    if against is not None:
+        recv3 = np.zeros_like(recv)
+        variants["against"] = api_call(against, coll, send.copy(), recv3)
+        outs.append(recv3)
+    for call in variants.values():
+        call()
+    if not world.allreduce(int(all(np.array_equal(out, recv2) for out in outs)), op=MPI.MIN):
         raise SystemExit(f"{coll} {size}: dualmpi differs from native MPI")
     k = calls_for(size * d)
-    times = time_interleaved({"dualmpi": ours, "native": native}, k, repeats, world)
+    times = time_interleaved(variants, k, repeats, world)
     med = {name: statistics.median(ts) for name, ts in times.items()}
-    return {"collective": coll, "size": size, "calls_per_repeat": k, "neighbors": d,
-            "times": times, "median": med, "dualmpi/native": med["dualmpi"] / med["native"]}
+    row = {"collective": coll, "size": size, "calls_per_repeat": k, "neighbors": d,
+           "times": times, "median": med, "dualmpi/native": med["dualmpi"] / med["native"]}
+    if against is not None:
+        row["dualmpi/against"] = med["dualmpi"] / med["against"]
+    return row
 
 
 def same_results(coll, rank, send, send2, recv, recv2):
@@ -497,13 +507,15 @@ def main():
     for coll in colls:
         for size in sizes:
             if coll in NEIGHBOR:
-                row = neighbor_row(net, graph, coll, size, args.repeats, rng, world)
+                row = neighbor_row(net, graph, coll, size, args.repeats, rng, world, against)
                 rows.append(row)
                 if me == 0:
                     med = row["median"]
                     print(f"{coll:9s} {size:>8} dualmpi {med['dualmpi'] * 1e6:9.1f} us  native "
                           f"{med['native'] * 1e6:9.1f}  dualmpi/native "
-                          f"{row['dualmpi/native']:6.2f}", flush=True)
+                          f"{row['dualmpi/native']:6.2f}" + (
+                              f"  dualmpi/against {row['dualmpi/against']:5.2f}"
+                              if against is not None else ""), flush=True)
                 continue
             send, recv = buffers(coll, ranks, size, rng)
             ours = api_call(net, coll, send, recv)
