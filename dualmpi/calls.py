@@ -1090,15 +1090,16 @@ def icollective(comm, imethod, method, read, args=None):
     :class:`~dualmpi.engine.nonblocking.Progress`: the argument check first (a
     nonblocking control-plane reduction, so starting never waits for another rank; on a
     repeat of arguments agreed before, rank 0 says so and every other rank compares its
-    own with rank 0's), then the rounds, advanced by every test or wait of any request.  A v-variant first
-    runs its count table as a request of its own (an allgather over the links) and
-    starts the data's when the table is in.
+    own with rank 0's), then the rounds, advanced by every test or wait of any request.
+    A v-variant first runs its count table as a request of its own (an allgather over
+    the links) and starts the data's when the table is in.
 
-    ``args``: the argument objects of a fixed-count call (as the blocking method's).  A
-    call made with the objects of the method's last call (:func:`same`; not packed) starts
-    as that one did, its arguments not read again, and its plan, argument vector and
-    memory estimate those of the last call (:class:`_IMemo`), as a blocking call repeated
-    with a known signature skips its check (:func:`agree`).
+    ``args``: the call's argument objects (as the blocking method's).  A call made with
+    the objects of the method's last call (:func:`same`; not packed) is not read again
+    (:class:`_IMemo`): a fixed-count call starts with the last call's plan, argument
+    vector and memory estimate, as a blocking call repeated with a known signature skips
+    its check (:func:`agree`); a v-variant sends the last call's row, and runs the last
+    call's plan when the count table comes back as that call's.
     """
     from .request import Request
 
