@@ -145,6 +145,38 @@ def _output_target(path, what):
                      "device such as /dev/stdout is written in place)")
 
 
+#: Seconds a command's ranks wait for each other to agree on the memory available.
+AGREE_S = 60.0
+
+
+def agreed_memory(comm, deadline=AGREE_S):
+    """Return the least memory available over the ranks of ``comm``, in bytes.
+
+    Each rank reads its own figure (:func:`dualmpi.resources.available_memory`), and the
+    figures move between two reads; agreeing on one before a memory check gives every rank
+    the same verdict and the same line (control plane: a nonblocking allreduce, tested
+    until ``deadline`` seconds pass, then a :class:`~dualmpi.errors.DualmpiError`).
+    """
+    import time
+
+    import numpy as np
+    from mpi4py import MPI
+
+    from ..errors import DualmpiError
+    from ..resources import available_memory
+
+    mine = np.array([available_memory()], dtype=np.int64)
+    least = np.empty_like(mine)
+    req = comm.Iallreduce(mine, least, op=MPI.MIN)
+    end = time.monotonic() + deadline
+    while not req.Test():
+        if time.monotonic() > end:
+            raise DualmpiError(f"rank {comm.Get_rank()}: the other ranks did not agree on the "
+                               f"memory available within {deadline:g} s")
+        time.sleep(1e-4)
+    return int(least[0])
+
+
 def check_output_path(path, what="--json"):
     """Raise :class:`~dualmpi.errors.InputError` unless ``path`` can be written (before measuring).
 

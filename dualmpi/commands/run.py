@@ -11,7 +11,7 @@ from ..errors import InputError
 from ..measure.collective import run_collective, runnable
 from ..resources import TIME_LIMIT_S, require_time
 from ..simulator import simulate, virtual_times
-from .common import (add_fault_args, apply_faults, check_output_path, format_table,
+from .common import (add_fault_args, agreed_memory, apply_faults, check_output_path, format_table,
                      load_topology, topology_arg, write_json_atomic)
 from .options import make_options
 
@@ -210,7 +210,8 @@ def main(args):
     if "ring-allreduce" in colls and q != 1:
         raise InputError("ring-allreduce needs one node per rank")
     estimate_memory(colls, sizes, world.Get_size(), q,
-                    sum(_iters_for(size, args.iters) for size in sizes) * len(colls))
+                    sum(_iters_for(size, args.iters) for size in sizes) * len(colls),
+                    agreed_memory(world))  # (every rank the same verdict and line)
     # the schedules' coefficients and link sharing for the rows (replayed up to 4096 nodes)
     sims = {c: simulate(topo, c, root) if topo.num_nodes <= 4096 else None for c in colls}
     rank0 = world.Get_rank() == 0
@@ -315,7 +316,7 @@ def check_duration(net, coll, size, root, calls, limit, say=None):
         say(f"[{coll} size={size}] {calls:,} calls: estimated {format_seconds(seconds)}")
 
 
-def estimate_memory(colls, sizes, ranks, q, timed=0):
+def estimate_memory(colls, sizes, ranks, q, timed=0, available=None):
     """Refuse (on every rank alike) sizes whose buffers would not fit in this machine's memory.
 
     ``sizes`` are node-level blocks.  Per rank, from each collective's layout: the user's
@@ -324,7 +325,9 @@ def estimate_memory(colls, sizes, ranks, q, timed=0):
     for all: each node holds its copy), all ranks sharing the machine; and
     :data:`RECORD_BYTES` for each of the ``timed`` calls of the whole run.  A rank's
     buffers are the same whatever ``q`` (its nodes split its pieces), so the layout is
-    laid out for one node per rank.
+    laid out for one node per rank.  ``available``: the bytes available (default: this
+    rank's own reading; :func:`~dualmpi.commands.common.agreed_memory` gives every rank
+    the same, so every rank prints the same line).
 
     >>> estimate_memory(["alltoall"], [1 << 26], 32, 1)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -351,7 +354,8 @@ def estimate_memory(colls, sizes, ranks, q, timed=0):
                 worst = max(worst, send + 2 * recv + store)
     require_memory((worst + timed * RECORD_BYTES) * ranks,
                    f"{ranks} ranks x buffers and store of the largest size"
-                   + (f" and the times of {timed:,} calls" if timed * RECORD_BYTES > worst else ""))
+                   + (f" and the times of {timed:,} calls" if timed * RECORD_BYTES > worst else ""),
+                   available)
 
 
 def open_comm(world, topo, q, args, options, collective=None):

@@ -2,7 +2,8 @@
 
 from ..collectives import COLLECTIVES
 from ..errors import InputError
-from .common import check_output_path, load_topology, topology_arg, write_json_atomic
+from .common import (agreed_memory, check_output_path, load_topology, topology_arg,
+                     write_json_atomic)
 from .run import check_runnable, estimate_memory, metadata, parse_sizes
 
 __all__ = ["add_parser", "main", "soak"]
@@ -70,7 +71,7 @@ def main(args):
 
     comm = MPI.COMM_WORLD
     q = _nodes_per_rank(topo, comm.Get_size(), args.nodes_per_rank)  # every rank alike
-    estimate_memory(COLLECTIVES, sizes, comm.Get_size(), q)
+    estimate_memory(COLLECTIVES, sizes, comm.Get_size(), q, available=agreed_memory(comm))
     net = Comm(comm, topo, args.nodes_per_rank, watchdog=args.watchdog, verify=True)
     say = (lambda text: print(text, flush=True)) if comm.Get_rank() == 0 else None
     totals = soak(net, args.iterations, sizes, say)

@@ -89,3 +89,15 @@ def test_neighbours_exchange_and_are_counted():
     net.Free()
     ok = np.array_equal(got, np.arange(6.0) + partner) and links == {(me, partner): (1, 48)}
     assert _agree(ok), links
+
+
+@pytest.mark.mpi
+def test_the_ranks_agree_on_the_memory_available(monkeypatch):
+    """Each rank reads another figure (as two reads of a busy machine do): every rank gets the
+    least, so a refused request is the same line on every rank (``dualmpi run``, ``soak``)."""
+    from dualmpi import resources
+    from dualmpi.commands.common import agreed_memory
+
+    rank = MPI.COMM_WORLD.Get_rank()
+    monkeypatch.setattr(resources, "available_memory", lambda: (rank + 3) << 30)
+    assert _agree(agreed_memory(MPI.COMM_WORLD) == 3 << 30)
