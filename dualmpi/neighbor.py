@@ -384,9 +384,8 @@ class _Exchange:
                 out[j] = (-self.code, _ANY, 0, 0, 0)
                 payload = None
             else:
-                payload, key = self.sends[j]
-                _, expect, expect_key = self.recvs[j]
-                out[j] = (self.code, expect, expect_key, payload.size, key)
+                payload = self.sends[j][0]
+                out[j] = _header(self.code, self.sends[j], self.recvs[j])
             self.reqs.append(_message(comm.Isend, MPI, out[j], payload, peer, tag))
             self.req_peer.append(peer)
             # one message over one link (stats()'s links and the messages this rank sent)
@@ -535,6 +534,14 @@ class _Exchange:
         return [self.recvs[i][0] for i in range(len(self.ranks))]
 
 
+def _header(code, send, recv):
+    """The header of a message to a neighbour: the call's ``code``, the bytes and type-signature
+    key expected from it (``recv``: ``(target, bytes, key)``), and those of the payload
+    (``send``: ``(payload, key)``)."""
+    (payload, key), (_, expect, expect_key) = send, recv
+    return (code, expect, expect_key, payload.size, key)
+
+
 def _mismatch(method, sender, receiver, sent, expected):
     """The one message both ends of a link give for a count mismatch."""
     return (f"{method}: counts differ between neighbours: rank {sender} sends {sent} bytes to "
@@ -673,9 +680,8 @@ class _Memo:
         self.inp = np.zeros((n, HEADER_WORDS), dtype=np.int64)
         self.send_specs, self.recv_specs, self.types, self.busy = [], [], [], False
         for j in range(n):
-            payload, key = sends[j]
-            target, expect, expect_key = recvs[j]
-            self.out[j] = (code, expect, expect_key, payload.size, key)
+            payload, target = sends[j][0], recvs[j][0]
+            self.out[j] = _header(code, sends[j], recvs[j])
             for specs, header, data in ((self.send_specs, self.out[j], payload),
                                         (self.recv_specs, self.inp[j], target)):
                 spec, dtype = _two(MPI, header, data)
