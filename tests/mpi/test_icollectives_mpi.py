@@ -342,6 +342,45 @@ def test_repeated_v_variants_follow_a_table_that_changes(net_i):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("net_i", [0, 1])
+def test_repeated_in_place_empty_and_derived_calls_match_mpi(net_i):
+    """Repeats on the same argument objects of ``MPI.IN_PLACE``, a count of 0 and derived
+    datatypes (contiguous: remembered; strided: packed, read every call), the buffers
+    refilled in between: every result equals MPI's, the gaps untouched."""
+    net = _net(net_i)
+    root = SIZE - 1
+    cont = MPI.DOUBLE.Create_contiguous(3).Commit()
+    strided = MPI.DOUBLE.Create_vector(3, 1, 2).Commit()
+    try:
+        mine, ref = np.zeros(5), np.zeros(5)                    # in place
+        e_send, e_mine, e_ref = np.zeros(0), np.zeros(0), np.zeros(0)  # count 0
+        c_mine, c_ref = np.full(4, -1.0), np.full(4, -1.0)      # contiguous type, a gap after
+        s_mine, s_ref = np.full(6, -1.0), np.full(6, -1.0)      # strided type, gaps between
+        c_spec, s_spec = [c_mine, 1, cont], [s_mine, 1, strided]
+        bad = []
+        for k in range(3):
+            mine[:] = ref[:] = np.arange(5) + RANK + k
+            if RANK == root:
+                c_mine[:3] = c_ref[:3] = np.arange(3) + k
+                s_mine[::2] = s_ref[::2] = np.arange(3) + 10 * k
+            reqs = [net.Iallreduce(MPI.IN_PLACE, mine), net.Iallgather(e_send, e_mine),
+                    net.Ibcast(c_spec, root), net.Ibcast(s_spec, root)]
+            dualmpi.Request.Waitall(reqs)
+            WORLD.Allreduce(MPI.IN_PLACE, ref)
+            WORLD.Allgather(e_send, e_ref)
+            WORLD.Bcast([c_ref, 1, cont], root)
+            WORLD.Bcast([s_ref, 1, strided], root)
+            for name, x, y in (("in place", mine, ref), ("count 0", e_mine, e_ref),
+                               ("contiguous", c_mine, c_ref), ("strided", s_mine, s_ref)):
+                if not np.array_equal(x, y):
+                    bad.append((k, name, x.tolist(), y.tolist()))
+    finally:
+        cont.Free()
+        strided.Free()
+    assert _agree(not bad), bad
+
+
+@pytest.mark.mpi
 def test_a_repeated_call_with_other_arguments_on_one_rank_raises_the_alarm():
     """Rank 0 repeats a call the ranks agreed on, so none agrees again; the last rank
     passes another count: it raises what it differs on, the others the alarm (no hang),
