@@ -590,3 +590,37 @@ def test_repeated_calls_on_the_same_buffers(net, nonblocking):
             net.net._neighbor_memos["Neighbor_alltoall"] is memos["Neighbor_alltoall"]:
         bad.append("Neighbor_alltoall on another receive buffer")
     _fail_unless(not bad, "; ".join(bad[:3]))
+
+
+@pytest.mark.parametrize("nonblocking", [False, True], ids=["blocking", "nonblocking"])
+def test_a_remembered_call_against_other_counts(net, nonblocking):
+    """Every rank repeats Neighbor_alltoallv on the same objects (the repeat is the remembered
+    call); then rank b expects one element fewer from neighbour a, which repeats its
+    remembered call: InputError on both ends, nowhere else, and the next call works."""
+    pair = _pair(net)
+    if pair is None:
+        pytest.skip("rank 0 has no neighbour here")
+    a, b = pair
+    d = len(net.nbrs)
+    counts = [2] * d
+    send, rbuf = _data(2 * d, np.int32), np.zeros(2 * d, np.int32)
+    args = ([send, counts, MPI.INT32_T], [rbuf, counts, MPI.INT32_T])
+
+    def call(x):
+        if nonblocking:
+            return net.net.Ineighbor_alltoallv(*x).Wait()
+        return net.net.Neighbor_alltoallv(*x)
+
+    for _ in range(2):
+        call(args)
+    remembered = net.net._neighbor_memos["Neighbor_alltoallv"]
+    if RANK == b:
+        fewer = list(counts)
+        fewer[net.nbrs.index(a)] = 1
+        args = ([send, counts, MPI.INT32_T], [rbuf, fewer, MPI.INT32_T])
+    _, exc = _attempt(lambda: call(args))
+    raised = _raised(exc)
+    ok = raised == {a, b} and (RANK not in (a, b) or "counts differ" in str(exc))
+    ok = ok and (RANK == b or net.net._neighbor_memos["Neighbor_alltoallv"] is remembered)
+    _fail_unless(ok, f"raised on {sorted(raised)}, expected {[a, b]}; here {exc!r}")
+    _still_works(net)
