@@ -24,7 +24,9 @@ w = MPI.COMM_WORLD
 net = dualmpi.Comm(w, "dualcube:r=2", nodes_per_rank=int(sys.argv[1]), watchdog=60)
 R = w.Get_size()
 ok = True
-compiled = []
+compiled, stepped = [], []
+ADD = MPI.Op.Create(lambda a, b, t: np.add(np.frombuffer(a, np.int64), np.frombuffer(b, np.int64),
+                                           out=np.frombuffer(b, np.int64)), commute=True)
 for n in (1, 300, 40000):
     a = np.arange(R * n, dtype=np.int64) * (w.rank + 1)
     mine, ref = np.zeros_like(a), np.zeros_like(a)
@@ -44,9 +46,19 @@ for n in (1, 300, 40000):
         net.Reduce(x, got, root=R - 1); w.Reduce(x, want, root=R - 1)
         ok &= w.rank != R - 1 or np.array_equal(got, want)
         net.Alltoall(a, mine); w.Alltoall(a, ref); ok &= np.array_equal(mine, ref)
+    # nonblocking (rounds advanced by the compiled step), two in flight, repeated; a user
+    # operation's combines stay in Python
+    for i in range(3):
+        x += i
+        reqs = [net.Ialltoall(a, mine), net.Iallreduce(x, got, MPI.MAX)]
+        w.Alltoall(a, ref); w.Allreduce(x, want, MPI.MAX)
+        dualmpi.Request.Waitall(reqs)
+        ok &= np.array_equal(mine, ref) and np.array_equal(got, want)
+        net.Iscan(x, got, op=ADD).Wait(); w.Scan(x, want); ok &= np.array_equal(got, want)
+    stepped.append(net._progress()._step is not None)
 ok = w.allreduce(int(ok), op=MPI.MIN)
 if w.rank == 0:
-    print(json.dumps({"ok": ok, "compiled": compiled}))
+    print(json.dumps({"ok": ok, "compiled": compiled, "stepped": stepped}))
 net.Free()
 """
 
@@ -83,14 +95,14 @@ def test_no_compiler_falls_back(monkeypatch, tmp_path):
 @pytest.mark.parametrize("q", ["1", "2"])
 def test_compiled_and_python_loops_agree_with_mpi(tmp_path, q):
     """8 ranks (4 with two nodes each): every collective and reduction, repeated on the same
-    buffers, equals mpi4py's with the compiled loop (where it builds) and with the Python
-    loop; the compiled loop really ran when built."""
+    buffers, blocking and nonblocking, equals mpi4py's with the compiled loop and step (where
+    they build) and with the Python loop; the compiled loop and step really ran when built."""
     np_ = 8 // int(q)
     cache = str(tmp_path / "cache")
     fast = _job(tmp_path, {"DUALMPI_CACHE": cache}, q, np_)
     slow = _job(tmp_path, {"DUALMPI_CACHE": cache, "DUALMPI_CLOOP": "0"}, q, np_)
     assert fast["ok"] and slow["ok"]
-    assert not any(slow["compiled"])
+    assert not any(slow["compiled"]) and not any(slow["stepped"])
     monkey = dict(cloop._loaded)
     cloop._loaded.clear()
     try:
@@ -98,7 +110,7 @@ def test_compiled_and_python_loops_agree_with_mpi(tmp_path, q):
     finally:
         cloop._loaded.clear()
         cloop._loaded.update(monkey)
-    assert all(fast["compiled"]) == built
+    assert all(fast["compiled"]) == built and all(fast["stepped"]) == built
 
 
 @needs_mpiexec

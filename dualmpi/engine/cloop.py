@@ -34,7 +34,8 @@ __all__ = ["load", "reason", "build", "extension", "Library", "SOURCE", "cache_d
 SOURCE = Path(__file__).with_name("rounds.c")
 
 #: The functions the engine calls; a library without them is not this loop.
-SYMBOLS = ("dualmpi_request_size", "dualmpi_fields", "dualmpi_run")
+SYMBOLS = ("dualmpi_request_size", "dualmpi_fields", "dualmpi_run", "dualmpi_step_fields",
+           "dualmpi_istep", "dualmpi_iwait", "dualmpi_alarm_code")
 
 
 class Library:
@@ -104,6 +105,12 @@ def load(library_version=""):
         lib.dualmpi_fields.restype = ctypes.c_int
         lib.dualmpi_run.restype = ctypes.c_int
         lib.dualmpi_run.argtypes = [ctypes.c_void_p]
+        lib.dualmpi_step_fields.restype = ctypes.c_int
+        lib.dualmpi_istep.restype = ctypes.c_int
+        lib.dualmpi_istep.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        lib.dualmpi_iwait.restype = ctypes.c_int
+        lib.dualmpi_iwait.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        lib.dualmpi_alarm_code.restype = ctypes.c_int
     _loaded.update(lib=lib, reason=why)
     return lib
 

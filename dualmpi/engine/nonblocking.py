@@ -20,11 +20,23 @@ rank 0's and runs the rounds at once when they are equal, or raises the alarm
 repeated with other arguments) when they differ.  Only rank 0 decides, so the ranks never
 take different paths, whatever order their requests complete in.
 
+With the compiled loop (:mod:`dualmpi.engine.cloop`) a request's rounds run in C
+(``rounds.c``'s ``dualmpi_istep``: test the round's messages, check their trailers, combine
+with ``MPI_Reduce_local`` when the operation is MPI's own on a predefined type, post the
+next round and do its moves, as far as it goes without blocking), on a *run* of the plan —
+its store and request array — that goes back to the plan's pool when the request ends, so
+the next request of that plan allocates nothing.  A combine MPI does not have (a numpy
+ufunc, a user ``MPI.Op``), a message longer than an ``int`` count or no compiled loop: the
+same rounds and messages are posted and tested from Python.
+
 Any test or wait of any request advances every active request of every live
 :class:`Progress` (:func:`poll_all`), so a rank waiting on one request still forwards
 the rounds of the others; a rank that must block waits (``MPI_Waitany``) on the
 posted requests of every active request at once, under the transport's watchdog,
-which names the round and the ranks waited for.  Nothing here spins.
+which names the round and the ranks waited for.  A wait for the only request in flight
+on the rank waits in C (``dualmpi_iwait``: ``MPI_Waitany`` on the round's messages and the
+alarm line, the next round posted without a return to Python), the watchdog reading the
+round from the run.  Nothing here spins.
 
 Messages carry exactly the plan's bytes.  With ``signature=`` a request's messages
 also carry the 8-byte call signature as a trailer (as the blocking runner's do): a
@@ -41,12 +53,16 @@ from mpi4py import MPI
 from ..errors import DualmpiError
 from .core import copy_segments
 from .alarm import ARGS
-from .mpi import OTHER_GRACE, ROOT_GRACE
+from .mpi import OTHER_GRACE, ROOT_GRACE, _mpi_op
+from .watchdog import Watchdog
 
-__all__ = ["Progress", "PlanRequest", "poll_all", "block", "CACHE_SIZE"]
+__all__ = ["Progress", "PlanRequest", "poll_all", "block", "CACHE_SIZE", "POOL_SIZE"]
 
 #: Bound plans whose message datatypes a :class:`Progress` keeps (least recently used first out).
 CACHE_SIZE = 64
+#: Runs of one bound plan (their stores and request arrays) a :class:`Progress` keeps for the
+#: plan's next requests, once they are done.
+POOL_SIZE = 4
 #: Agreed vectors rank 0 remembers (a vector it has not kept is agreed again: only rank 0
 #: decides, so forgetting one costs an agreement and changes nothing else).
 KNOWN_SIZE = 4096
@@ -59,8 +75,20 @@ _LIVE = []
 _ABANDONED = []
 
 # stages of a request: rank 0's mode (_MODE, on the other ranks), the agreement, a gather to
-# rank 0 (_AGREE) and its answers (_ANSWER), the rounds
-_START, _MODE, _AGREE, _ANSWER, _ROUNDS, _DONE = 0, 5, 1, 2, 3, 4
+# rank 0 (_AGREE) and its answers (_ANSWER), the rounds (in Python, or in C: _CROUNDS, then
+# rank 0's mode messages, _CLOSE)
+_START, _MODE, _AGREE, _ANSWER, _ROUNDS, _DONE, _CROUNDS, _CLOSE = 0, 5, 1, 2, 3, 4, 6, 7
+
+# the fields of the compiled step's plan, run and round rows (rounds.c: dualmpi_istep)
+_P_NROUNDS, _P_ROUNDS, _P_MSGS, _P_MOVES, _P_COMBS, _P_TRAILS, _P_COMM, _P_BYTE, _P_FIELDS = \
+    range(9)
+_S_K, _S_STORE, _S_TAG, _S_REQS, _S_SIGNATURE, _S_BAD_ROUND, _S_BAD_PEER, _S_OP, _S_TYPE, \
+    _S_ITEM, _S_POS, _S_RUN, _S_FIELDS = range(13)
+_R_FIELDS = 9
+_W_WBUF, _W_RING, _W_SEQ, _W_HIST, _W_LINE, _W_FIELDS = range(6)
+_STEP_FIELDS = _W_FIELDS * 10000 + _P_FIELDS * 1000 + _S_FIELDS * 10 + _R_FIELDS
+#: the largest message the compiled step posts as a count of bytes (an int)
+_INT_MAX = 2 ** 31 - 1
 
 
 class _Compiled:
@@ -106,6 +134,46 @@ class _Compiled:
         user, at, length = bound.copy_in
         self.copy_in = list(zip(at.tolist(), user.tolist(), length.tolist()))
         self.copy_out = list(zip(*(c.tolist() for c in bound.copy_out)))
+        #: the plan of the compiled step (:meth:`c_plan`), its address, and what it points to
+        self.c_table, self.c_addr, self._c_keep = None, 0, ()
+        #: the most messages of a round (a run's request array)
+        self.width = max([len(rnd[1]) + len(rnd[2]) for rnd in self.rounds] + [1])
+        self.trailer = bool(trailer)
+        self.combines = any(rnd[4] for rnd in self.rounds)
+        #: runs of the compiled step done with (store, state, requests, state's address): the
+        #: next request of the plan reuses one
+        self.pool = []
+
+    def c_plan(self, comm):
+        """Build the plan of the compiled step (``rounds.c``'s ``dualmpi_istep``) for messages on
+        ``comm``; return False when a message is too long for it (the rounds then run in Python).
+        """
+        if self.c_addr:
+            return True
+        rows, msgs, moves, combs, trails = [], [], [], [], []
+        for k, (_, recvs, sends, _, combines, _, trail) in enumerate(self.rounds):
+            src, dst, lens = self.bound.rounds[k].copies
+            rows.append((len(recvs) + len(sends), len(recvs), len(msgs), src.size, len(moves),
+                         len(combines), len(combs), len(trail), len(trails)))
+            for send, group in ((0, recvs), (1, sends)):
+                for peer, a, b, dtype in group:
+                    if b - a > _INT_MAX:
+                        return False
+                    msgs.append((peer, a, b - a, 0 if dtype is None else dtype.handle, send))
+            moves += zip(dst.tolist(), src.tolist(), lens.tolist())
+            combs += combines
+            trails += trail
+        keep = [np.array(rows + [(0,) * _R_FIELDS], dtype=np.int64)]
+        for table, width in ((msgs, 5), (moves, 3), (combs, 3), (trails, 2)):
+            keep.append(np.array(table + [(0,) * width], dtype=np.int64))
+        plan = np.zeros(_P_FIELDS, dtype=np.int64)
+        plan[_P_NROUNDS] = len(self.rounds)
+        for field, table in zip((_P_ROUNDS, _P_MSGS, _P_MOVES, _P_COMBS, _P_TRAILS), keep):
+            plan[field] = table.ctypes.data
+        plan[_P_COMM], plan[_P_BYTE] = comm.handle, MPI.BYTE.handle
+        self._c_keep = keep
+        self.c_table, self.c_addr = plan, plan.ctypes.data
+        return True
 
     def _spec(self, offs, lens):
         """Return ``(start, stop, datatype)`` of segments ``(offs, lens)`` (lists of ints): a
@@ -177,7 +245,7 @@ class PlanRequest:
     __slots__ = ("progress", "compiled", "store", "tag", "seq", "what", "recv", "combine", "check",
                  "finish", "stage", "k", "reqs", "peers", "since", "done", "error", "result",
                  "agree_in", "agree_out", "bad", "signature", "call", "known", "modes",
-                 "store_mode")
+                 "store_mode", "c_state", "c_addr", "c_reqs")
 
     def outcome(self):
         """Return the result of a finished request, or raise its error."""
@@ -192,7 +260,12 @@ class PlanRequest:
         the wait that started a stall fires first; in the agreement rank 0, which names
         the ranks that have not sent, fires before the ranks waiting for its answer.
         """
-        peers = tuple(sorted({peer for req, peer in zip(self.reqs, self.peers) if req}))
+        if self.stage == _CROUNDS:
+            null = MPI.REQUEST_NULL.handle
+            peers = tuple(sorted({peer for h, peer in zip(self.c_reqs.tolist(), self.peers)
+                                  if h != null}))
+        else:
+            peers = tuple(sorted({peer for req, peer in zip(self.reqs, self.peers) if req}))
         name = f"{self.what} (nonblocking request {self.seq})"
         if self.stage == _MODE:
             return f"rank 0's mode for {name}", peers, self.since, OTHER_GRACE
@@ -201,6 +274,21 @@ class PlanRequest:
             return f"the argument agreement of {name}", peers, self.since, grace
         k = self.compiled.rounds[self.k][0]
         return f"round {k} of {name}", peers, self.since, 0.1 * min(k, 50)
+
+    def posted(self):
+        """Return the requests of the round the compiled step posted (``MPI.Request`` objects on
+        its handles, for a wait from Python) and where they are in its request array."""
+        null = MPI.REQUEST_NULL.handle
+        rnd = self.compiled.rounds[self.k] if 0 <= self.k < len(self.compiled.rounds) else None
+        n = len(rnd[1]) + len(rnd[2]) if rnd is not None else 0
+        at = [i for i, h in enumerate(self.c_reqs[:n].tolist()) if h != null]
+        return [MPI.Request.fromhandle(int(self.c_reqs[i])) for i in at], at
+
+    def handed_back(self, objs, at):
+        """Write the handles of :meth:`posted`'s requests back after a wait (MPI frees a request
+        it completes: its object's handle is then ``MPI_REQUEST_NULL``)."""
+        for obj, i in zip(objs, at):
+            self.c_reqs[i] = obj.handle
 
 
 class Progress:
@@ -231,6 +319,25 @@ class Progress:
         finally:
             wd.disarm()
         self.tag_ub = int(self.data.Get_attr(MPI.TAG_UB))
+        #: the compiled step (``rounds.c``'s ``dualmpi_istep``), or None: rounds run in Python
+        self._step = self._iwait = None
+        lib = getattr(transport, "cloop", None)
+        if lib is not None and lib.dualmpi_step_fields() == _STEP_FIELDS:
+            self._step, self._iwait = lib.dualmpi_istep, lib.dualmpi_iwait
+            self._alarm_code = lib.dualmpi_alarm_code()
+        width = lib.dualmpi_request_size() if self._step is not None else 8
+        self._handles = {4: np.uint32, 8: np.uint64}.get(width)
+        if self._handles is None:  # pragma: no cover - no such MPI
+            self._step = self._iwait = None
+        if self._step is not None:
+            # what dualmpi_iwait hears on the alarm line with (the arrays live with the alarm)
+            alarm = transport.alarm
+            self._w = np.zeros(_W_FIELDS, dtype=np.int64)
+            for field, arr in ((_W_WBUF, alarm.buf), (_W_RING, alarm.ring), (_W_SEQ, alarm.seq),
+                               (_W_HIST, alarm.history)):
+                self._w[field] = arr.ctypes.data
+            self._w[_W_LINE] = alarm.line.handle if alarm.line is not None else 0
+            self._w_addr = self._w.ctypes.data
         self.cache_size = int(cache_size)
         self._cache = OrderedDict()
         self._seq = 0
@@ -306,14 +413,24 @@ class Progress:
         req.tag = req.seq % self.tag_ub
         if bound is None and agree is None:
             raise DualmpiError(f"{what}: a request without a plan needs an agreement")
-        comp = req.store = req.signature = None
+        comp = req.store = req.signature = req.c_state = req.c_reqs = None
         if bound is not None:
             comp = self._compiled(bound, signature is not None)
             comp.users += 1
-            req.store = store = np.zeros(comp.size, dtype=np.uint8)
+            run = self._c_run(comp, combine) if self._step is not None else None
+            if run is None:
+                store = np.zeros(comp.size, dtype=np.uint8)
+            else:  # the compiled step runs the rounds on a run of the plan's pool
+                store, req.c_state, req.c_reqs, req.c_addr = run
+            req.store = store
             if signature is not None:
-                req.signature = np.uint64(signature & ((1 << 64) - 1))
+                sig = signature & ((1 << 64) - 1)
+                req.signature = np.uint64(sig)
                 store[comp.sig_at:comp.sig_at + 8].view(np.uint64)[0] = req.signature
+                if run is not None:
+                    req.c_state[_S_SIGNATURE] = sig - (1 << 64) if sig >> 63 else sig
+            if run is not None:
+                req.c_state[_S_TAG], req.c_state[_S_RUN] = req.tag, req.seq
             if send is not None:
                 for a, b, n in comp.copy_in:
                     store[a:a + n] = send[b:b + n]
@@ -352,6 +469,34 @@ class Progress:
         else:
             comp.retired = True
         return comp
+
+    def _c_run(self, comp, combine):
+        """Return ``(store, state, requests, state's address)`` of a run of ``comp`` by the
+        compiled step (from its pool, else new), or None when its rounds run in Python (a
+        message too long for an int count, or combines by an operation MPI does not have)."""
+        c_op = None
+        if comp.combines:
+            c_op = _mpi_op(combine) if combine is not None else None
+            if c_op is None:
+                return None
+        if comp.pool:
+            run = comp.pool.pop()
+            store, state = run[0], run[1]
+            if comp.trailer:  # a message cut short must not find the last run's trailers
+                store[comp.sig_at + 8:] = 0
+        elif comp.c_plan(self.data):
+            store = np.zeros(comp.size, dtype=np.uint8)
+            state = np.zeros(_S_FIELDS, dtype=np.int64)
+            # (a spare slot after a round's requests: the alarm line, in dualmpi_iwait)
+            reqs = np.full(comp.width + 1, MPI.REQUEST_NULL.handle, dtype=self._handles)
+            state[_S_STORE], state[_S_REQS] = store.ctypes.data, reqs.ctypes.data
+            run = (store, state, reqs, state.ctypes.data)
+        else:
+            return None
+        state[_S_K], state[_S_BAD_ROUND] = -1, -1
+        if c_op is not None:
+            state[_S_OP], state[_S_TYPE], state[_S_ITEM] = c_op
+        return run
 
     @staticmethod
     def _retire(comp):
@@ -392,7 +537,12 @@ class Progress:
                 if req.reqs and not MPI.Request.Testall(req.reqs, self._statuses):
                     return False
                 stage = req.stage
-                if stage == _ROUNDS:
+                if stage == _CROUNDS:
+                    if not self._c_rounds(req):
+                        return False
+                elif stage == _CLOSE:  # (rank 0's mode messages are done too)
+                    self._finish(req)
+                elif stage == _ROUNDS:
                     _, _, _, _, combines, _, trails = req.compiled.rounds[req.k]
                     store = req.store
                     for at, peer in trails:
@@ -430,9 +580,34 @@ class Progress:
         return True
 
     def _rounds(self, req):
-        """The arguments hold: post the first round."""
+        """The arguments hold: post the first round (in C when the request has a compiled step)."""
+        if req.c_state is not None:
+            req.stage, req.k, req.peers = _CROUNDS, -1, ()
+            return
         req.stage = _ROUNDS
         self._post(req, 0)
+
+    def _c_rounds(self, req):
+        """Advance ``req``'s rounds in C (``dualmpi_istep``); return True once they are done."""
+        err = self._step(req.compiled.c_addr, req.c_addr)
+        state = req.c_state
+        k = int(state[_S_K])
+        comp = req.compiled
+        if k != req.k:  # a round was posted (or the last one ended)
+            req.k, req.since = k, time.monotonic()
+            if k < len(comp.rounds):
+                req.peers = comp.rounds[k][5]
+        if err:
+            raise MPI.Exception(err)
+        if k < len(comp.rounds):
+            return False
+        if state[_S_BAD_ROUND] >= 0 and req.bad is None:
+            req.bad = (comp.rounds[int(state[_S_BAD_ROUND])][0], int(state[_S_BAD_PEER]))
+        req.k, req.stage, req.peers = len(comp.rounds) - 1, _CLOSE, ()
+        if req.modes:  # rank 0: the request ends with its mode messages
+            req.reqs, req.peers = list(req.modes), tuple(range(1, len(req.modes) + 1))
+            req.modes = ()
+        return True
 
     def _open(self, req):
         """Begin the argument check: rank 0 sends every rank its mode (1: skip the agreement,
@@ -537,6 +712,10 @@ class Progress:
     def _finish(self, req):
         """Copy the result out, run ``finish``, retire the request."""
         req.reqs, req.peers = [], ()
+        if req.c_state is not None:  # every message is done: the run goes back to the pool
+            comp = req.compiled
+            if not comp.retired and len(comp.pool) < POOL_SIZE:
+                comp.pool.append((req.store, req.c_state, req.c_reqs, req.c_addr))
         if req.bad is not None:
             k, peer = req.bad
             self._end(req)
@@ -566,10 +745,13 @@ class Progress:
             if comp.retired and comp.users == 0:
                 comp.free()
         req.store = req.recv = req.finish = req.check = req.combine = req.agree_in = None
+        req.c_state = req.c_reqs = None
 
     def _fail(self, req, exc):
         """End ``req`` with error ``exc``; its posted messages are cancelled or left to finish."""
         pending = [r for r in list(req.reqs) + list(req.modes) if r]
+        if req.stage == _CROUNDS:
+            pending += req.posted()[0]
         req.modes = ()
         for r in pending:
             try:
@@ -592,7 +774,8 @@ class Progress:
             statuses = self._statuses if statuses is None else statuses
             code = next((st.error for st in statuses[:len(req.reqs)]
                          if st.error not in (MPI.SUCCESS, MPI.ERR_PENDING)), code)
-        where = f"round {req.compiled.rounds[req.k][0]}" if req.k >= 0 else \
+        rounds = req.compiled.rounds if req.compiled is not None else ()
+        where = f"round {rounds[min(req.k, len(rounds) - 1)][0]}" if 0 <= req.k and rounds else \
             "the argument agreement"
         return DualmpiError(f"rank {self.rank}: {MPI.Get_error_string(code)} in "
                             f"{where} of {req.what} (the ranks started different nonblocking "
@@ -622,13 +805,34 @@ class Progress:
         return req.done
 
     def wait(self, req):
-        """Advance the requests until ``req`` is done (blocking meanwhile: :func:`block`)."""
+        """Advance the requests until ``req`` is done (blocking meanwhile: :func:`block`, or in C
+        when ``req`` is the only request in flight: :meth:`_c_wait`)."""
         while not req.done:
             poll_all()
             if req.done:
                 break
-            block((), req)
+            if type(req) is PlanRequest and req.stage == _CROUNDS and self.active == [req] and \
+                    not any(prog.active for prog in _LIVE if prog is not self):
+                self._c_wait(req)
+            else:
+                block((), req)
         return req.done
+
+    def _c_wait(self, req):
+        """Wait for ``req``'s rounds in C (``rounds.c``'s ``dualmpi_iwait``: no Python between
+        rounds), under the watchdog, which names the round waited in; then advance it."""
+        wd = self.transport.watchdog
+        wd.state = Watchdog.tracker(req.c_state[_S_POS:_S_POS + 2], _Rounds(req))
+        try:
+            err = self._iwait(req.compiled.c_addr, req.c_addr, self._w_addr)
+        finally:
+            wd.disarm()
+        if err == self._alarm_code:  # the line brought what Python reads (it may raise)
+            self.transport.alarm.poll(req.what)
+        elif err:
+            self._fail(req, self._mpi_error(req, MPI.Exception(err)))
+            return
+        self._advance(req)
 
     def free(self):
         """Wait for the active requests (their errors stay with them), free the communicators."""
@@ -653,6 +857,24 @@ class Progress:
         if self.data != MPI.COMM_NULL:
             self.data.Free()
             self.ctl.Free()
+
+
+class _Rounds:
+    """The rounds of a request waited for in C, as the watchdog's tracker reads them:
+    ``(where, peers, grace)`` per position (made when read: the watchdog reads one)."""
+
+    __slots__ = ("req", "rounds")
+
+    def __init__(self, req):
+        self.req, self.rounds = req, req.compiled.rounds
+
+    def __len__(self):
+        return len(self.rounds)
+
+    def __getitem__(self, i):
+        k, peers = self.rounds[i][0], self.rounds[i][5]
+        return (f"round {k} of {self.req.what} (nonblocking request {self.req.seq})", peers,
+                0.1 * min(k, 50))
 
 
 def _quiet_testall(reqs):
@@ -683,9 +905,16 @@ def block(extra=(), watch=None, status=None):
     could not be told from those that succeeded; its plan request fails here, an error
     of a request of ``extra`` is raised.
     """
-    reqs, owners, alarms = [], [], []
+    reqs, owners, alarms, handed = [], [], [], []
     for prog in _LIVE:
         for req in prog.active:
+            if type(req) is PlanRequest and req.stage == _CROUNDS:  # (its round's requests,
+                # made from the compiled step's handles; other kinds of request hold a list)
+                objs, at = req.posted()
+                handed.append((req, objs, at))
+                reqs += objs
+                owners += [req] * len(objs)
+                continue
             reqs += req.reqs
             owners += [req] * len(req.reqs)
         alarm = prog.transport.alarm
@@ -707,7 +936,11 @@ def block(extra=(), watch=None, status=None):
         wd.state = (since, where, peers, grace)
     active = [bool(r) for r in reqs]
     try:
-        i = MPI.Request.Waitany(reqs, status)
+        try:
+            i = MPI.Request.Waitany(reqs, status)
+        finally:
+            for req, objs, at in handed:
+                req.handed_back(objs, at)
     except MPI.Exception as exc:
         failed = [j for j, r in enumerate(reqs) if active[j] and not r]
         if failed and failed[0] >= n:

@@ -190,3 +190,152 @@ int dualmpi_run(const int64_t *a)
         *(int64_t *)(intptr_t)a[A_CALLS] += 1;
     return MPI_SUCCESS;
 }
+
+/* A nonblocking collective's rounds, advanced without blocking (dualmpi/engine/nonblocking.py).
+ *
+ * The plan (p, built once per bound plan and Progress: the _P_ constants there) holds per
+ * round a row [messages, receives, first message, moves, first move, combines, first
+ * combine, trailers, first trailer]; the messages [peer, offset, length, datatype, send]
+ * (datatype 0: `length` bytes at `offset`, else one of that datatype from the store's
+ * start); the moves [dst, src, length], the combines [src, dst, length] and the trailers
+ * [offset, peer], all relative to a run's store; the communicator and MPI_BYTE.  A run (s:
+ * the _S_ constants) has its round k (-1 before the first, nrounds once done), its store, tag
+ * and request array, its call's signature, where a trailer first differed from it (round,
+ * peer), and its combine's MPI_Op, datatype and item size (MPI's own operation on a
+ * predefined type).
+ *
+ * dualmpi_istep tests round k's requests (MPI_Testall); when they are all done it checks the
+ * round's trailers, combines its blocks (MPI_Reduce_local), posts round k + 1 (MPI_Irecv and
+ * MPI_Isend with the run's tag) and does its local moves while its messages fly, and so on
+ * until a round is still in flight or the plan is done.  Returns MPI_SUCCESS or an MPI error
+ * code (a failed message's own code when the test reported MPI_ERR_IN_STATUS). */
+enum { P_NROUNDS, P_ROUNDS, P_MSGS, P_MOVES, P_COMBS, P_TRAILS, P_COMM, P_BYTE, P_FIELDS };
+enum { S_K, S_STORE, S_TAG, S_REQS, S_SIGNATURE, S_BAD_ROUND, S_BAD_PEER, S_OP, S_TYPE, S_ITEM,
+       S_POS, S_RUN, S_FIELDS };
+enum { W_WBUF, W_RING, W_SEQ, W_HIST, W_LINE, W_FIELDS };
+enum { R_NMSG, R_NRECV, R_MSG, R_NMOVE, R_MOVE, R_NCOMB, R_COMB, R_NTRAIL, R_TRAIL, R_FIELDS };
+#define STEP_STATUSES 64
+
+int dualmpi_step_fields(void) { return W_FIELDS * 10000 + P_FIELDS * 1000 + S_FIELDS * 10 + R_FIELDS; }
+
+int dualmpi_istep(const int64_t *p, int64_t *s)
+{
+    const int64_t nrounds = p[P_NROUNDS];
+    const int64_t *rows = (const int64_t *)(intptr_t)p[P_ROUNDS];
+    const int64_t *msgs = (const int64_t *)(intptr_t)p[P_MSGS];
+    const int64_t *moves = (const int64_t *)(intptr_t)p[P_MOVES];
+    const int64_t *combs = (const int64_t *)(intptr_t)p[P_COMBS];
+    const int64_t *trails = (const int64_t *)(intptr_t)p[P_TRAILS];
+    const MPI_Comm comm = (MPI_Comm)(intptr_t)p[P_COMM];
+    const MPI_Datatype byte = (MPI_Datatype)(intptr_t)p[P_BYTE];
+    char *store = (char *)(intptr_t)s[S_STORE];
+    MPI_Request *reqs = (MPI_Request *)(intptr_t)s[S_REQS];
+    const int tag = (int)s[S_TAG];
+    int err, flag;
+
+    for (int64_t k = s[S_K]; k < nrounds; k = s[S_K]) {
+        if (k >= 0) {  /* round k is posted: are its messages done? */
+            const int64_t *row = rows + k * R_FIELDS;
+            int n = (int)row[R_NMSG];
+            if (n) {
+                MPI_Status st[STEP_STATUSES];
+                err = MPI_Testall(n, reqs, &flag, n <= STEP_STATUSES ? st : MPI_STATUSES_IGNORE);
+                if (err == MPI_ERR_IN_STATUS && n <= STEP_STATUSES)
+                    for (int i = 0; i < n; i++)
+                        if (st[i].MPI_ERROR != MPI_SUCCESS && st[i].MPI_ERROR != MPI_ERR_PENDING)
+                            return st[i].MPI_ERROR;
+                if (err != MPI_SUCCESS)
+                    return err;
+                if (!flag)
+                    return MPI_SUCCESS;
+            }
+            for (int64_t i = 0; i < row[R_NTRAIL]; i++) {
+                const int64_t *tr = trails + (row[R_TRAIL] + i) * 2;
+                uint64_t got;
+                memcpy(&got, store + tr[0], sizeof got);
+                if (got != (uint64_t)s[S_SIGNATURE] && s[S_BAD_ROUND] < 0) {
+                    s[S_BAD_ROUND] = k;
+                    s[S_BAD_PEER] = tr[1];
+                }
+            }
+            for (int64_t i = 0; i < row[R_NCOMB]; i++) {
+                const int64_t *c = combs + (row[R_COMB] + i) * 3;
+                const int64_t item = s[S_ITEM];
+                for (int64_t done = 0, left = c[2] / item; left > 0;) {
+                    int count = left > (1 << 30) ? (1 << 30) : (int)left;
+                    err = MPI_Reduce_local(store + c[0] + done * item, store + c[1] + done * item,
+                                           count, (MPI_Datatype)(intptr_t)s[S_TYPE],
+                                           (MPI_Op)(intptr_t)s[S_OP]);
+                    if (err != MPI_SUCCESS)
+                        return err;
+                    done += count;
+                    left -= count;
+                }
+            }
+        }
+        s[S_K] = ++k;
+        if (k == nrounds)
+            break;
+        {  /* post round k, then its moves */
+            const int64_t *row = rows + k * R_FIELDS;
+            for (int64_t i = 0; i < row[R_NMSG]; i++) {
+                const int64_t *m = msgs + (row[R_MSG] + i) * 5;
+                MPI_Datatype type = m[3] ? (MPI_Datatype)(intptr_t)m[3] : byte;
+                void *buf = m[3] ? (void *)store : (void *)(store + m[1]);
+                int count = m[3] ? 1 : (int)m[2];
+                err = m[4] ? MPI_Isend(buf, count, type, (int)m[0], tag, comm, reqs + i)
+                           : MPI_Irecv(buf, count, type, (int)m[0], tag, comm, reqs + i);
+                if (err != MPI_SUCCESS) {
+                    for (int64_t j = i; j < row[R_NMSG]; j++)
+                        reqs[j] = MPI_REQUEST_NULL;
+                    return err;
+                }
+            }
+            for (int64_t i = 0; i < row[R_NMOVE]; i++) {
+                const int64_t *mv = moves + (row[R_MOVE] + i) * 3;
+                memmove(store + mv[0], store + mv[1], (size_t)mv[2]);
+            }
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+/* Wait for a nonblocking collective's rounds in C: dualmpi_istep, and while a round is in flight
+ * MPI_Waitany on its requests and the communicator's alarm line (w: the _W_ constants of
+ * dualmpi/engine/nonblocking.py; the line's handle is copied after the round's requests, so the
+ * run's request array has a spare slot), until the plan is done.  What the line brings is
+ * handled as the compiled loop handles it (heard): a notice about one of this rank's own
+ * nonblocking calls is dropped, a message about a later call kept in the ring; anything else
+ * returns DUALMPI_ALARM for the caller to read.  s[S_POS] is the 1-based position of the round
+ * waited in (0 outside), which the watchdog reads with s[S_RUN] (the request's number).  Only
+ * for a request that is the only one in flight on the rank: the others would not advance. */
+int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
+{
+    const int64_t nrounds = p[P_NROUNDS];
+    const int64_t *rows = (const int64_t *)(intptr_t)p[P_ROUNDS];
+    MPI_Request *reqs = (MPI_Request *)(intptr_t)s[S_REQS];
+    const int watch = w[W_LINE] != 0;
+    int err, index;
+
+    for (;;) {
+        err = dualmpi_istep(p, s);
+        if (err != MPI_SUCCESS || s[S_K] >= nrounds)
+            break;
+        int n = (int)rows[s[S_K] * R_FIELDS + R_NMSG];
+        if (watch)
+            reqs[n] = (MPI_Request)(intptr_t)w[W_LINE];
+        s[S_POS] = s[S_K] + 1;
+        err = MPI_Waitany(n + watch, reqs, &index, MPI_STATUS_IGNORE);
+        if (err == MPI_SUCCESS && watch && index == n &&
+                heard(reqs + n, (const int64_t *)(intptr_t)w[W_WBUF],
+                      (int64_t *)(intptr_t)w[W_RING], *(const int64_t *)(intptr_t)w[W_SEQ],
+                      (const int64_t *)(intptr_t)w[W_HIST]))
+            err = DUALMPI_ALARM;
+        if (watch)  /* the line is the alarm's (dualmpi/engine/alarm.py), not the run's */
+            reqs[n] = MPI_REQUEST_NULL;
+        if (err != MPI_SUCCESS)
+            break;
+    }
+    s[S_POS] = 0;
+    return err;
+}

@@ -122,8 +122,9 @@ class Watchdog:
     def tracker(counter, rounds):
         """Return the state that watches a compiled round loop (:mod:`dualmpi.engine.cloop`).
 
-        ``counter[0]`` is the 1-based position in ``rounds`` (``(round, peers)`` pairs) of
-        the round being waited in (0: none), ``counter[1]`` counts the calls; the thread
+        ``counter[0]`` is the 1-based position in ``rounds`` (``(round, peers)`` pairs, or
+        ``(where, peers, grace)``: see :meth:`arm`) of the round being waited in (0: none),
+        ``counter[1]`` counts the calls (or names the run); the thread
         starts a wait's clock when it first sees the pair change.  Storing the returned
         object in :attr:`state` arms the watchdog for every round of the loop at once.
 
@@ -581,8 +582,7 @@ class _Tracked:
             return None
         if (call, pos) != self.key:
             self.key, self.since = (call, pos), time.monotonic()
-        k, peers = self.rounds[pos - 1]
-        return (self.since, k, peers)
+        return (self.since, *self.rounds[pos - 1])  # (where, peers[, grace])
 
 
 def _current(state):

@@ -6,7 +6,7 @@ Plans are built as :class:`dualmpi.Comm` builds them (its engine's rank plan, a
 ``MPI.COMM_WORLD``'s own ``Bcast``/``Scatter``/``Allgather``/``Alltoall``/``Allreduce``
 on the same buffers.  Several requests are in flight at once, started in one order and
 waited for in another on some ranks; a dual-cube broadcast whose forwarding ranks wait
-last still completes.  Run at N = 1, 2, 4, 8 ranks (one and two nodes per rank); every
+last still completes.  Run at N = 1, 2, 4, 8 (one and two nodes per rank) and 32 ranks; every
 rank finishes its communication, then the ranks agree on the verdict.
 """
 
@@ -24,6 +24,9 @@ from dualmpi.request import Request
 
 MPI = pytest.importorskip("mpi4py.MPI")
 
+# (the MPI tier: every test here runs under mpiexec, at the rank counts NETS has networks for)
+pytestmark = pytest.mark.mpi
+
 WORLD = MPI.COMM_WORLD
 SIZE = WORLD.Get_size()
 RANK = WORLD.Get_rank()
@@ -34,6 +37,7 @@ NETS = {
     2: [("hypercube:n=1", 1), ("dualcube:r=1", 1), ("hypercube:n=2", 2)],
     4: [("hypercube:n=2", 1), ("hypercube:n=3", 2), ("dualcube:r=2", 2)],
     8: [("dualcube:r=2", 1), ("hypercube:n=3", 1), ("hypercube:n=4", 2)],
+    32: [("dualcube:r=3", 1)],
 }
 SPECS = NETS.get(SIZE, [])
 COLLECTIVES = ("bcast", "scatter", "allgather", "alltoall", "allreduce", "allreduce-tree")
@@ -48,7 +52,7 @@ def _agree(ok):
 
 def _env(i):
     """Return ``(net, progress)`` of network ``i`` (made once, in the same order on every rank)."""
-    if i >= len(SPECS):
+    if not 0 <= i < len(SPECS):
         pytest.skip(f"no network {i} at {SIZE} rank(s)")
     if i not in _ENVS:
         spec, q = SPECS[i]
@@ -157,6 +161,79 @@ def test_two_runs_of_one_plan_in_flight(net_i):
             for seed in (1, 2)]
     Request.Waitall([r for r, _, _ in runs])
     assert _agree(all(np.array_equal(g, w) for _, g, w in runs))
+
+
+@pytest.mark.parametrize("net_i", range(3))
+def test_rounds_run_in_the_compiled_step_or_in_python_alike(net_i):
+    """With the compiled loop loaded, a request's rounds run in C (``rounds.c``'s
+    ``dualmpi_istep``), a reduction's combines too when its operation is MPI's own; a combine
+    MPI does not have keeps the rounds in Python.  Both give MPI's results, and a run of a plan
+    done with is reused (its store and requests) by the plan's next request."""
+    net, prog = _env(net_i)
+    stepped = prog._step is not None
+    ok, why = True, []
+    for coll in COLLECTIVES:
+        req, got, want = _start(net, prog, coll, 13, 21)
+        plan = req._plan
+        req.Wait()
+        in_c = bool(plan.compiled.pool)  # (a run of the compiled step goes back to its pool)
+        if not np.array_equal(got, want) or in_c != stepped:
+            ok, why = False, why + [f"{coll}: MPI's result {np.array_equal(got, want)}, "
+                                    f"compiled step {in_c}, loaded {stepped}"]
+    b = _bound(net, "alltoall", 4)  # one plan run twice: the second run reuses the first's
+    for i in range(2):
+        send = np.arange(4 * SIZE, dtype=np.uint8) + RANK + i
+        got, want = np.zeros_like(send), np.zeros_like(send)
+        WORLD.Alltoall(send, want)
+        plan = prog.start(b, send, got, signature=5)
+        Request.from_plan(prog, plan).Wait()
+        ok = ok and np.array_equal(got, want) and len(plan.compiled.pool) == int(stepped)
+    # a combine MPI does not have: the rounds run in Python, with MPI's result all the same
+    vec = np.arange(13, dtype=np.int64) * (RANK + 1)
+    got, want = np.zeros(13, np.int64), np.zeros(13, np.int64)
+    WORLD.Allreduce(vec, want, MPI.SUM)
+
+    def add(src, dst):
+        dst.view(np.int64)[:] += src.view(np.int64)
+
+    b = _bound(net, "allreduce-" + net._allreduce_algorithm(vec.nbytes), vec.nbytes, 0, 8)
+    plan = prog.start(b, _u8(vec), _u8(got), combine=add)
+    has_combines = any(rnd.combines[0].size for rnd in b.rounds)
+    in_c = plan.c_state is not None
+    Request.from_plan(prog, plan).Wait()
+    ok = ok and np.array_equal(got, want) and not (in_c and has_combines)
+    assert _agree(ok), why
+
+
+@pytest.mark.mpi(min_size=2)
+def test_a_message_cut_short_is_caught_on_a_reused_run():
+    """A run of a plan is reused with its store: a message shorter than the receive (a rank
+    with another size) must not find the last run's trailer there, so the trailers are cleared:
+    the receiver fails ("another call") instead of taking the last run's bytes."""
+    if SIZE != 2:
+        pytest.skip("one link: rank 1 sends rank 0 less than it expects")
+    net, prog = _env(0)
+    full = _bound(net, "allgather", 16)
+    send, got = np.full(16, RANK + 1, np.uint8), np.zeros(32, np.uint8)
+    Request.from_plan(prog, prog.start(full, send, got, signature=77)).Wait()
+    ok = np.array_equal(got, np.repeat([1, 2], 16).astype(np.uint8))
+    mine = full if RANK == 0 else _bound(net, "allgather", 8)
+    got[:] = 0
+    req = Request.from_plan(prog, prog.start(mine, send[:mine.nbytes // 2 if RANK else 16],
+                                             got[:32 if RANK == 0 else 16], signature=77,
+                                             what="Iallgather"))
+    msg = ""
+    try:
+        req.Wait()
+    except DualmpiError as exc:
+        msg = str(exc)
+    if RANK == 0:  # 8 bytes and the trailer where 16 and the trailer were due
+        ok = ok and "another call" in msg and not got.any()
+    else:  # 16 bytes and the trailer where 8 and the trailer were due
+        ok = ok and "TRUNCATE" in msg
+    r2, g2, w2 = _start(net, prog, "alltoall", 3, 14)
+    r2.Wait()
+    assert _agree(ok and np.array_equal(g2, w2)), msg
 
 
 # -- several in flight, waited for in different orders ------------------------------------------
@@ -506,6 +583,8 @@ def test_mpi_error_is_raised_from_wait(late):
 
 def test_datatypes_are_cached_per_plan():
     """A plan's hindexed datatypes are made once and reused by later runs (a bounded cache)."""
+    if not SPECS or SPECS[-1][1] < 2:
+        pytest.skip(f"no network of two nodes per rank at {SIZE} rank(s)")
     net, prog = _env(len(SPECS) - 1)  # two nodes per rank: messages of several segments
     b = _bound(net, "alltoall", 12)
     reqs = []
