@@ -1194,7 +1194,7 @@ class _Chain:
 
     Quacks like a :class:`~dualmpi.engine.nonblocking.PlanRequest` for
     :class:`dualmpi.Request` and the progress engine: ``done``, ``what``, ``seq``,
-    ``progress``, ``outcome()`` and ``waiting()``.
+    ``progress``, ``outcome()`` and ``waiting()``; ``current`` is the request it runs now.
     """
 
     def __init__(self, comm, progress, imethod, method, desc, call, problem, t, memo=None):
@@ -1267,10 +1267,14 @@ class _Chain:
         self.counts.outcome()
         return self.data.outcome()
 
+    @property
+    def current(self):
+        """The request the call runs now: its data's once started, else its count table's."""
+        return self.data if self.data is not None else self.counts
+
     def waiting(self):
         """What the call waits for (for the watchdog): its current request's."""
-        current = self.data if self.data is not None else self.counts
-        return current.waiting()
+        return self.current.waiting()
 
 
 # -- what the nonblocking calls sent (stats) -----------------------------------------------------

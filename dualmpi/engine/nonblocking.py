@@ -811,9 +811,12 @@ class Progress:
             poll_all()
             if req.done:
                 break
-            if type(req) is PlanRequest and req.stage == _CROUNDS and self.active == [req] and \
+            # (a request of several parts, e.g. a v-variant's count table then its data, names
+            # the part it runs now: ``current``)
+            now = req if type(req) is PlanRequest else getattr(req, "current", None)
+            if type(now) is PlanRequest and now.stage == _CROUNDS and self.active == [now] and \
                     not any(prog.active for prog in _LIVE if prog is not self):
-                self._c_wait(req)
+                self._c_wait(now)
             else:
                 block((), req)
         return req.done
