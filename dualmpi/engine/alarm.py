@@ -29,7 +29,12 @@ waits:
   every rank when rank 0 is the one that starts the nonblocking call).  A rank drops the
   notices about its own nonblocking calls: it remembers the last :data:`HISTORY` of them
   (older notices are dropped unread: the rank they came from then still waits in the
-  agreement of its call, under the watchdog).  The line is drained at every nonblocking
+  agreement of its call, under the watchdog).  A notice about a call the rank has not
+  reached yet is *noted* by its call number (:data:`FUTURE` of them, with the sender), not
+  kept as a message: a program may hold thousands of requests, and the rank that starts
+  them first is that many calls ahead.  Reaching a noted call as a blocking one raises the
+  alarm as a notice heard in it does; a rank more than :data:`FUTURE` calls behind loses
+  the older notes (a mixed call there is then found by the watchdog, not at once).  The line is drained at every nonblocking
   start, and a rank waiting for a nonblocking request also waits on the line
   (:func:`dualmpi.engine.nonblocking.block`), so it hears an alarm at once.  A
   nonblocking call's arguments are agreed the first time rank 0 sees them; on a repeat
@@ -51,7 +56,8 @@ from mpi4py import MPI
 
 from ..errors import DualmpiError
 
-__all__ = ["Alarm", "WORDS", "NOTICE", "VECTOR", "VERDICT", "ALARM", "NONBLOCKING", "HISTORY"]
+__all__ = ["Alarm", "WORDS", "NOTICE", "VECTOR", "VERDICT", "ALARM", "NONBLOCKING", "HISTORY",
+           "FUTURE"]
 
 #: int64 words of a message on the alarm line.
 WORDS = 24
@@ -61,6 +67,10 @@ NOTICE, VECTOR, VERDICT, ALARM, NONBLOCKING = 1, 2, 3, 4, 5
 MISMATCH, DISAGREE, MPI_FAILED, MIXED, MIXED_HERE, ARGS = 1, 2, 3, 4, 5, 6
 #: A rank's nonblocking call numbers remembered (notices about them are dropped).
 HISTORY = 4096
+#: Another rank's nonblocking calls this rank has not reached yet, noted by call number
+#: (``rounds.c``'s ``FUTURE``): a rank may be any number of calls behind the others (a program
+#: that holds thousands of requests), so their notices are not kept as messages.
+FUTURE = 16384
 #: Messages about later calls kept while a round waits.
 RING = 1024
 #: Offset of a message's payload (a vector, or a verdict's max then min).
@@ -92,6 +102,9 @@ class Alarm:
         self.ring[1] = RING
         #: ``history[t % HISTORY] == t`` when call ``t`` was a nonblocking one of this rank
         self.history = np.full(HISTORY, -1, dtype=np.int64)
+        #: ``future[2 * (t % FUTURE)] == t`` when another rank (``future[2 * (t % FUTURE) + 1]``)
+        #: said call ``t`` is nonblocking there and this rank has not reached it yet
+        self.future = np.full(2 * FUTURE, -1, dtype=np.int64)
         #: nonblocking notices in flight (request, message)
         self._notices = []
         #: the first error's text once the line has carried an alarm (the communicator is
@@ -128,6 +141,9 @@ class Alarm:
             return flat.copy(), flat.copy()
         t = int(self.seq[0]) + 1
         n = flat.size
+        sender = self.noted(t)
+        if sender >= 0:  # another rank made this call a nonblocking one
+            self.raise_alarm(MIXED, sender, what=what, seq=t)
         if self.rank == 0:
             sends = [self._send(NOTICE, t, r) for r in range(1, self.size)]
             parts = {0: flat}
@@ -181,7 +197,11 @@ class Alarm:
         return [kept[i] for i, seq in enumerate(seqs) if seq == t]
 
     def _keep(self, msg):
-        """Keep a message about a later call."""
+        """Keep a message about a later call (note it, when it is a nonblocking notice)."""
+        if msg[0] == NONBLOCKING:
+            at = 2 * (int(msg[1]) % FUTURE)
+            self.future[at], self.future[at + 1] = msg[1], msg[2]
+            return
         count = int(self.ring[0])
         if count >= RING:
             self.raise_alarm(DISAGREE, int(msg[2]), what="the alarm line",
@@ -211,6 +231,12 @@ class Alarm:
         # nonblocking notice about a call it made blocking
         self.raise_alarm(MIXED if kind == NONBLOCKING else DISAGREE, src, what=what, seq=seq)
 
+    def noted(self, t):
+        """Return the rank that said call ``t`` is nonblocking there (noted before this rank
+        reached it), or -1."""
+        at = 2 * (t % FUTURE)
+        return int(self.future[at + 1]) if self.future[at] == t else -1
+
     def ours(self, seq):
         """True when call ``seq`` was a nonblocking call of this rank (or too old to tell)."""
         return bool(self.history[seq % HISTORY] == seq) or seq <= self.seq[0] - HISTORY
@@ -231,6 +257,8 @@ class Alarm:
         self.drain(what)
         self.seq[0] = t
         self.history[t % HISTORY] = t
+        if self.future[2 * (t % FUTURE)] == t:  # (another rank's notice of this call: agreed)
+            self.future[2 * (t % FUTURE)] = -1
         for msg in self._kept(t):
             if msg[0] == ALARM:
                 self._alarmed(msg, what)
@@ -308,15 +336,20 @@ class Alarm:
         raise DualmpiError(f"{what}: {self.broken}")
 
     def kept_before(self):
-        """True when a kept message is about the current call or an earlier one."""
+        """True when a kept message is about the current call or an earlier one, or another
+        rank made the current call a nonblocking one (noted)."""
         count = int(self.ring[0])
-        return bool(count) and bool(
-            (self.ring[2:2 + count * WORDS].reshape(count, WORDS)[:, 1] <= self.seq[0]).any())
+        return (bool(count) and bool(
+            (self.ring[2:2 + count * WORDS].reshape(count, WORDS)[:, 1] <= self.seq[0]).any())) \
+            or self.noted(int(self.seq[0])) >= 0
 
     def heard(self, what):
         """The compiled loop stopped on the line: raise what it brought (or what a kept
         message about the current call means)."""
         seq = int(self.seq[0])
+        sender = self.noted(seq)
+        if sender >= 0:  # another rank made this call a nonblocking one (its notice noted)
+            self.raise_alarm(MIXED, sender, what=what, seq=seq)
         count = int(self.ring[0])
         kept = self.ring[2:2 + count * WORDS].reshape(count, WORDS)
         stale = kept[kept[:, 1] <= seq]

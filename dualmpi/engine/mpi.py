@@ -37,7 +37,7 @@ ABANDONED = []
 (_A_NROUNDS, _A_NREQ, _A_REQS, _A_NMOVE, _A_MOVES, _A_STORE, _A_PROGRESS, _A_BASE, _A_NRECV,
  _A_TRAIL, _A_SIGNATURE, _A_FLAGS, _A_NPRE, _A_PRE, _A_NPOST, _A_POST, _A_CALLS, _A_NMID, _A_MID,
  _A_SEQ, _A_SIGWORD, _A_WBUF, _A_RING, _A_INDEX, _A_TBASE, _A_NCOMB, _A_COMBS, _A_OP, _A_TYPE,
- _A_ITEM, _A_HIST, _A_FIELDS) = range(32)
+ _A_ITEM, _A_HIST, _A_FUTURE, _A_FIELDS) = range(33)
 #: Flags of a compiled call: its first segment (advance the call number, write the signature),
 #: check the trailers after each round, count the call, wait on the alarm line too.
 _F_START, _F_CHECK, _F_COUNT, _F_WATCH = 1, 2, 4, 8
@@ -733,7 +733,7 @@ class MPIRunner:
             alarm = self.alarm
             alarm.check()
             alarm.seq[0] += 1
-            if alarm.ring[0] and alarm.kept_before():  # as rounds.c does at a call's start
+            if alarm.kept_before():  # as rounds.c does at a call's start
                 self._failed(_ALARM)
             sig = call_signature(self.signature, int(alarm.seq[0]))
             self._sig_word[0] = sig
@@ -922,6 +922,7 @@ def _shared_row(alarm, progress):
     row[_A_WBUF] = alarm.buf.ctypes.data
     row[_A_RING] = alarm.ring.ctypes.data
     row[_A_HIST] = alarm.history.ctypes.data
+    row[_A_FUTURE] = alarm.future.ctypes.data
     return row
 
 

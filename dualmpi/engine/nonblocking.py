@@ -85,7 +85,7 @@ _P_NROUNDS, _P_ROUNDS, _P_MSGS, _P_MOVES, _P_COMBS, _P_TRAILS, _P_COMM, _P_BYTE,
 _S_K, _S_STORE, _S_TAG, _S_REQS, _S_SIGNATURE, _S_BAD_ROUND, _S_BAD_PEER, _S_OP, _S_TYPE, \
     _S_ITEM, _S_POS, _S_RUN, _S_FIELDS = range(13)
 _R_FIELDS = 9
-_W_WBUF, _W_RING, _W_SEQ, _W_HIST, _W_LINE, _W_FIELDS = range(6)
+_W_WBUF, _W_RING, _W_SEQ, _W_HIST, _W_LINE, _W_FUTURE, _W_FIELDS = range(7)
 _STEP_FIELDS = _W_FIELDS * 10000 + _P_FIELDS * 1000 + _S_FIELDS * 10 + _R_FIELDS
 #: the largest message the compiled step posts as a count of bytes (an int)
 _INT_MAX = 2 ** 31 - 1
@@ -334,7 +334,7 @@ class Progress:
             alarm = transport.alarm
             self._w = np.zeros(_W_FIELDS, dtype=np.int64)
             for field, arr in ((_W_WBUF, alarm.buf), (_W_RING, alarm.ring), (_W_SEQ, alarm.seq),
-                               (_W_HIST, alarm.history)):
+                               (_W_HIST, alarm.history), (_W_FUTURE, alarm.future)):
                 self._w[field] = arr.ctypes.data
             self._w[_W_LINE] = alarm.line.handle if alarm.line is not None else 0
             self._w_addr = self._w.ctypes.data

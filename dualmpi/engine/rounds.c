@@ -39,7 +39,7 @@ enum {
     A_NROUNDS, A_NREQ, A_REQS, A_NMOVE, A_MOVES, A_STORE, A_PROGRESS, A_BASE,
     A_NRECV, A_TRAIL, A_SIGNATURE, A_FLAGS, A_NPRE, A_PRE, A_NPOST, A_POST, A_CALLS,
     A_NMID, A_MID, A_SEQ, A_SIGWORD, A_WBUF, A_RING, A_INDEX, A_TBASE, A_NCOMB, A_COMBS,
-    A_OP, A_TYPE, A_ITEM, A_HIST, A_FIELDS
+    A_OP, A_TYPE, A_ITEM, A_HIST, A_FUTURE, A_FIELDS
 };
 /* F_START: the call's first segment (advance the call number, write the signature);
  * F_CHECK: check the trailers; F_COUNT: count the call; F_WATCH: wait on the alarm line. */
@@ -54,9 +54,14 @@ enum { F_START = 1, F_CHECK = 2, F_COUNT = 4, F_WATCH = 8 };
  * rank remembers (A_HIST: hist[t % HISTORY] == t when call t was nonblocking here). */
 #define KIND_NONBLOCKING 5
 #define HISTORY 4096
+/* Another rank's nonblocking calls this rank has not reached, noted by call number (A_FUTURE:
+ * future[2 * (t % FUTURE)] == t, the sender beside it): not kept in the ring, whose messages a
+ * rank any number of calls behind would overflow. */
+#define FUTURE 16384
 
 int dualmpi_fields(void) { return A_FIELDS; }
 int dualmpi_alarm_code(void) { return DUALMPI_ALARM; }
+int dualmpi_future(void) { return FUTURE; }
 
 static void copies(int64_t n, const int64_t *c)
 {
@@ -71,15 +76,21 @@ static uint64_t call_signature(uint64_t base, int64_t seq)
 }
 
 /* The alarm line delivered a message into wbuf: drop a notice about one of this rank's own
- * nonblocking calls, keep a message about a later call in the ring (another rank is ahead:
- * this call's data is not in question), and listen again (0); else the caller must read it
- * (1). */
+ * nonblocking calls, note another rank's nonblocking notice about a later call (future), keep
+ * any other message about a later call in the ring (another rank is ahead: this call's data is
+ * not in question), and listen again (0); else the caller must read it (1). */
 static int heard(MPI_Request *line, const int64_t *wbuf, int64_t *ring, int64_t seq,
-                 const int64_t *hist)
+                 const int64_t *hist, int64_t *future)
 {
     if (wbuf[0] == KIND_NONBLOCKING && (hist[wbuf[1] % HISTORY] == wbuf[1]
                                         || wbuf[1] <= seq - HISTORY))
         return MPI_Start(line) == MPI_SUCCESS ? 0 : 1;
+    if (wbuf[0] == KIND_NONBLOCKING && wbuf[1] > seq) {  /* noted for that call */
+        int64_t *note = future + 2 * (wbuf[1] % FUTURE);
+        note[0] = wbuf[1];
+        note[1] = wbuf[2];
+        return MPI_Start(line) == MPI_SUCCESS ? 0 : 1;
+    }
     if (wbuf[1] > seq && ring[0] < ring[1]) {
         memcpy(ring + 2 + ring[0] * MSG_WORDS, wbuf, MSG_WORDS * sizeof(int64_t));
         ring[0] += 1;
@@ -108,6 +119,7 @@ int dualmpi_run(const int64_t *a)
     const int64_t *wbuf = (const int64_t *)(intptr_t)a[A_WBUF];
     int64_t *ring = (int64_t *)(intptr_t)a[A_RING];
     const int64_t *hist = (const int64_t *)(intptr_t)a[A_HIST];
+    int64_t *future = (int64_t *)(intptr_t)a[A_FUTURE];
     int *index = (int *)(intptr_t)a[A_INDEX];
     const int *ncomb = (const int *)(intptr_t)a[A_NCOMB];
     const int64_t *combs = (const int64_t *)(intptr_t)a[A_COMBS];
@@ -124,6 +136,8 @@ int dualmpi_run(const int64_t *a)
             for (int64_t i = 0; i < ring[0]; i++)
                 if (ring[2 + i * MSG_WORDS + 1] <= seq)
                     return DUALMPI_ALARM;
+        if ((flags & F_WATCH) && future[2 * (seq % FUTURE)] == seq)  /* nonblocking elsewhere */
+            return DUALMPI_ALARM;
     } else {
         seq = *seqp;
         sig = call_signature((uint64_t)a[A_SIGNATURE], seq);
@@ -155,7 +169,7 @@ int dualmpi_run(const int64_t *a)
                 for (int j = 0; j < out; j++) {
                     if (index[j] != n)
                         left -= 1;
-                    else if (heard(reqs + n, wbuf, ring, seq, hist)) {
+                    else if (heard(reqs + n, wbuf, ring, seq, hist, future)) {
                         progress[0] = 0;
                         return DUALMPI_ALARM;
                     }
@@ -212,7 +226,7 @@ int dualmpi_run(const int64_t *a)
 enum { P_NROUNDS, P_ROUNDS, P_MSGS, P_MOVES, P_COMBS, P_TRAILS, P_COMM, P_BYTE, P_FIELDS };
 enum { S_K, S_STORE, S_TAG, S_REQS, S_SIGNATURE, S_BAD_ROUND, S_BAD_PEER, S_OP, S_TYPE, S_ITEM,
        S_POS, S_RUN, S_FIELDS };
-enum { W_WBUF, W_RING, W_SEQ, W_HIST, W_LINE, W_FIELDS };
+enum { W_WBUF, W_RING, W_SEQ, W_HIST, W_LINE, W_FUTURE, W_FIELDS };
 enum { R_NMSG, R_NRECV, R_MSG, R_NMOVE, R_MOVE, R_NCOMB, R_COMB, R_NTRAIL, R_TRAIL, R_FIELDS };
 #define STEP_STATUSES 64
 
@@ -329,7 +343,7 @@ int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
         if (err == MPI_SUCCESS && watch && index == n &&
                 heard(reqs + n, (const int64_t *)(intptr_t)w[W_WBUF],
                       (int64_t *)(intptr_t)w[W_RING], *(const int64_t *)(intptr_t)w[W_SEQ],
-                      (const int64_t *)(intptr_t)w[W_HIST]))
+                      (const int64_t *)(intptr_t)w[W_HIST], (int64_t *)(intptr_t)w[W_FUTURE]))
             err = DUALMPI_ALARM;
         if (watch)  /* the line is the alarm's (dualmpi/engine/alarm.py), not the run's */
             reqs[n] = MPI_REQUEST_NULL;

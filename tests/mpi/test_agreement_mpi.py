@@ -263,6 +263,38 @@ def test_a_nonblocking_call_among_repeated_blocking_ones(case, who, when):
     assert _agree(_every_rank_raised(outs, "nonblocking")), outs
 
 
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("case", range(2))
+@pytest.mark.parametrize("many", [1, 1500])
+def test_a_noted_nonblocking_call_reached_as_a_blocking_one(case, many):
+    """The last rank runs ahead: ``many`` nonblocking calls, then one more where the others
+    make a blocking one (a repeated signature: no argument check), while the others sleep.
+    Its notices reach them before they reach those calls, so they are *noted* (not kept as
+    messages: 1500 of them would overflow the ring of kept messages); the blocking call then
+    raises the alarm on every rank at once, naming the nonblocking call."""
+    if case >= len(_nets()) or (many > 1 and SIZE > 8):
+        pytest.skip("no network" if case >= len(_nets()) else "the long run: at most 8 ranks")
+    spec, q = _nets()[case]
+    odd = SIZE - 1
+
+    def program(net):
+        _allreduce(net)
+        _allreduce(net)  # (the signature is known: the third call repeats it)
+        a = np.arange(3.0) + RANK
+        reqs = [net.Iallreduce(a, np.zeros(3)) for _ in range(many)]
+        if RANK != odd:
+            time.sleep(0.5)  # the odd rank's notices arrive first
+        dualmpi.Request.Waitall(reqs)
+        _mark()
+        if RANK == odd:
+            net.Iallreduce(a, np.zeros(3)).Wait()
+        else:
+            _allreduce(net)
+
+    outs = _run(spec, q, program)
+    assert _agree(_every_rank_raised(outs, "nonblocking")), outs
+
+
 @pytest.mark.mpi
 def test_nonblocking_and_blocking_calls_mixed_correctly():
     """A correct program mixing nonblocking and blocking calls of one signature, requests

@@ -7,11 +7,13 @@ buffers.  Run with ``mpiexec -n N python -m mpi4py -m pytest --with-mpi
 tests/mpi/test_icollectives_mpi.py`` at N = 1, 2, 4, 8, 32.
 """
 
+import time
+
 import numpy as np
 import pytest
 
 import dualmpi
-from dualmpi.errors import InputError
+from dualmpi.errors import DualmpiError, InputError
 
 MPI = pytest.importorskip("mpi4py.MPI")
 
@@ -198,6 +200,31 @@ def test_bad_arguments_fail_every_rank_at_completion(net_i):
     x, y = np.arange(4.0), np.zeros(4)
     net.Iallreduce(x, y).Wait()
     assert _agree(ok and np.allclose(y, np.arange(4.0) * SIZE)), errs
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("net_i", [0, 1])
+def test_thousands_of_requests_held_then_waited(net_i):
+    """MPI lets a program hold any number of requests: 2500 broadcasts (1500 in place of 2500
+    at 8 ranks, 300 above) started before any is waited for, the root's rank fastest (the
+    others start late: the root is that many calls ahead, its notices noted by call number,
+    not kept as messages), then ``Waitall``; every buffer holds the root's data, as
+    ``MPI.COMM_WORLD``'s own ``Ibcast`` gives."""
+    net = _net(net_i)
+    many = 2500 if SIZE <= 4 else 1500 if SIZE <= 8 else 300
+    mine = [np.full(2, i + 1 if RANK == 0 else -1, np.int64) for i in range(many)]
+    ref = [b.copy() for b in mine]
+    if RANK != 0:
+        time.sleep(0.3)
+    reqs = [net.Ibcast(b, 0) for b in mine]
+    err = None
+    try:
+        dualmpi.Request.Waitall(reqs)
+    except DualmpiError as exc:  # agreed on below
+        err = exc
+    MPI.Request.Waitall([WORLD.Ibcast(b, 0) for b in ref])
+    ok = err is None and all(np.array_equal(a, b) for a, b in zip(mine, ref))
+    assert _agree(ok), err
 
 
 def _repeats(root):
