@@ -35,7 +35,7 @@ SOURCE = Path(__file__).with_name("rounds.c")
 
 #: The functions the engine calls; a library without them is not this loop.
 SYMBOLS = ("dualmpi_request_size", "dualmpi_fields", "dualmpi_run", "dualmpi_step_fields",
-           "dualmpi_istep", "dualmpi_iwait", "dualmpi_alarm_code")
+           "dualmpi_istep", "dualmpi_iwait", "dualmpi_alarm_code", "dualmpi_future")
 
 
 class Library:
@@ -111,6 +111,7 @@ def load(library_version=""):
         lib.dualmpi_iwait.restype = ctypes.c_int
         lib.dualmpi_iwait.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
         lib.dualmpi_alarm_code.restype = ctypes.c_int
+        lib.dualmpi_future.restype = ctypes.c_int
     _loaded.update(lib=lib, reason=why)
     return lib
 

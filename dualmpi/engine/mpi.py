@@ -20,7 +20,7 @@ from mpi4py import MPI
 
 from ..errors import DualmpiError
 from . import recall
-from .alarm import MISMATCH, MPI_FAILED, Alarm
+from .alarm import FUTURE, MISMATCH, MPI_FAILED, Alarm
 from .core import copy_segments
 from .layout import describe
 from .plan import IN_RECV, IN_SEND, IN_STORE
@@ -399,7 +399,8 @@ class MPIRunner:
         lib = transport.cloop
         width = lib.dualmpi_request_size()
         kinds = {4: np.uint32, 8: np.uint64}
-        if width not in kinds or lib.dualmpi_fields() != _A_FIELDS:  # pragma: no cover
+        if width not in kinds or lib.dualmpi_fields() != _A_FIELDS or \
+                lib.dualmpi_future() != FUTURE:  # pragma: no cover - another rounds.c
             return None
         loop = self._loop
         line = self.alarm.handle  # after each round's requests: the alarm line (rounds.c)

@@ -52,7 +52,7 @@ from mpi4py import MPI
 
 from ..errors import DualmpiError
 from .core import copy_segments
-from .alarm import ARGS
+from .alarm import ARGS, FUTURE
 from .mpi import OTHER_GRACE, ROOT_GRACE, _mpi_op
 from .watchdog import Watchdog
 
@@ -322,7 +322,8 @@ class Progress:
         #: the compiled step (``rounds.c``'s ``dualmpi_istep``), or None: rounds run in Python
         self._step = self._iwait = None
         lib = getattr(transport, "cloop", None)
-        if lib is not None and lib.dualmpi_step_fields() == _STEP_FIELDS:
+        if lib is not None and lib.dualmpi_step_fields() == _STEP_FIELDS and \
+                lib.dualmpi_future() == FUTURE:
             self._step, self._iwait = lib.dualmpi_istep, lib.dualmpi_iwait
             self._alarm_code = lib.dualmpi_alarm_code()
         width = lib.dualmpi_request_size() if self._step is not None else 8
