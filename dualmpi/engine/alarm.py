@@ -34,10 +34,10 @@ waits:
   kept as a message: a program may hold thousands of requests, and the rank that starts
   them first is that many calls ahead.  Reaching a noted call as a blocking one raises the
   alarm as a notice heard in it does; a rank more than :data:`FUTURE` calls behind loses
-  the older notes (a mixed call there is then found by the watchdog, not at once).  The line is drained at every nonblocking
-  start, and a rank waiting for a nonblocking request also waits on the line
-  (:func:`dualmpi.engine.nonblocking.block`), so it hears an alarm at once.  A
-  nonblocking call's arguments are agreed the first time rank 0 sees them; on a repeat
+  the older notes (a mixed call there is then found by the watchdog, not at once).  The
+  line is drained at every nonblocking start, and a rank waiting for a nonblocking request
+  also waits on the line (:func:`dualmpi.engine.nonblocking.block`), so it hears an
+  alarm at once.  A nonblocking call's arguments are agreed the first time rank 0 sees them; on a repeat
   rank 0 says so and every other rank compares its arguments with rank 0's
   (:mod:`dualmpi.engine.nonblocking`): a rank whose arguments differ raises the alarm.
 
