@@ -26,7 +26,8 @@ from .layout import describe
 from .plan import IN_RECV, IN_SEND, IN_STORE
 from .watchdog import Watchdog
 
-__all__ = ["MPITransport", "MPIRunner", "StreamRunner", "rank_graph", "pair"]
+__all__ = ["MPITransport", "MPIRunner", "StreamRunner", "rank_graph", "pair",
+           "handle_dtype"]
 
 _TAG_MOD = 1 << 15
 
@@ -397,9 +398,8 @@ class MPIRunner:
         where blocks are combined (in Python, between two C calls).
         """
         lib = transport.cloop
-        width = lib.dualmpi_request_size()
-        kinds = {4: np.uint32, 8: np.uint64}
-        if width not in kinds or lib.dualmpi_fields() != _A_FIELDS or \
+        handles = handle_dtype(lib)
+        if handles is None or lib.dualmpi_fields() != _A_FIELDS or \
                 lib.dualmpi_future() != FUTURE:  # pragma: no cover - another rounds.c
             return None
         loop = self._loop
@@ -407,7 +407,7 @@ class MPIRunner:
         self._c_arrays = (
             np.array([len(reqs) for _, reqs, _, _, _, _, _ in loop], dtype=np.intc),
             np.array([h for _, reqs, _, _, _, _, _ in loop
-                      for h in [req.handle for req in reqs] + [line]], dtype=kinds[width]),
+                      for h in [req.handle for req in reqs] + [line]], dtype=handles),
             np.array([rnd.copies[0].size for rnd in bound.rounds], dtype=np.intc),
             _move_table(bound),
             np.array(self._nrecv + [0], dtype=np.intc),
@@ -890,6 +890,12 @@ def pair(first, first_buffers, second, second_buffers):
                                     for a, b, n in run.copy_out_first]
     fn, arg, keep = run.bound_args(*second_buffers, pre=pre, post=post)
     return run._closure(fn, arg, (keep, first_buffers))
+
+
+def handle_dtype(lib):
+    """Return the numpy dtype of an ``MPI_Request`` handle in the compiled loop ``lib`` (an
+    array of them is what its functions wait on), or None for a size it does not know."""
+    return {4: np.uint32, 8: np.uint64}.get(lib.dualmpi_request_size())
 
 
 def _mpi_op(combine):

@@ -53,7 +53,7 @@ from mpi4py import MPI
 from ..errors import DualmpiError
 from .core import copy_segments
 from .alarm import ARGS, FUTURE
-from .mpi import OTHER_GRACE, ROOT_GRACE, _mpi_op
+from .mpi import OTHER_GRACE, ROOT_GRACE, _mpi_op, handle_dtype
 from .watchdog import Watchdog
 
 __all__ = ["Progress", "PlanRequest", "poll_all", "block", "CACHE_SIZE", "POOL_SIZE"]
@@ -272,8 +272,15 @@ class PlanRequest:
         if self.stage in (_AGREE, _ANSWER):
             grace = ROOT_GRACE if self.progress.rank == 0 else OTHER_GRACE
             return f"the argument agreement of {name}", peers, self.since, grace
-        k = self.compiled.rounds[self.k][0]
-        return f"round {k} of {name}", peers, self.since, 0.1 * min(k, 50)
+        where, _, grace = self.round_wait(self.k)
+        return where, peers, self.since, grace
+
+    def round_wait(self, i):
+        """Return ``(where, peers, grace)`` of a wait in the plan's ``i``-th round (its peers all
+        of the round's): 0.1 s of grace per round, as the blocking runner's."""
+        k, peers = self.compiled.rounds[i][0], self.compiled.rounds[i][5]
+        return (f"round {k} of {self.what} (nonblocking request {self.seq})", peers,
+                0.1 * min(k, 50))
 
     def posted(self):
         """Return the requests of the round the compiled step posted (``MPI.Request`` objects on
@@ -326,8 +333,7 @@ class Progress:
                 lib.dualmpi_future() == FUTURE:
             self._step, self._iwait = lib.dualmpi_istep, lib.dualmpi_iwait
             self._alarm_code = lib.dualmpi_alarm_code()
-        width = lib.dualmpi_request_size() if self._step is not None else 8
-        self._handles = {4: np.uint32, 8: np.uint64}.get(width)
+        self._handles = handle_dtype(lib) if self._step is not None else None
         if self._handles is None:  # pragma: no cover - no such MPI
             self._step = self._iwait = None
         if self._step is not None:
@@ -867,18 +873,16 @@ class _Rounds:
     """The rounds of a request waited for in C, as the watchdog's tracker reads them:
     ``(where, peers, grace)`` per position (made when read: the watchdog reads one)."""
 
-    __slots__ = ("req", "rounds")
+    __slots__ = ("req",)
 
     def __init__(self, req):
-        self.req, self.rounds = req, req.compiled.rounds
+        self.req = req
 
     def __len__(self):
-        return len(self.rounds)
+        return len(self.req.compiled.rounds)
 
     def __getitem__(self, i):
-        k, peers = self.rounds[i][0], self.rounds[i][5]
-        return (f"round {k} of {self.req.what} (nonblocking request {self.req.seq})", peers,
-                0.1 * min(k, 50))
+        return self.req.round_wait(i)
 
 
 def _quiet_testall(reqs):
