@@ -223,7 +223,7 @@ class Comm(p2p.PointToPoint):
 
     def _forget(self):
         """Drop every remembered call (:meth:`_remember`)."""
-        for name in self._codes:
+        for name in (*self._codes, *neighbor.REMEMBERED):
             setattr(self, "_m" + name, calls.no_match)
         #: the remembered calls of each fixed-count method (:meth:`_remember`)
         self._recalls = {}
@@ -612,25 +612,30 @@ class Comm(p2p.PointToPoint):
 
     def Neighbor_allgather(self, sendbuf, recvbuf):
         """Gather one block from every neighbour (mirrors ``Topocomm.Neighbor_allgather``)."""
-        neighbor.Neighbor_allgather(self, sendbuf, recvbuf)
+        if not self._mNeighbor_allgather(sendbuf, recvbuf):
+            neighbor.Neighbor_allgather(self, sendbuf, recvbuf)
 
     def Neighbor_allgatherv(self, sendbuf, recvbuf):
         """Gather a block of one size per neighbour (mirrors ``Topocomm.Neighbor_allgatherv``)."""
-        neighbor.Neighbor_allgatherv(self, sendbuf, recvbuf)
+        if not self._mNeighbor_allgatherv(sendbuf, recvbuf):
+            neighbor.Neighbor_allgatherv(self, sendbuf, recvbuf)
 
     def Neighbor_alltoall(self, sendbuf, recvbuf):
         """Block ``j`` to neighbour ``j``, block ``i`` from neighbour ``i`` (mirrors
         ``Topocomm.Neighbor_alltoall``)."""
-        neighbor.Neighbor_alltoall(self, sendbuf, recvbuf)
+        if not self._mNeighbor_alltoall(sendbuf, recvbuf):
+            neighbor.Neighbor_alltoall(self, sendbuf, recvbuf)
 
     def Neighbor_alltoallv(self, sendbuf, recvbuf):
         """The neighbourhood exchange with a count per neighbour (``Topocomm.Neighbor_alltoallv``)."""
-        neighbor.Neighbor_alltoallv(self, sendbuf, recvbuf)
+        if not self._mNeighbor_alltoallv(sendbuf, recvbuf):
+            neighbor.Neighbor_alltoallv(self, sendbuf, recvbuf)
 
     def Neighbor_alltoallw(self, sendbuf, recvbuf):
         """The neighbourhood exchange with a count, byte displacement and datatype per neighbour
         (mirrors ``Topocomm.Neighbor_alltoallw``)."""
-        neighbor.Neighbor_alltoallw(self, sendbuf, recvbuf)
+        if not self._mNeighbor_alltoallw(sendbuf, recvbuf):
+            neighbor.Neighbor_alltoallw(self, sendbuf, recvbuf)
 
     def Ineighbor_allgather(self, sendbuf, recvbuf):
         """Start :meth:`Neighbor_allgather`; return a :class:`dualmpi.Request`."""

@@ -5,11 +5,14 @@
 # PyMPI_neighbor_alltoall; Comm.pyx: Distgraphcomm.Get_dist_neighbors(_count)).  mpi4py is
 # imported lazily: importing this module does not initialize MPI.
 
+import ctypes
 import time
+import weakref
 
 import numpy as np
 
 from . import msgbuffer
+from .engine import recall
 from .errors import DualmpiError, InputError
 
 __all__ = [
@@ -31,6 +34,8 @@ __all__ = [
     "neighbor_alltoall",
     "attach",
     "free",
+    "REMEMBERED",
+    "NX_MAX",
 ]
 
 #: Every message starts with this many int64 words: the call's code (negated when the sender
@@ -46,6 +51,12 @@ _ANY = -1
 #: in the same order), so a call never takes a message of another call still in flight.
 TAGS = 32000
 
+#: The most neighbours a compiled exchange (:class:`_Fast`) takes; the fields of its argument
+#: array and its two codes other than an MPI error (``rounds.c``: ``dualmpi_nexchange``).
+NX_MAX = 30
+_NX_FIELDS = 13
+_NX_BUSY, _NX_CHECK = -1, -2
+
 _CODES = {
     "Neighbor_allgather": 1,
     "Neighbor_allgatherv": 2,
@@ -56,6 +67,10 @@ _CODES = {
     "neighbor_alltoall": 7,
 }
 _NAMES = {code: name for name, code in _CODES.items()}
+#: The buffer methods whose blocking repeats :class:`dualmpi.Comm` matches in C
+#: (``net._m<method>``, installed by :func:`_fast`).
+REMEMBERED = ("Neighbor_allgather", "Neighbor_allgatherv", "Neighbor_alltoall",
+              "Neighbor_alltoallv", "Neighbor_alltoallw")
 
 
 def _mpi():
@@ -145,17 +160,18 @@ def Get_dist_neighbors(net):
 
 
 class _Wire:
-    """This rank's neighbourhood channel: a communicator whose edges are links, and a call count."""
+    """This rank's neighbourhood channel: a communicator whose edges are links, and a call count
+    (``count[0]``, an array: a compiled exchange, :class:`_Fast`, advances it too)."""
 
-    __slots__ = ("comm", "calls")
+    __slots__ = ("comm", "count")
 
     def __init__(self, comm):
-        self.comm, self.calls = comm, 0
+        self.comm, self.count = comm, np.zeros(1, dtype=np.int64)
 
     def tag(self):
         """Return ``(sequence number, tag)`` of the next call (see :data:`TAGS`)."""
-        seq = self.calls
-        self.calls += 1
+        seq = int(self.count[0])
+        self.count[0] = seq + 1
         return seq, 1 + seq % TAGS
 
 
@@ -366,6 +382,7 @@ class _Exchange:
         self.since = time.monotonic()
         self._post(MPI)
         self.progress.active.append(self)
+        self.progress.nb.IN_FLIGHT[0] += 1
 
     def _post(self, MPI):
         comm, out, tag, inp = self.wire.comm, self.out, self.tag, self.inp
@@ -480,6 +497,7 @@ class _Exchange:
             self.memo.busy = False
         try:
             self.progress.active.remove(self)
+            self.progress.nb.IN_FLIGHT[0] -= 1
         except ValueError:
             pass
         try:
@@ -487,6 +505,9 @@ class _Exchange:
             self.result = None if self.finish is None else self.finish(payloads)
         except Exception as exc:  # noqa: BLE001 - raised by outcome(), from the wait
             self.failure = exc
+        else:
+            if self.memo is not None and self.what == self.method:  # (a blocking call: the
+                self.memo.good[...] = self.inp  # headers its compiled repeats expect)
 
     def outcome(self):
         """Return the result of a finished exchange, or raise its error."""
@@ -502,36 +523,48 @@ class _Exchange:
             if spare is not None and spare.size >= _HEADER_BYTES:
                 self.inp[i] = spare[:_HEADER_BYTES].view(np.int64)
                 self.recvs[i] = (spare[_HEADER_BYTES:],) + tuple(self.recvs[i][1:])
-        me, method = self.net.rank, self.method
         if self.fault is not None:
-            raise DualmpiError(f"{method}: rank {me}: {self.fault.Get_error_string()} in a "
-                               "message from a neighbour")
-        problems = []
-        for i, peer in enumerate(self.ranks):
-            code, expect, expect_key, got, key = (int(x) for x in self.inp[i])
-            if code < 0:
-                problems.append(f"{method}: arguments rejected on rank {peer}, a neighbour of "
-                                f"rank {me} (see its message)")
-                continue
-            if code != self.code:
-                other = _NAMES.get(code, f"a call coded {code}")
-                problems.append(f"{method}: rank {me} called {method} but its neighbour rank "
-                                f"{peer} called {other}")
-                continue
-            sent, sent_key = self.sends[i]
-            _, want, want_key = self.recvs[i]
-            if want >= 0 and got != want:
-                problems.append(_mismatch(method, peer, me, got, want))
-            elif expect >= 0 and expect != sent.size:
-                problems.append(_mismatch(method, me, peer, sent.size, expect))
-            elif want_key and key and want_key != key:
-                problems.append(_typesig(method, peer, me))
-            elif expect_key and sent_key and expect_key != sent_key:
-                problems.append(_typesig(method, me, peer))
-        if problems:
-            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-            raise InputError(problems[0] + more)
+            raise _fault(self.method, self.net.rank, self.fault)
+        _verdict(self.method, self.net.rank, self.ranks, self.inp, self.sends, self.recvs)
         return [self.recvs[i][0] for i in range(len(self.ranks))]
+
+
+def _fault(method, me, exc):
+    """The error of a message that failed (``exc``, an ``MPI.Exception``) other than by truncation."""
+    return DualmpiError(f"{method}: rank {me}: {exc.Get_error_string()} in a message from a "
+                        "neighbour")
+
+
+def _verdict(method, me, ranks, inp, sends, recvs):
+    """Check the headers ``inp`` received from the neighbours ``ranks`` against what this rank
+    sent them (``sends``) and expects (``recvs``); raise :class:`InputError` naming the first
+    problem."""
+    problems = []
+    mine = _CODES[method]
+    for i, peer in enumerate(ranks):
+        code, expect, expect_key, got, key = (int(x) for x in inp[i])
+        if code < 0:
+            problems.append(f"{method}: arguments rejected on rank {peer}, a neighbour of "
+                            f"rank {me} (see its message)")
+            continue
+        if code != mine:
+            other = _NAMES.get(code, f"a call coded {code}")
+            problems.append(f"{method}: rank {me} called {method} but its neighbour rank "
+                            f"{peer} called {other}")
+            continue
+        sent, sent_key = sends[i]
+        _, want, want_key = recvs[i]
+        if want >= 0 and got != want:
+            problems.append(_mismatch(method, peer, me, got, want))
+        elif expect >= 0 and expect != sent.size:
+            problems.append(_mismatch(method, me, peer, sent.size, expect))
+        elif want_key and key and want_key != key:
+            problems.append(_typesig(method, peer, me))
+        elif expect_key and sent_key and expect_key != sent_key:
+            problems.append(_typesig(method, me, peer))
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise InputError(problems[0] + more)
 
 
 def _header(code, send, recv):
@@ -666,11 +699,13 @@ class _Memo:
     are not read again.  The messages on the wire are those of any call (the call's own
     tag and header): a rank that repeats and one that does not still match.  Not for a
     packed datatype (its bytes are packed per call) nor while an exchange of the memo is
-    in flight (``busy``: a repeat then runs as a new call).
+    in flight (``busy``: a repeat then runs as a new call).  ``good`` holds the headers the
+    last call that checked out received: a blocking repeat that gets them again needs no
+    check (:class:`_Fast`, made on the memo's first blocking repeat: ``fast``).
     """
 
     __slots__ = ("template", "args", "sends", "recvs", "out", "inp", "send_specs", "recv_specs",
-                 "types", "busy")
+                 "types", "busy", "good", "fast")
 
     def __init__(self, template, args, code, sends, recvs):
         MPI = _mpi()
@@ -678,22 +713,162 @@ class _Memo:
         self.template, self.args, self.sends, self.recvs = template, args, sends, recvs
         self.out = np.zeros((n, HEADER_WORDS), dtype=np.int64)
         self.inp = np.zeros((n, HEADER_WORDS), dtype=np.int64)
+        self.good = np.full((n, HEADER_WORDS), -3, dtype=np.int64)  # (no header is that)
         self.send_specs, self.recv_specs, self.types, self.busy = [], [], [], False
+        self.fast = None
         for j in range(n):
             payload, target = sends[j][0], recvs[j][0]
             self.out[j] = _header(code, sends[j], recvs[j])
             for specs, header, data in ((self.send_specs, self.out[j], payload),
                                         (self.recv_specs, self.inp[j], target)):
-                spec, dtype = _two(MPI, header, data)
-                specs.append(spec)
-                if dtype is not None:
-                    self.types.append(dtype)
+                # (a datatype even for a header alone: the compiled exchange posts every
+                # message as one datatype at MPI_BOTTOM)
+                dtype = MPI.BYTE.Create_hindexed(
+                    [_HEADER_BYTES] + ([data.size] if data.size else []),
+                    [header.ctypes.data] + ([data.ctypes.data] if data.size else [])).Commit()
+                specs.append([MPI.BOTTOM, 1, dtype])
+                self.types.append(dtype)
 
     def free(self):
-        """Free the datatypes (MPI keeps them for messages still in flight)."""
+        """Free the datatypes (MPI keeps them for messages still in flight) and the compiled
+        exchange (its counts join the hub's)."""
+        if self.fast:
+            self.fast.free()
+        self.fast = False
         for dtype in self.types:
             dtype.Free()
         self.types = []
+
+
+class _Fast:
+    """A memo's blocking repeat in one C call: ``rounds.c``'s ``dualmpi_nexchange`` run by the
+    remembered-call extension's bound call (:mod:`dualmpi.engine.recall`), matched in C by
+    ``net._m<method>`` (``Recall.like`` on the memo's template).
+
+    The same messages as a Python repeat (the memo's datatypes, the call's tag from the
+    wire's count), waited for one at a time under the watchdog, which names the neighbours
+    still waited for; the link counts kept in an array that joins the hub's
+    (:class:`~dualmpi.engine.router._Links`' lanes) until :meth:`free` adds them to its
+    dict.  The C call returns at once when other requests are in flight on the rank
+    (:data:`~dualmpi.engine.nonblocking.IN_FLIGHT`: they must advance while it waits), and
+    when a header differs from the memo's ``good`` ones; :meth:`failed` then runs the call in
+    Python, or checks the headers.
+    """
+
+    def __init__(self, net, method, memo, lib, module):
+        from .engine.nonblocking import IN_FLIGHT
+        from .engine.watchdog import Watchdog
+
+        ranks, links = _peers(net)
+        n = len(ranks)
+        self.method, self.memo, self.ranks = method, memo, ranks
+        self.net = weakref.ref(net)  # (no cycle through the C objects, which are not collected)
+        wire, hub = _wire(net, method), net._router.hub
+        self.peers = np.array(ranks, dtype=np.int64)
+        self.stypes = np.array([spec[2].handle for spec in memo.send_specs], dtype=np.int64)
+        self.rtypes = np.array([spec[2].handle for spec in memo.recv_specs], dtype=np.int64)
+        self.sizes = np.array([memo.sends[j][0].size for j in range(n)], dtype=np.int64)
+        self.counts = np.zeros((n, 2), dtype=np.int64)
+        self.track = np.zeros(2, dtype=np.int64)
+        self.hops = [(links[j],) for j in range(n)]
+        self.hub = hub
+        hub.links.lanes.append((self.counts, self.hops))
+        x = np.array((wire.comm.handle, wire.count.ctypes.data, TAGS, n, self.peers.ctypes.data,
+                      self.stypes.ctypes.data, self.rtypes.ctypes.data, self.track.ctypes.data,
+                      memo.inp.ctypes.data, memo.good.ctypes.data, self.counts.ctypes.data,
+                      self.sizes.ctypes.data, IN_FLIGHT.ctypes.data), dtype=np.int64)
+        assert x.size == _NX_FIELDS
+        fn = lib.dualmpi_nexchange
+        wd = net._transport.watchdog
+        me = weakref.ref(self)
+
+        def failed(err):
+            fast = me()
+            if fast is not None:
+                fast.failed(err)
+        self.call = module.Recall(ctypes.cast(fn, ctypes.c_void_p).value, x.ctypes.data,
+                                  (fn, x, wire, memo, self.peers, self.stypes, self.rtypes,
+                                   self.sizes, self.counts, self.track, IN_FLIGHT),
+                                  wd if wd.deadline > 0 else None,
+                                  Watchdog.tracker(self.track, _Waited(method, ranks, self.track)),
+                                  failed)
+
+    def failed(self, err):
+        """The C call did not settle the call: ``err`` says why (see :class:`_Fast`)."""
+        net, memo, method = self.net(), self.memo, self.method
+        if err == _NX_BUSY:  # other requests in flight: the call in Python (advancing them)
+            if memo.busy:  # (one of them runs on the memo: this call with messages of its own)
+                _blocking(_Exchange(net, method, memo.sends, list(memo.recvs)))
+            else:
+                _blocking(_Exchange(net, method, None, None, None, None, None, memo))
+        elif err == _NX_CHECK:  # a header differs from the last call's (or a message was cut)
+            _verdict(method, net.rank, self.ranks, memo.inp, memo.sends, memo.recvs)
+            memo.good[...] = memo.inp
+        else:
+            raise _fault(method, net.rank, _mpi().Exception(err))
+
+    def free(self):
+        """Add the counts to the hub's link dict, leave its lanes, uninstall the matcher."""
+        lanes = self.hub.links.lanes
+        for k, lane in enumerate(lanes):
+            if lane[0] is self.counts:
+                del lanes[k]
+                break
+        links, sent = self.hub.links, self.hub.sent_main
+        for (m, b), hops in zip(self.counts.tolist(), self.hops):
+            if m:
+                for key in hops:
+                    m0, b0 = dict.get(links, key, (0, 0))
+                    dict.__setitem__(links, key, (m0 + m, b0 + b))
+                sent[0] += m
+                sent[1] += b
+                sent[2] += m * len(hops)
+        self.counts[...] = 0
+        net = self.net()
+        if net is not None:
+            from .calls import no_match
+
+            setattr(net, "_m" + self.method, no_match)
+
+
+class _Waited:
+    """What a compiled exchange waits for, as the watchdog's tracker reads it: position
+    ``1 + mask`` (bit ``j``: the send to neighbour ``j``, bit ``n + j``: the receive from it)
+    gives ``(where, peers, grace)``; ``track[1]`` is the call's number."""
+
+    __slots__ = ("what", "ranks", "track")
+
+    def __init__(self, what, ranks, track):
+        self.what, self.ranks, self.track = what, ranks, track
+
+    def __len__(self):
+        return 1 << 62
+
+    def __getitem__(self, mask):
+        n = len(self.ranks)
+        peers = sorted({self.ranks[j % n] for j in range(2 * n) if mask >> j & 1})
+        return (f"{self.what} (neighbourhood call {int(self.track[1])})", tuple(peers), 1.0)
+
+
+def _fast(net, method, memo):
+    """Run a blocking repeat of ``memo`` by its compiled exchange (made now on the first
+    repeat, its matcher installed); return False when there is none (no compiled loop or
+    extension, or more neighbours than it takes)."""
+    if memo.fast is None:
+        memo.fast = False
+        lib = getattr(net._transport, "cloop", None)
+        module = recall.load()
+        if lib is not None and module is not None and \
+                lib.dualmpi_nx_fields() == _NX_FIELDS * 10000 + NX_MAX * 10 + HEADER_WORDS and \
+                len(memo.sends) <= NX_MAX:
+            memo.fast = _Fast(net, method, memo, lib, module)
+    if not memo.fast:
+        return False
+    engine = net._engine
+    setattr(net, "_m" + method, recall.load().Recall.like(memo.fast.call, memo.template, engine,
+                                                          engine.evictions))
+    memo.fast.call()
+    return True
 
 
 def _start(net, method, sendbuf, recvbuf, what=None):
@@ -708,6 +883,8 @@ def _start(net, method, sendbuf, recvbuf, what=None):
     memos = net.__dict__.setdefault("_neighbor_memos", {})
     memo = memos.get(method)
     if memo is not None and not memo.busy and same(memo.template, (sendbuf, recvbuf)):
+        if what is None and _fast(net, method, memo):  # a blocking repeat, run in C
+            return None
         return _Exchange(net, method, None, None, None, None, what, memo)
     sends = recvs = finish = error = None
     try:
@@ -730,7 +907,10 @@ def _start(net, method, sendbuf, recvbuf, what=None):
 
 
 def _blocking(ex):
-    """Wait for ``ex`` (advancing every request meanwhile); return its result or raise."""
+    """Wait for ``ex`` (advancing every request meanwhile); return its result or raise (None
+    for a call already run: :func:`_fast`)."""
+    if ex is None:
+        return None
     ex.progress.wait(ex)
     return ex.outcome()
 

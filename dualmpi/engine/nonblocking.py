@@ -56,7 +56,8 @@ from .alarm import ARGS, FUTURE
 from .mpi import OTHER_GRACE, ROOT_GRACE, _mpi_op, handle_dtype
 from .watchdog import Watchdog
 
-__all__ = ["Progress", "PlanRequest", "poll_all", "block", "CACHE_SIZE", "POOL_SIZE"]
+__all__ = ["Progress", "PlanRequest", "poll_all", "block", "CACHE_SIZE", "POOL_SIZE",
+           "IN_FLIGHT"]
 
 #: Bound plans whose message datatypes a :class:`Progress` keeps (least recently used first out).
 CACHE_SIZE = 64
@@ -73,6 +74,11 @@ _LIVE = []
 #: Messages of failed requests still in MPI's hands when their Progress was freed (the
 #: buffers must outlive them).
 _ABANDONED = []
+#: Requests in flight on this process: the ``active`` of every live progress engine (this
+#: module's :class:`Progress`, :mod:`dualmpi.neighbor`'s), kept by whoever adds or removes
+#: one; compiled code that would block reads it (a wait that lets no other request advance
+#: is only for a rank with nothing else in flight).
+IN_FLIGHT = np.zeros(1, dtype=np.int64)
 
 # stages of a request: rank 0's mode (_MODE, on the other ranks), the agreement, a gather to
 # rank 0 (_AGREE) and its answers (_ANSWER), the rounds (in Python, or in C: _CROUNDS, then
@@ -449,6 +455,7 @@ class Progress:
         req.agree_out = None if agree is None else np.asarray(agree, dtype=np.int64).reshape(-1)
         req.stage, req.since = _START, time.monotonic()
         self.active.append(req)
+        IN_FLIGHT[0] += 1
         self._advance(req)
         return req
 
@@ -744,6 +751,7 @@ class Progress:
         req.done, req.stage = True, _DONE
         try:
             self.active.remove(req)
+            IN_FLIGHT[0] -= 1
         except ValueError:
             pass
         comp = req.compiled

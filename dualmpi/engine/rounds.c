@@ -353,3 +353,92 @@ int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
     s[S_POS] = 0;
     return err;
 }
+
+/* A repeated blocking neighbourhood collective in one C call (dualmpi/neighbor.py: _Fast): one
+ * message to and one from every neighbour, each [header | payload] by a committed hindexed
+ * datatype at absolute addresses (MPI_BOTTOM), posted with the call's tag (1 + the wire's call
+ * count % N_TAGS; the count advances), then MPI_Waitany one message at a time, so the watchdog
+ * names the neighbours still waited for: track[0] is 1 + the mask of the messages not yet in
+ * (bit j: the send to neighbour j, bit n + j: the receive from it), track[1] the call's number.
+ * Every message posted is waited for, whatever fails.  Returns 0 when every header received is
+ * the one the last checked call received (the arguments of both ends unchanged); NX_CHECK when
+ * one differs or a message was truncated (the caller checks the headers); NX_BUSY, posting
+ * nothing, when other requests are in flight on the rank (*flight: they must advance while
+ * this rank waits, from Python); else the MPI error of a failed message. */
+enum { N_COMM, N_WIRE, N_TAGS, N_N, N_PEERS, N_STYPES, N_RTYPES, N_TRACK, N_INP, N_GOOD,
+       N_COUNTS, N_SIZES, N_FLIGHT, N_FIELDS };
+#define NX_BUSY (-1)
+#define NX_CHECK (-2)
+#define NX_MAX 30
+#define NX_HEADER 5
+
+int dualmpi_nx_fields(void) { return N_FIELDS * 10000 + NX_MAX * 10 + NX_HEADER; }
+
+int dualmpi_nexchange(const int64_t *x)
+{
+    const MPI_Comm comm = (MPI_Comm)(intptr_t)x[N_COMM];
+    const int n = (int)x[N_N];
+    const int64_t *peers = (const int64_t *)(intptr_t)x[N_PEERS];
+    const int64_t *stypes = (const int64_t *)(intptr_t)x[N_STYPES];
+    const int64_t *rtypes = (const int64_t *)(intptr_t)x[N_RTYPES];
+    int64_t *wire = (int64_t *)(intptr_t)x[N_WIRE];
+    int64_t *track = (int64_t *)(intptr_t)x[N_TRACK];
+    int64_t *counts = (int64_t *)(intptr_t)x[N_COUNTS];
+    const int64_t *sizes = (const int64_t *)(intptr_t)x[N_SIZES];
+    MPI_Request reqs[2 * NX_MAX];
+    int err = MPI_SUCCESS, fault = MPI_SUCCESS, truncated = 0, left = 0;
+    int64_t mask = 0;
+
+    if (*(const int64_t *)(intptr_t)x[N_FLIGHT] != 0 || n > NX_MAX)
+        return NX_BUSY;
+    const int64_t seq = wire[0]++;
+    const int tag = 1 + (int)(seq % x[N_TAGS]);
+    for (int j = 0; j < 2 * n; j++)
+        reqs[j] = MPI_REQUEST_NULL;
+    for (int j = 0; j < n && fault == MPI_SUCCESS; j++) {
+        fault = MPI_Irecv(MPI_BOTTOM, 1, (MPI_Datatype)(intptr_t)rtypes[j], (int)peers[j], tag,
+                          comm, reqs + n + j);
+        if (fault == MPI_SUCCESS)
+            mask |= (int64_t)1 << (n + j);
+    }
+    for (int j = 0; j < n && fault == MPI_SUCCESS; j++) {
+        fault = MPI_Isend(MPI_BOTTOM, 1, (MPI_Datatype)(intptr_t)stypes[j], (int)peers[j], tag,
+                          comm, reqs + j);
+        if (fault == MPI_SUCCESS) {
+            mask |= (int64_t)1 << j;
+            counts[2 * j] += 1;
+            counts[2 * j + 1] += sizes[j];
+        }
+    }
+    for (int j = 0; j < 2 * n; j++)
+        left += (int)((mask >> j) & 1);
+    track[1] = seq;
+    while (left > 0) {
+        int index = MPI_UNDEFINED;
+        track[0] = 1 + mask;
+        err = MPI_Waitany(2 * n, reqs, &index, MPI_STATUS_IGNORE);
+        if (index == MPI_UNDEFINED || index < 0 || index >= 2 * n) {
+            if (fault == MPI_SUCCESS)
+                fault = err != MPI_SUCCESS ? err : MPI_ERR_REQUEST;
+            break;
+        }
+        mask &= ~((int64_t)1 << index);
+        reqs[index] = MPI_REQUEST_NULL;
+        left--;
+        if (err != MPI_SUCCESS) {
+            int cls = err;
+            MPI_Error_class(err, &cls);
+            if (cls == MPI_ERR_TRUNCATE)
+                truncated = 1;
+            else if (fault == MPI_SUCCESS)
+                fault = err;
+        }
+    }
+    track[0] = 0;
+    if (fault != MPI_SUCCESS)
+        return fault;
+    if (truncated || memcmp((const void *)(intptr_t)x[N_INP], (const void *)(intptr_t)x[N_GOOD],
+                            (size_t)n * NX_HEADER * sizeof(int64_t)) != 0)
+        return NX_CHECK;
+    return MPI_SUCCESS;
+}

@@ -21,7 +21,8 @@ import pytest
 MPI = pytest.importorskip("mpi4py.MPI")
 
 import dualmpi  # noqa: E402
-from dualmpi import neighbor as nb  # noqa: E402
+from dualmpi import calls, neighbor as nb  # noqa: E402
+from dualmpi.engine import recall  # noqa: E402
 from dualmpi.errors import InputError  # noqa: E402
 from dualmpi.topology import from_spec  # noqa: E402
 
@@ -353,6 +354,12 @@ def test_alongside_a_nonblocking_collective(net, form):
             else:
                 net.net.Ineighbor_alltoall(send, b).Wait()
 
+        # made once before: the blocking call in flight with the broadcast is a repeat, which
+        # the compiled exchange hands back to Python (it would not advance the broadcast)
+        _, exc = _attempt(neighbourhood)
+        _fail_unless(exc is None and np.array_equal(a, b), f"the first call: {exc!r}")
+        b[:] = SENTINEL
+
         def run():
             bcast = dualmpi.Request.from_plan(prog, prog.start(
                 bound, got if RANK == 0 else None, None if RANK == 0 else got, what="Ibcast"))
@@ -400,6 +407,38 @@ def test_objects(net):
 
 
 # -- statistics --------------------------------------------------------------------------------
+
+def _compiled(net):
+    """True when a blocking repeat can run in C (compiled loop and extension)."""
+    return net.net._transport.cloop is not None and recall.load() is not None
+
+
+def test_stats_of_repeated_calls(net):
+    """Repeats counted as the first call (those run in C too), and kept when the remembered
+    call is replaced: one link message per neighbour per call."""
+    d = len(net.nbrs)
+    net.net.reset_stats()
+    send = _data(3 * d, np.float64)
+    recv, other = np.zeros(3 * d), np.zeros(3 * d)
+    _, links = nb.neighbors(net.topo, net.q, RANK)
+    got = []
+
+    def calls_():
+        for _ in range(5):
+            net.net.Neighbor_alltoall(send, recv)
+        got.append(net.net.stats())
+        net.net.Neighbor_alltoall(send, other)  # another buffer: the memo is replaced
+        got.append(net.net.stats())
+        net.net.Neighbor_alltoall(send, other)
+        got.append(net.net.stats())
+
+    _, exc = _attempt(calls_)
+    ok = exc is None and len(got) == 3
+    for st, k in zip(got, (5, 6, 7)):
+        ok = ok and st["messages"] == k * d and st["bytes"] == 24 * k * d and \
+            st["links"] == {link: (k, 24 * k) for link in links}
+    _fail_unless(ok, f"{exc!r} stats {got}")
+
 
 def test_stats(net):
     """One link message per neighbour per call, the payload bytes counted on its link."""
@@ -583,6 +622,10 @@ def test_repeated_calls_on_the_same_buffers(net, nonblocking):
             memo = net.net.__dict__.get("_neighbor_memos", {}).get(m)
             if memo is None or memos.setdefault(m, memo) is not memo:
                 bad.append(f"{m} repeat {k}: not the remembered call")
+            # a blocking repeat runs in C when it can (the compiled exchange, matched in C)
+            elif k > 0 and not nonblocking and _compiled(net) and \
+                    (not memo.fast or getattr(net.net, "_m" + m) is calls.no_match):
+                bad.append(f"{m} repeat {k}: not run by the compiled exchange")
     other = np.full(3 * d, SENTINEL, np.float64)
     net.ref.Neighbor_alltoall(send, refs["Neighbor_alltoall"])
     net.net.Neighbor_alltoall(send, other)
