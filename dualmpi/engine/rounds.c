@@ -355,18 +355,24 @@ int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
 }
 
 /* A repeated blocking neighbourhood collective in one C call (dualmpi/neighbor.py: _Fast): one
- * message to and one from every neighbour, each [header | payload] by a committed hindexed
- * datatype at absolute addresses (MPI_BOTTOM), posted with the call's tag (1 + the wire's call
- * count % N_TAGS; the count advances), then MPI_Waitany one message at a time, so the watchdog
- * names the neighbours still waited for: track[0] is 1 + the mask of the messages not yet in
- * (bit j: the send to neighbour j, bit n + j: the receive from it), track[1] the call's number.
- * Every message posted is waited for, whatever fails.  Returns 0 when every header received is
- * the one the last checked call received (the arguments of both ends unchanged); NX_CHECK when
- * one differs or a message was truncated (the caller checks the headers); NX_BUSY, posting
- * nothing, when other requests are in flight on the rank (*flight: they must advance while
- * this rank waits, from Python); else the MPI error of a failed message. */
+ * message to and one from every neighbour, [header | payload], posted with the call's tag (1 +
+ * the wire's call count % N_TAGS; the count advances).  A payload of N_SPLIT bytes or more goes
+ * as a message of its own after its header (contiguous: a large hindexed message is copied
+ * through MPI's buffers); a smaller one with its header, by a committed hindexed datatype at
+ * absolute addresses (MPI_BOTTOM).  A receive takes [header | payload] as one datatype; when the
+ * header that came says the sender split (a buffer call's code, 1..N_CODES, and N_SPLIT bytes or
+ * more), the payload's receive is posted then, into the same place.  The messages are waited
+ * for with MPI_Waitany one at a time, so the watchdog names the neighbours still waited for:
+ * track[0] is 1 + the mask of the messages not yet in (bit j: to neighbour j, bit n + j: from
+ * it), track[1] the call's number.  Every message posted is waited for, whatever fails.
+ * Returns 0 when every header received is the one the last checked call received (the
+ * arguments of both ends unchanged); NX_CHECK when one differs or a message was truncated (the
+ * caller checks the headers); NX_BUSY, posting nothing, when other requests are in flight on
+ * the rank (*flight: they must advance while this rank waits, from Python); else the MPI error
+ * of a failed message. */
 enum { N_COMM, N_WIRE, N_TAGS, N_N, N_PEERS, N_STYPES, N_RTYPES, N_TRACK, N_INP, N_GOOD,
-       N_COUNTS, N_SIZES, N_FLIGHT, N_FIELDS };
+       N_COUNTS, N_SIZES, N_FLIGHT, N_OUT, N_SADDR, N_RADDR, N_RSIZE, N_BYTE, N_SPLIT, N_CODES,
+       N_FIELDS };
 #define NX_BUSY (-1)
 #define NX_CHECK (-2)
 #define NX_MAX 30
@@ -377,53 +383,77 @@ int dualmpi_nx_fields(void) { return N_FIELDS * 10000 + NX_MAX * 10 + NX_HEADER;
 int dualmpi_nexchange(const int64_t *x)
 {
     const MPI_Comm comm = (MPI_Comm)(intptr_t)x[N_COMM];
+    const MPI_Datatype byte = (MPI_Datatype)(intptr_t)x[N_BYTE];
     const int n = (int)x[N_N];
+    const int64_t split = x[N_SPLIT], codes = x[N_CODES];
     const int64_t *peers = (const int64_t *)(intptr_t)x[N_PEERS];
     const int64_t *stypes = (const int64_t *)(intptr_t)x[N_STYPES];
     const int64_t *rtypes = (const int64_t *)(intptr_t)x[N_RTYPES];
+    const int64_t *sizes = (const int64_t *)(intptr_t)x[N_SIZES];
+    const int64_t *saddr = (const int64_t *)(intptr_t)x[N_SADDR];
+    const int64_t *raddr = (const int64_t *)(intptr_t)x[N_RADDR];
+    const int64_t *rsize = (const int64_t *)(intptr_t)x[N_RSIZE];
+    const int64_t *inp = (const int64_t *)(intptr_t)x[N_INP];
+    int64_t *out = (int64_t *)(intptr_t)x[N_OUT];
     int64_t *wire = (int64_t *)(intptr_t)x[N_WIRE];
     int64_t *track = (int64_t *)(intptr_t)x[N_TRACK];
     int64_t *counts = (int64_t *)(intptr_t)x[N_COUNTS];
-    const int64_t *sizes = (const int64_t *)(intptr_t)x[N_SIZES];
-    MPI_Request reqs[2 * NX_MAX];
+    /* per neighbour j: [j] the send (header and payload, or both in one), [n + j] the receive,
+     * [2n + j] a payload sent on its own, [3n + j] one received on its own */
+    MPI_Request reqs[4 * NX_MAX];
+    int pending[2 * NX_MAX];  /* the requests of each message not done (send j, receive n + j) */
     int err = MPI_SUCCESS, fault = MPI_SUCCESS, truncated = 0, left = 0;
-    int64_t mask = 0;
 
     if (*(const int64_t *)(intptr_t)x[N_FLIGHT] != 0 || n > NX_MAX)
         return NX_BUSY;
     const int64_t seq = wire[0]++;
     const int tag = 1 + (int)(seq % x[N_TAGS]);
-    for (int j = 0; j < 2 * n; j++)
+    for (int j = 0; j < 4 * n; j++)
         reqs[j] = MPI_REQUEST_NULL;
+    for (int j = 0; j < 2 * n; j++)
+        pending[j] = 0;
     for (int j = 0; j < n && fault == MPI_SUCCESS; j++) {
         fault = MPI_Irecv(MPI_BOTTOM, 1, (MPI_Datatype)(intptr_t)rtypes[j], (int)peers[j], tag,
                           comm, reqs + n + j);
-        if (fault == MPI_SUCCESS)
-            mask |= (int64_t)1 << (n + j);
+        pending[n + j] += fault == MPI_SUCCESS;
     }
     for (int j = 0; j < n && fault == MPI_SUCCESS; j++) {
-        fault = MPI_Isend(MPI_BOTTOM, 1, (MPI_Datatype)(intptr_t)stypes[j], (int)peers[j], tag,
-                          comm, reqs + j);
+        if (sizes[j] >= split) {
+            fault = MPI_Isend(out + j * NX_HEADER, NX_HEADER * (int)sizeof(int64_t), byte,
+                              (int)peers[j], tag, comm, reqs + j);
+            pending[j] += fault == MPI_SUCCESS;
+            if (fault == MPI_SUCCESS) {
+                fault = MPI_Isend((void *)(intptr_t)saddr[j], (int)sizes[j], byte, (int)peers[j],
+                                  tag, comm, reqs + 2 * n + j);
+                pending[j] += fault == MPI_SUCCESS;
+            }
+        } else {
+            fault = MPI_Isend(MPI_BOTTOM, 1, (MPI_Datatype)(intptr_t)stypes[j], (int)peers[j],
+                              tag, comm, reqs + j);
+            pending[j] += fault == MPI_SUCCESS;
+        }
         if (fault == MPI_SUCCESS) {
-            mask |= (int64_t)1 << j;
             counts[2 * j] += 1;
             counts[2 * j + 1] += sizes[j];
         }
     }
     for (int j = 0; j < 2 * n; j++)
-        left += (int)((mask >> j) & 1);
+        left += pending[j];
     track[1] = seq;
     while (left > 0) {
         int index = MPI_UNDEFINED;
+        int64_t mask = 0;
+        for (int j = 0; j < 2 * n; j++)
+            mask |= (int64_t)(pending[j] > 0) << j;
         track[0] = 1 + mask;
-        err = MPI_Waitany(2 * n, reqs, &index, MPI_STATUS_IGNORE);
-        if (index == MPI_UNDEFINED || index < 0 || index >= 2 * n) {
+        err = MPI_Waitany(4 * n, reqs, &index, MPI_STATUS_IGNORE);
+        if (index == MPI_UNDEFINED || index < 0 || index >= 4 * n) {
             if (fault == MPI_SUCCESS)
                 fault = err != MPI_SUCCESS ? err : MPI_ERR_REQUEST;
             break;
         }
-        mask &= ~((int64_t)1 << index);
         reqs[index] = MPI_REQUEST_NULL;
+        pending[index % (2 * n)]--;
         left--;
         if (err != MPI_SUCCESS) {
             int cls = err;
@@ -433,11 +463,23 @@ int dualmpi_nexchange(const int64_t *x)
             else if (fault == MPI_SUCCESS)
                 fault = err;
         }
+        if (index >= n && index < 2 * n && fault == MPI_SUCCESS) {
+            const int j = index - n;  /* a header is in: does its payload follow on its own? */
+            const int64_t code = inp[j * NX_HEADER], got = inp[j * NX_HEADER + 3];
+            if (code >= 1 && code <= codes && got >= split) {
+                fault = MPI_Irecv((void *)(intptr_t)raddr[j], (int)rsize[j], byte,
+                                  (int)peers[j], tag, comm, reqs + 3 * n + j);
+                if (fault == MPI_SUCCESS) {
+                    pending[n + j]++;
+                    left++;
+                }
+            }
+        }
     }
     track[0] = 0;
     if (fault != MPI_SUCCESS)
         return fault;
-    if (truncated || memcmp((const void *)(intptr_t)x[N_INP], (const void *)(intptr_t)x[N_GOOD],
+    if (truncated || memcmp(inp, (const void *)(intptr_t)x[N_GOOD],
                             (size_t)n * NX_HEADER * sizeof(int64_t)) != 0)
         return NX_CHECK;
     return MPI_SUCCESS;

@@ -51,7 +51,9 @@ def _configs():
 CONFIGS = _configs()
 DTYPES = [np.int32] if SAMPLED else [np.int32, np.float64]
 #: 5000 float64 (40 KB): past Open MPI's eager limits, the rendezvous protocol.
-COUNTS = [0, 3] if SAMPLED else [0, 1, 3, 5000]
+#: BIG (256 KiB and more): payloads sent after their headers, on their own (neighbor.SPLIT).
+BIG = nb.SPLIT // 4 + 7
+COUNTS = [0, 3, BIG] if SAMPLED else [0, 1, 3, 5000, BIG]
 
 
 def _expected_neighbours(topo, q, rank):
@@ -480,7 +482,10 @@ def _still_works(net):
 
 
 #: (elements every rank sends and expects, what rank b expects from rank a instead)
-MISMATCHES = {"fewer": (2, 3), "more": (2, 1), "more-large": (5000, 4999), "datatype": (2, 2)}
+MISMATCHES = {"fewer": (2, 3), "more": (2, 1), "more-large": (5000, 4999), "datatype": (2, 2),
+              # a's payload sent on its own (neighbor.SPLIT bytes and more), or b expecting one
+              "split-more": (nb.SPLIT // 4, nb.SPLIT // 4 - 1),
+              "split-fewer": (nb.SPLIT // 4 - 1, nb.SPLIT // 4), "split-fewer-both": (BIG, BIG + 1)}
 
 
 def _mismatch_call(net, kind, a, b, nonblocking=False):
@@ -529,21 +534,23 @@ def test_mismatch_between_neighbours(net, kind, nonblocking):
     _still_works(net)
 
 
-@pytest.mark.parametrize("bad", ["toolarge", "readonly", "unpicklable"])
+@pytest.mark.parametrize("bad", ["toolarge", "readonly", "unpicklable", "readonly-split"])
 def test_bad_arguments_on_one_rank(net, bad):
-    """Rank 0's arguments are rejected: it raises its own error, its neighbours raise too."""
+    """Rank 0's arguments are rejected: it raises its own error, its neighbours raise too
+    ("-split": their payloads come after their headers, and rank 0 takes them too)."""
     if _pair(net) is None:
         pytest.skip("rank 0 has no neighbour here")
     d = len(net.nbrs)
-    send = _data(2 * d, np.int32)
-    recv = np.zeros(2 * d, np.int32)
+    each = BIG if bad.endswith("split") else 2
+    send = _data(each * d, np.int32)
+    recv = np.zeros(each * d, np.int32)
     if bad == "unpicklable":
         obj = (lambda: 0) if RANK == 0 else RANK
         _, exc = _attempt(lambda: net.net.neighbor_allgather(obj))
     else:
         if RANK == 0 and bad == "toolarge":
             recv = [recv, 2 * d + 1, MPI.INT32_T]  # d blocks of 2d + 1: past the end
-        if RANK == 0 and bad == "readonly":
+        if RANK == 0 and bad.startswith("readonly"):
             recv.flags.writeable = False
         _, exc = _attempt(lambda: net.net.Neighbor_alltoall(send, recv))
     raised = _raised(exc)
@@ -554,15 +561,21 @@ def test_bad_arguments_on_one_rank(net, bad):
     _still_works(net)
 
 
-def test_different_calls(net):
-    """Rank 0 calls Neighbor_allgather while the rest call Neighbor_alltoall (same sizes)."""
+@pytest.mark.parametrize("kind", ["small", "split", "object-split"])
+def test_different_calls(net, kind):
+    """Rank 0 calls Neighbor_allgather (or neighbor_allgather, objects) while the rest call
+    Neighbor_alltoall (same sizes; "split": blocks of SPLIT bytes and more, which go after
+    their headers)."""
     if _pair(net) is None:
         pytest.skip("rank 0 has no neighbour here")
     d = len(net.nbrs)
-    send = _data(d, np.int32)
-    recv = np.zeros(d, np.int32)
-    if RANK == 0:
-        _, exc = _attempt(lambda: net.net.Neighbor_allgather(send[:1], recv))
+    each = 1 if kind == "small" else BIG
+    send = _data(each * d, np.int32)
+    recv = np.zeros(each * d, np.int32)
+    if RANK == 0 and kind == "object-split":
+        _, exc = _attempt(lambda: net.net.neighbor_allgather(RANK))
+    elif RANK == 0:
+        _, exc = _attempt(lambda: net.net.Neighbor_allgather(send[:each], recv))
     else:
         _, exc = _attempt(lambda: net.net.Neighbor_alltoall(send, recv))
     raised = _raised(exc)
@@ -636,17 +649,61 @@ def test_repeated_calls_on_the_same_buffers(net, nonblocking):
 
 
 @pytest.mark.parametrize("nonblocking", [False, True], ids=["blocking", "nonblocking"])
-def test_a_remembered_call_against_other_counts(net, nonblocking):
+def test_repeated_large_calls_match_mpi(net, nonblocking):
+    """Payloads of 64 KiB and more go after their headers, as messages of their own: the five
+    buffer forms three times on the same objects (refilled in between; in C from the second
+    blocking call), every result equal to Open MPI's, the gaps of the receive buffers untouched."""
+    d = len(net.nbrs)
+    each = BIG  # int32: over 256 KiB per neighbour (neighbor.SPLIT)
+    counts = np.full(d, each, dtype=np.int64)
+    displs = (each + 3) * np.arange(d, dtype=np.int64) + 1  # gaps between the blocks
+    send, one = np.zeros(each * d, np.int32), np.zeros(each, np.int32)
+    wtypes, wdispls = [MPI.INT32_T] * d, 4 * displs
+    size = int(displs[-1] + each + 2) if d else 1
+
+    def args(m, r):
+        return {"Neighbor_allgather": (one, r),
+                "Neighbor_allgatherv": (one, [r, (counts, displs), MPI.INT32_T]),
+                "Neighbor_alltoall": (send, r),
+                "Neighbor_alltoallv": ([send, counts], [r, (counts, displs)]),
+                "Neighbor_alltoallw": ([send, (counts, 4 * each * np.arange(d)), wtypes],
+                                       [r, (counts, wdispls), wtypes])}[m]
+
+    sizes = {m: each * d if m in ("Neighbor_allgather", "Neighbor_alltoall") else size
+             for m in nb.REMEMBERED}
+    mine = {m: np.full(sizes[m], SENTINEL, np.int32) for m in nb.REMEMBERED}
+    refs = {m: np.full(sizes[m], SENTINEL, np.int32) for m in nb.REMEMBERED}
+    bad = []
+    for k in range(3):
+        send[:] = np.arange(send.size) + 100 * RANK + 10 * k
+        one[:] = np.arange(one.size) + 100 * RANK + 10 * k + 5
+        for m in nb.REMEMBERED:
+            getattr(net.ref, m)(*args(m, refs[m]))
+            _, exc = _attempt(lambda: getattr(net.net, "I" + m.lower()[0] + m[1:])(
+                *args(m, mine[m])).Wait() if nonblocking else getattr(net.net, m)(
+                *args(m, mine[m])))
+            if exc is not None or not np.array_equal(mine[m], refs[m]):
+                bad.append(f"{m} call {k}: {exc!r}" if exc else f"{m} call {k} differs")
+            memo = net.net.__dict__.get("_neighbor_memos", {}).get(m)
+            if k > 0 and not nonblocking and _compiled(net) and (memo is None or not memo.fast):
+                bad.append(f"{m} call {k}: not run by the compiled exchange")
+    _fail_unless(not bad, "; ".join(bad[:3]))
+
+
+@pytest.mark.parametrize("each", [2, nb.SPLIT // 4], ids=["small", "split"])
+@pytest.mark.parametrize("nonblocking", [False, True], ids=["blocking", "nonblocking"])
+def test_a_remembered_call_against_other_counts(net, nonblocking, each):
     """Every rank repeats Neighbor_alltoallv on the same objects (the repeat is the remembered
-    call); then rank b expects one element fewer from neighbour a, which repeats its
-    remembered call: InputError on both ends, nowhere else, and the next call works."""
+    call, run in C when blocking); then rank b expects one element fewer from neighbour a,
+    which repeats its remembered call: InputError on both ends, nowhere else, and the next
+    call works.  With SPLIT / 4 int32 a's payload goes after its header, on its own."""
     pair = _pair(net)
     if pair is None:
         pytest.skip("rank 0 has no neighbour here")
     a, b = pair
     d = len(net.nbrs)
-    counts = [2] * d
-    send, rbuf = _data(2 * d, np.int32), np.zeros(2 * d, np.int32)
+    counts = [each] * d
+    send, rbuf = _data(each * d, np.int32), np.zeros(each * d, np.int32)
     args = ([send, counts, MPI.INT32_T], [rbuf, counts, MPI.INT32_T])
 
     def call(x):
@@ -659,7 +716,7 @@ def test_a_remembered_call_against_other_counts(net, nonblocking):
     remembered = net.net._neighbor_memos["Neighbor_alltoallv"]
     if RANK == b:
         fewer = list(counts)
-        fewer[net.nbrs.index(a)] = 1
+        fewer[net.nbrs.index(a)] = each - 1
         args = ([send, counts, MPI.INT32_T], [rbuf, fewer, MPI.INT32_T])
     _, exc = _attempt(lambda: call(args))
     raised = _raised(exc)
