@@ -654,17 +654,19 @@ def _typesig(method, sender, receiver):
             f"match the type signature rank {receiver} receives")
 
 
-def _two(MPI, header, payload):
+def _two(MPI, header, payload, always=False):
     """Return ``(spec, datatype)``: an mpi4py buffer spec of ``header`` then ``payload``.
 
     Zero-copy: a hindexed datatype at absolute addresses (``MPI.BOTTOM``), which the
-    caller frees once the message is posted (MPI keeps it for that message); ``None``
-    when there is no payload.
+    caller frees (MPI keeps it for the messages posted); ``None`` when there is no
+    payload, unless ``always`` (then the datatype holds the header alone).
     """
-    if payload is None or payload.size == 0:
+    empty = payload is None or payload.size == 0
+    if empty and not always:
         return [header, MPI.BYTE], None
-    dtype = MPI.BYTE.Create_hindexed([_HEADER_BYTES, payload.size],
-                                     [header.ctypes.data, payload.ctypes.data]).Commit()
+    dtype = MPI.BYTE.Create_hindexed(
+        [_HEADER_BYTES] + ([] if empty else [payload.size]),
+        [header.ctypes.data] + ([] if empty else [payload.ctypes.data])).Commit()
     return [MPI.BOTTOM, 1, dtype], dtype
 
 
@@ -797,13 +799,11 @@ class _Memo:
             self.recv_specs.append(self._absolute(MPI, self.inp[j], target))
 
     def _absolute(self, MPI, header, data):
-        """The spec of ``header`` then ``data`` as one message (a committed hindexed datatype at
-        absolute addresses, freed with the memo)."""
-        dtype = MPI.BYTE.Create_hindexed(
-            [_HEADER_BYTES] + ([data.size] if data.size else []),
-            [header.ctypes.data] + ([data.ctypes.data] if data.size else [])).Commit()
+        """The spec of ``header`` then ``data`` as one message (:func:`_two`'s datatype, freed
+        with the memo)."""
+        spec, dtype = _two(MPI, header, data, always=True)
         self.types.append(dtype)
-        return [MPI.BOTTOM, 1, dtype]
+        return spec
 
     def free(self):
         """Free the datatypes (MPI keeps them for messages still in flight) and the compiled
@@ -892,21 +892,7 @@ class _Fast:
 
     def free(self):
         """Add the counts to the hub's link dict, leave its lanes, uninstall the matcher."""
-        lanes = self.hub.links.lanes
-        for k, lane in enumerate(lanes):
-            if lane[0] is self.counts:
-                del lanes[k]
-                break
-        links, sent = self.hub.links, self.hub.sent_main
-        for (m, b), hops in zip(self.counts.tolist(), self.hops):
-            if m:
-                for key in hops:
-                    m0, b0 = dict.get(links, key, (0, 0))
-                    dict.__setitem__(links, key, (m0 + m, b0 + b))
-                sent[0] += m
-                sent[1] += b
-                sent[2] += m * len(hops)
-        self.counts[...] = 0
+        self.hub.retire_lane(self.counts)
         net = self.net()
         if net is not None:
             from .calls import no_match

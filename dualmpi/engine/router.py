@@ -526,6 +526,28 @@ class Hub:
         sent[1] += nbytes
         sent[2] += route_hops if route_hops is not None else self._route_hops(hops)
 
+    def retire_lane(self, counts):
+        """Move the counts of the lane whose array is ``counts`` (:class:`_Links`' lanes: a
+        one-link message per row, the caller's thread only) into the link dict and
+        :attr:`sent_main`, and drop the lane (its array is zeroed)."""
+        lanes = self.links.lanes
+        for k, (lane, hops) in enumerate(lanes):
+            if lane is counts:
+                del lanes[k]
+                break
+        else:
+            return
+        links, sent = self.links, self.sent_main
+        for (m, b), keys in zip(counts.tolist(), hops):
+            if m:
+                for key in keys:
+                    m0, b0 = dict.get(links, key, (0, 0))
+                    dict.__setitem__(links, key, (m0 + m, b0 + b))
+                sent[0] += m
+                sent[1] += b
+                sent[2] += m * len(keys)
+        counts[...] = 0
+
     def count_sent(self, hops, nbytes):
         """Count a message this rank sends directly from another thread (under the lock)."""
         self._count(hops, nbytes)
