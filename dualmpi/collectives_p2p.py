@@ -47,7 +47,7 @@ import zlib
 import numpy as np
 
 from . import arguments
-from .engine import threads
+from .engine import inflight, threads
 from .errors import DualmpiError, InputError
 
 __all__ = [
@@ -73,8 +73,6 @@ ALGORITHMS = {
 }
 
 _EMPTY = np.zeros(0, np.uint8)
-
-
 def _mpi():
     from mpi4py import MPI
 
@@ -87,9 +85,11 @@ def control(net, comm, name, args, what, watch=True):
     on ``comm``, under the watchdog (``watch``), while this rank keeps forwarding the
     network's messages.
 
-    With the router's progress thread the blocking call (mpi4py releases the GIL: the
-    thread forwards meanwhile); without it the nonblocking one, the hub advanced between
-    tests -- a member waiting for the others must still forward the messages they wait for.
+    Always MPI's nonblocking form.  With the router's progress thread it is waited for in
+    MPI (mpi4py releases the GIL: the thread forwards meanwhile; the rank's nonblocking
+    requests in flight are advanced too: :mod:`dualmpi.engine.inflight`); without it the
+    request is tested, the hub advanced in between -- a member waiting for the others must
+    still forward the messages they wait for.
     """
     hub = net._router.hub
     wd = net._transport.watchdog
@@ -97,10 +97,14 @@ def control(net, comm, name, args, what, watch=True):
         wd.arm(f"{what} on a derived communicator (the ranks' agreement: has every rank of "
                "the communicator called it?)", ())
     try:
-        if hub.threaded:
-            return getattr(comm, name)(*args)
+        # the nonblocking form on every rank (MPI never matches it with the blocking one),
+        # waited for as this rank can: with the progress thread in MPI (the requests in flight
+        # advanced meanwhile, when there are: inflight.py), else tested, the hub advanced
         req = getattr(comm, "I" + name.lower())(*args)
-        _poll(hub, req.Test)
+        if hub.threaded:
+            inflight.waitall([req])
+        else:
+            _poll(hub, req.Test)
         return None
     finally:
         if watch:
@@ -116,6 +120,7 @@ def _poll(hub, done):
         if not hub.threaded:
             with hub.lock:
                 moved = hub.step()
+        inflight.advance()  # (MPI's progress rule: the requests in flight move too)
         if moved:
             delay = 1e-5
         else:
@@ -208,7 +213,7 @@ class _Wire:
             wd = hub.wd
             wd.arm(f"{self.what} (its sends)", ())
             try:
-                MPI.Request.Waitall(reqs)
+                inflight.waitall(reqs)
             finally:
                 wd.disarm()
         else:

@@ -826,13 +826,13 @@ class _Fast:
     still waited for; the link counts kept in an array that joins the hub's
     (:class:`~dualmpi.engine.router._Links`' lanes) until :meth:`free` adds them to its
     dict.  The C call returns at once when other requests are in flight on the rank
-    (:data:`~dualmpi.engine.nonblocking.IN_FLIGHT`: they must advance while it waits), and
+    (:data:`~dualmpi.engine.inflight.IN_FLIGHT`: they must advance while it waits), and
     when a header differs from the memo's ``good`` ones; :meth:`failed` then runs the call in
     Python, or checks the headers.
     """
 
     def __init__(self, net, method, memo, lib, module):
-        from .engine.nonblocking import IN_FLIGHT
+        from .engine.inflight import IN_FLIGHT
         from .engine.watchdog import Watchdog
 
         ranks, links = _peers(net)

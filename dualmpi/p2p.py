@@ -17,6 +17,7 @@ off the network and refused with a :class:`~dualmpi.errors.DualmpiError` that is
 import numpy as np
 
 from . import msgbuffer
+from .engine import inflight
 from .errors import DualmpiError, mpi_error
 
 __all__ = [
@@ -121,7 +122,10 @@ def _send(net, buf, dest, tag, what, sync=False, nonblocking=False, track=False)
         wd = router.wd
         wd.arm(where, (dest,))
         try:
-            (direct.Ssend if sync else direct.Send)(data, dest, tag)
+            if inflight.IN_FLIGHT[0]:  # (MPI's progress rule: those requests move too)
+                inflight.waitall([(direct.Issend if sync else direct.Isend)(data, dest, tag)])
+            else:
+                (direct.Ssend if sync else direct.Send)(data, dest, tag)
         finally:
             wd.disarm()
         return None
@@ -176,7 +180,7 @@ def _wait_send(router, req, dest, what):
     wd.arm(f"{what}: the send to rank {dest} (until rank {dest} receives it)",
            () if dest == MPI.PROC_NULL else (dest,))
     try:
-        req.Wait()
+        inflight.waitall([req])
     finally:
         wd.disarm()
 

@@ -55,6 +55,7 @@ import numpy as np
 from mpi4py import MPI
 
 from ..errors import DualmpiError
+from .inflight import waitall, waitany
 
 __all__ = ["Alarm", "WORDS", "NOTICE", "VECTOR", "VERDICT", "ALARM", "NONBLOCKING", "HISTORY",
            "FUTURE"]
@@ -294,7 +295,7 @@ class Alarm:
         wd = self.watchdog
         wd.arm(what, waiting_for)
         try:
-            self.line.Wait()
+            waitany([self.line])  # (MPI's Wait, keeping the requests in flight moving)
         finally:
             wd.disarm()
         msg = self.buf.copy()
@@ -314,7 +315,7 @@ class Alarm:
         wd = self.watchdog
         wd.arm(f"{what} (sending on the alarm line)", ())
         try:
-            MPI.Request.Waitall(sends)
+            waitall(sends)
         finally:
             wd.disarm()
 

@@ -35,8 +35,8 @@ SOURCE = Path(__file__).with_name("rounds.c")
 
 #: The functions the engine calls; a library without them is not this loop.
 SYMBOLS = ("dualmpi_request_size", "dualmpi_fields", "dualmpi_run", "dualmpi_step_fields",
-           "dualmpi_istep", "dualmpi_iwait", "dualmpi_alarm_code", "dualmpi_future",
-           "dualmpi_nx_fields", "dualmpi_nexchange")
+           "dualmpi_istep", "dualmpi_iwait", "dualmpi_alarm_code", "dualmpi_hook_code",
+           "dualmpi_future", "dualmpi_nx_fields", "dualmpi_nexchange")
 
 
 class Library:
@@ -112,6 +112,7 @@ def load(library_version=""):
         lib.dualmpi_iwait.restype = ctypes.c_int
         lib.dualmpi_iwait.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
         lib.dualmpi_alarm_code.restype = ctypes.c_int
+        lib.dualmpi_hook_code.restype = ctypes.c_int
         lib.dualmpi_future.restype = ctypes.c_int
         lib.dualmpi_nx_fields.restype = ctypes.c_int
         lib.dualmpi_nexchange.restype = ctypes.c_int

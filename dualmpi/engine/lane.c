@@ -5,7 +5,10 @@
  * and counting the link cost about 2.5 us a message (docs/p2p.md).  This CPython extension
  * does the same work for the common case -- a C-contiguous numpy array of a dtype mpi4py
  * reads as a plain view, an int rank and tag, no receive posted -- and answers
- * NotImplemented for anything else, which the Python path (dualmpi/p2p.py) then does.
+ * NotImplemented for anything else, which the Python path (dualmpi/p2p.py) then does.  So
+ * does a call made while nonblocking requests are in flight on the rank (inflight[0] != 0:
+ * dualmpi/engine/inflight.py): its waits must keep them moving, which MPI's blocking calls
+ * here would not.
  *
  * What it does for a call is what the Python path does: the watchdog is armed through a
  * tracker (dualmpi.engine.watchdog.Watchdog.tracker: counter[0] the wait's slot, counter[1]
@@ -40,6 +43,7 @@ typedef struct {
     unsigned char *recv_ok;   /* [size + 1]: from that rank (last: ANY_SOURCE) */
     int64_t *counts;          /* [size][2]: messages and bytes sent to each rank */
     int64_t *tracker;         /* [2]: the watchdog's slot and call number */
+    const volatile int64_t *inflight;  /* [1]: nonblocking requests in flight on the rank */
     PyObject *keep;           /* the arrays above (numpy), kept alive */
     PyObject *posted;         /* the router's posted receives (a list) */
     PyObject *mailbox;        /* the router's arrived messages (a list) */
@@ -88,17 +92,18 @@ static void *array_data(PyObject *arr, Py_ssize_t need)
     return p;
 }
 
-/* Lane(comm, send_ok, recv_ok, counts, tracker, posted, mailbox, views, ndarray, wd,
+/* Lane(comm, send_ok, recv_ok, counts, tracker, inflight, posted, mailbox, views, ndarray, wd,
  *      tracked, truncated, mpi_exception, any_source, any_tag) */
 static int Lane_init(Lane *self, PyObject *args, PyObject *Py_UNUSED(kw))
 {
-    PyObject *comm, *send_ok, *recv_ok, *counts, *tracker, *o[8];
+    PyObject *comm, *send_ok, *recv_ok, *counts, *tracker, *inflight, *o[8];
     if (self->keep != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "lane: initialised already");
         return -1;
     }
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOii", &comm, &send_ok, &recv_ok, &counts,
-                          &tracker, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOOii", &comm, &send_ok, &recv_ok, &counts,
+                          &tracker, &inflight, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
+                          &o[7],
                           &self->any_source, &self->any_tag))
         return -1;
     for (int i = 0; i < 8; i++)
@@ -121,14 +126,15 @@ static int Lane_init(Lane *self, PyObject *args, PyObject *Py_UNUSED(kw))
         PyErr_SetString(PyExc_RuntimeError, "lane: the communicator has no size");
         return -1;
     }
-    self->keep = PyTuple_Pack(4, send_ok, recv_ok, counts, tracker);
+    self->keep = PyTuple_Pack(5, send_ok, recv_ok, counts, tracker, inflight);
     if (self->keep == NULL)
         return -1;
     Py_ssize_t n = self->size;
     if (!(self->send_ok = array_data(send_ok, n)) ||
             !(self->recv_ok = array_data(recv_ok, n + 1)) ||
             !(self->counts = array_data(counts, 2 * n * (Py_ssize_t)sizeof(int64_t))) ||
-            !(self->tracker = array_data(tracker, 2 * (Py_ssize_t)sizeof(int64_t))))
+            !(self->tracker = array_data(tracker, 2 * (Py_ssize_t)sizeof(int64_t))) ||
+            !(self->inflight = array_data(inflight, (Py_ssize_t)sizeof(int64_t))))
         return -1;
     return 0;
 }
@@ -176,7 +182,7 @@ static int get_buffer(Lane *self, PyObject *obj, Py_buffer *view, int writable)
  * communicator's channel is freed with the network's, possibly before the lane is closed). */
 static int live(Lane *self)
 {
-    if (self->closed)
+    if (self->closed || *self->inflight)
         return 0;
     MPI_Comm *c = PyMPIComm_Get(self->comm_obj);
     if (c == NULL) {

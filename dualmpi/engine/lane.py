@@ -12,7 +12,9 @@ the MPI library's ``mpicc`` into the compiled round loop's cache,
 * an ``int`` rank (or ``None`` / ``MPI.ANY_SOURCE`` when every other rank sends directly
   and no message is kept in the router) and a tag ``0..32767`` (or ``ANY_TAG``);
 * no receive posted (``Irecv``) on the communicator;
-* a ``status`` that is ``None`` or an ``MPI.Status``.
+* a ``status`` that is ``None`` or an ``MPI.Status``;
+* no nonblocking request in flight on the rank (:mod:`dualmpi.engine.inflight`: the Python
+  path's waits keep them moving).
 
 Anything else answers ``NotImplemented`` and the Python path (:mod:`dualmpi.p2p`) does the
 call, with the same messages.  What the lane does per call is what that path does: the
@@ -69,6 +71,7 @@ def make(router, views):
     """
     from mpi4py import MPI
 
+    from .inflight import IN_FLIGHT
     from .router import truncated
     from .watchdog import Watchdog
 
@@ -93,8 +96,8 @@ def make(router, views):
     for s in range(size):
         recv_ok[s] = s != rank and router.route(s, rank).direct
     recv_ok[size] = router.all_direct_in()
-    lane = module.Lane(router.direct, send_ok, recv_ok, counts, tracker, router.posted,
-                       router.mailbox, views, np.ndarray, hub.wd,
+    lane = module.Lane(router.direct, send_ok, recv_ok, counts, tracker, IN_FLIGHT,
+                       router.posted, router.mailbox, views, np.ndarray, hub.wd,
                        Watchdog.tracker(tracker, rounds), truncated, MPI.Exception,
                        MPI.ANY_SOURCE, MPI.ANY_TAG)
     hub.links.lanes.append((counts, hops))

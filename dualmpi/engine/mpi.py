@@ -19,7 +19,7 @@ import numpy as np
 from mpi4py import MPI
 
 from ..errors import DualmpiError
-from . import recall
+from . import inflight, recall
 from .alarm import FUTURE, MISMATCH, MPI_FAILED, Alarm
 from .core import copy_segments
 from .layout import describe
@@ -38,12 +38,13 @@ ABANDONED = []
 (_A_NROUNDS, _A_NREQ, _A_REQS, _A_NMOVE, _A_MOVES, _A_STORE, _A_PROGRESS, _A_BASE, _A_NRECV,
  _A_TRAIL, _A_SIGNATURE, _A_FLAGS, _A_NPRE, _A_PRE, _A_NPOST, _A_POST, _A_CALLS, _A_NMID, _A_MID,
  _A_SEQ, _A_SIGWORD, _A_WBUF, _A_RING, _A_INDEX, _A_TBASE, _A_NCOMB, _A_COMBS, _A_OP, _A_TYPE,
- _A_ITEM, _A_HIST, _A_FUTURE, _A_FIELDS) = range(33)
+ _A_ITEM, _A_HIST, _A_FUTURE, _A_INFLIGHT, _A_HOOK, _A_FIELDS) = range(35)
 #: Flags of a compiled call: its first segment (advance the call number, write the signature),
 #: check the trailers after each round, count the call, wait on the alarm line too.
 _F_START, _F_CHECK, _F_COUNT, _F_WATCH = 1, 2, 4, 8
-#: What the compiled loop returns when the alarm line brought a message (rounds.c).
-_ALARM = -2147483647
+#: What the compiled loop returns when the alarm line brought a message (rounds.c), and when
+#: its wait beside requests in flight raised (:mod:`dualmpi.engine.inflight`).
+_ALARM, _HOOK = -2147483647, -2147483646
 #: Mixes the call number into a call's signature (rounds.c: call_signature).
 _MIX = 0x9E3779B97F4A7C15
 _MASK = (1 << 64) - 1
@@ -134,7 +135,7 @@ class MPITransport:
         #: the compiled loop's position and call count, read by the watchdog thread
         self.progress = np.zeros(2, dtype=np.int64)
         #: the fields of a compiled loop's argument block every runner shares (:func:`_shared_row`)
-        self.shared_row = _shared_row(self.alarm, self.progress)
+        self.shared_row = _shared_row(self.alarm, self.progress, self.cloop)
 
     def _roll_call(self, comm):
         """Every rank checks in with rank 0 before the collective set-up, so a rank that never
@@ -212,20 +213,30 @@ class MPITransport:
             pending = list(range(1, size))
             while pending:
                 wd.arm(what, tuple(pending), grace=ROOT_GRACE)
-                done = MPI.Request.Waitsome(reqs) or []
+                if inflight.IN_FLIGHT[0]:  # (keeps the requests in flight moving)
+                    done = (inflight.waitany(reqs),)
+                else:
+                    done = MPI.Request.Waitsome(reqs) or []
                 wd.disarm()
                 for i in done:
                     pending.remove(i + 1)
             out = send.copy()
             for part in parts:
                 combine(out, part, out=out)
-            MPI.Request.Waitall([ctl.Isend(out, r, tag) for r in range(1, size)])
+            wd.arm(f"{what} (sending the result)", tuple(range(1, size)), grace=ROOT_GRACE)
+            inflight.waitall([ctl.Isend(out, r, tag) for r in range(1, size)])
+            wd.disarm()
             recv[...] = out.reshape(recv.shape)
         else:
             wd.arm(f"{what} (sending to rank 0)", (0,), grace=OTHER_GRACE)
-            ctl.Send(send, 0, tag)
-            wd.arm(f"{what} (waiting for rank 0's answer)", (0,), grace=OTHER_GRACE)
-            ctl.Recv(recv, 0, tag)
+            if inflight.IN_FLIGHT[0]:
+                out = np.empty_like(recv)
+                inflight.waitall([ctl.Isend(send, 0, tag), ctl.Irecv(out, 0, tag)])
+                recv[...] = out
+            else:
+                ctl.Send(send, 0, tag)
+                wd.arm(f"{what} (waiting for rank 0's answer)", (0,), grace=OTHER_GRACE)
+                ctl.Recv(recv, 0, tag)
             wd.disarm()
 
     def barrier(self, what="a barrier"):
@@ -641,6 +652,11 @@ class MPIRunner:
         """
         self.transport.watchdog.disarm()
         what = self._what()
+        if err == _HOOK:  # the wait beside requests in flight raised: an MPI error of a round's
+            exc = inflight.pending()  # message is this call's, anything else raised as it is
+            if not isinstance(exc, MPI.Exception):
+                raise exc
+            err = exc.Get_error_code()
         if err == _ALARM:
             self.alarm.heard(what)
         if err < 0:
@@ -797,14 +813,18 @@ class MPIRunner:
         if not reqs:
             return
         if line is None:
-            MPI.Request.Waitall(reqs)
+            inflight.waitall(reqs)
             return
         watch, left = reqs + [line], len(reqs)
         while left:
-            for i in MPI.Request.Waitsome(watch) or ():
+            if inflight.IN_FLIGHT[0]:  # (keeps the requests in flight moving: inflight.py)
+                done = (inflight.waitany(watch),)
+            else:
+                done = MPI.Request.Waitsome(watch) or ()
+            for i in done:
                 if i == len(reqs):
                     self.alarm.poll(self._what())
-                else:
+                elif i != MPI.UNDEFINED:
                     left -= 1
 
     def free(self):
@@ -919,11 +939,17 @@ def _mpi_op(combine):
     return getattr(MPI, name).handle, mpitype.handle, dtype.itemsize
 
 
-def _shared_row(alarm, progress):
+def _shared_row(alarm, progress, lib=None):
     """Return the fields of a compiled loop's argument block that every runner of a transport
     shares: the progress counter and the alarm's arrays (:mod:`dualmpi.engine.alarm`), their
-    addresses read once (both live as long as the transport)."""
+    addresses read once (both live as long as the transport), and the wait beside requests in
+    flight (:mod:`dualmpi.engine.inflight`: the counter and the callback) for ``lib``'s
+    handles."""
     row = np.zeros(_A_FIELDS, dtype=np.int64)
+    handles = handle_dtype(lib) if lib is not None else None
+    if handles is not None:
+        row[_A_INFLIGHT] = inflight.IN_FLIGHT.ctypes.data
+        row[_A_HOOK] = inflight.c_hook(np.dtype(handles).itemsize)
     row[_A_PROGRESS] = progress.ctypes.data
     row[_A_SEQ] = alarm.seq.ctypes.data
     row[_A_WBUF] = alarm.buf.ctypes.data
@@ -1095,7 +1121,7 @@ class StreamRunner:
         rrows[own] = srows[own]
         span = np.arange(z, dtype=np.int64)
         transit = self.transit
-        waitall = MPI.Request.Waitall
+        waitall = inflight.waitall
         base = plan.chunk_base.tolist()
         # source s = base[j] + i of chunk j goes to d = s XOR last[j] (its class's renamed
         # route ends there): send row (d // q) q^2 + (s % q) q + d % q, receive row

@@ -33,7 +33,10 @@ Any test or wait of any request advances every active request of every live
 :class:`Progress` (:func:`poll_all`), so a rank waiting on one request still forwards
 the rounds of the others; a rank that must block waits (``MPI_Waitany``) on the
 posted requests of every active request at once, under the transport's watchdog,
-which names the round and the ranks waited for.  A wait for the only request in flight
+which names the round and the ranks waited for.  So does every blocking call of dualmpi
+(MPI's progress rule: :func:`beside`, through :mod:`dualmpi.engine.inflight`): a rank
+blocked in a collective, an agreement or a point-to-point call still forwards the rounds of
+the requests it has started.  A wait for the only request in flight
 on the rank waits in C (``dualmpi_iwait``: ``MPI_Waitany`` on the round's messages and the
 alarm line, the next round posted without a return to Python), the watchdog reading the
 round from the run.  Nothing here spins.
@@ -53,10 +56,11 @@ from mpi4py import MPI
 from ..errors import DualmpiError
 from .core import copy_segments
 from .alarm import ARGS, FUTURE
+from .inflight import ADVANCE, BESIDE, IN_FLIGHT
 from .mpi import OTHER_GRACE, ROOT_GRACE, _mpi_op, handle_dtype
 from .watchdog import Watchdog
 
-__all__ = ["Progress", "PlanRequest", "poll_all", "block", "CACHE_SIZE", "POOL_SIZE",
+__all__ = ["Progress", "PlanRequest", "poll_all", "block", "beside", "CACHE_SIZE", "POOL_SIZE",
            "IN_FLIGHT"]
 
 #: Bound plans whose message datatypes a :class:`Progress` keeps (least recently used first out).
@@ -74,11 +78,6 @@ _LIVE = []
 #: Messages of failed requests still in MPI's hands when their Progress was freed (the
 #: buffers must outlive them).
 _ABANDONED = []
-#: Requests in flight on this process: the ``active`` of every live progress engine (this
-#: module's :class:`Progress`, :mod:`dualmpi.neighbor`'s), kept by whoever adds or removes
-#: one; compiled code that would block reads it (a wait that lets no other request advance
-#: is only for a rank with nothing else in flight).
-IN_FLIGHT = np.zeros(1, dtype=np.int64)
 
 # stages of a request: rank 0's mode (_MODE, on the other ranks), the agreement, a gather to
 # rank 0 (_AGREE) and its answers (_ANSWER), the rounds (in Python, or in C: _CROUNDS, then
@@ -922,6 +921,8 @@ def block(extra=(), watch=None, status=None):
     of a request of ``extra`` is raised.
     """
     reqs, owners, alarms, handed = [], [], [], []
+    # (a line among ``extra`` is the caller's: a blocking call waits on it, and reads it)
+    lines = {req.handle for req in extra} if extra else ()
     for prog in _LIVE:
         for req in prog.active:
             if type(req) is PlanRequest and req.stage == _CROUNDS:  # (its round's requests,
@@ -934,7 +935,8 @@ def block(extra=(), watch=None, status=None):
             reqs += req.reqs
             owners += [req] * len(req.reqs)
         alarm = prog.transport.alarm
-        if prog.active and alarm.line is not None and alarm not in alarms:
+        if prog.active and alarm.line is not None and alarm not in alarms and \
+                alarm.line.handle not in lines:
             alarms.append(alarm)
     n = len(reqs)
     if extra:
@@ -974,3 +976,28 @@ def block(extra=(), watch=None, status=None):
         alarm.poll(getattr(watch, "what", None) or "a nonblocking collective")
         return -1
     return i - n if i != MPI.UNDEFINED and i >= n else -1
+
+
+def beside(reqs, status=None):
+    """Wait for one of ``reqs`` as ``MPI_Waitany`` does, advancing every request in flight.
+
+    For a blocking call's own waits (:func:`dualmpi.engine.inflight.waitany`, installed in
+    :data:`~dualmpi.engine.inflight.BESIDE`): MPI's progress rule, so a rank that blocks in a
+    collective, an agreement or a point-to-point call still forwards the rounds of the
+    nonblocking requests it has started.  Returns the index in ``reqs`` of the request that
+    completed (its status in ``status``), or ``MPI.UNDEFINED`` when none of them is active.
+    The caller's watchdog state stays as it is: the wait is the caller's.
+    """
+    while True:
+        i, done = MPI.Request.Testany(reqs, status)
+        if done:
+            return i
+        poll_all()
+        if not IN_FLIGHT[0]:
+            return MPI.Request.Waitany(reqs, status)
+        i = block(reqs, None, status)
+        if i >= 0:
+            return i
+
+
+BESIDE[0], ADVANCE[0] = beside, poll_all

@@ -39,7 +39,7 @@ enum {
     A_NROUNDS, A_NREQ, A_REQS, A_NMOVE, A_MOVES, A_STORE, A_PROGRESS, A_BASE,
     A_NRECV, A_TRAIL, A_SIGNATURE, A_FLAGS, A_NPRE, A_PRE, A_NPOST, A_POST, A_CALLS,
     A_NMID, A_MID, A_SEQ, A_SIGWORD, A_WBUF, A_RING, A_INDEX, A_TBASE, A_NCOMB, A_COMBS,
-    A_OP, A_TYPE, A_ITEM, A_HIST, A_FUTURE, A_FIELDS
+    A_OP, A_TYPE, A_ITEM, A_HIST, A_FUTURE, A_INFLIGHT, A_HOOK, A_FIELDS
 };
 /* F_START: the call's first segment (advance the call number, write the signature);
  * F_CHECK: check the trailers; F_COUNT: count the call; F_WATCH: wait on the alarm line. */
@@ -47,6 +47,15 @@ enum { F_START = 1, F_CHECK = 2, F_COUNT = 4, F_WATCH = 8 };
 
 /* Returned when the alarm line brought a message the caller must read (dualmpi/engine/alarm.py). */
 #define DUALMPI_ALARM (-2147483647)
+/* Returned when the wait beside requests in flight raised (the caller reads the error). */
+#define DUALMPI_HOOK (-2147483646)
+/* A_HOOK: int wait(MPI_Request *reqs, int n), which waits for one of reqs while advancing the
+ * rank's nonblocking requests in flight (dualmpi/engine/inflight.py): the index of the request
+ * that completed, -1 when none did, HOOK_FAILED when it raised.  Called instead of MPI_Waitsome
+ * while *A_INFLIGHT is not 0 (MPI's progress rule: a rank blocked in a collective still
+ * forwards the rounds of the nonblocking ones it started). */
+typedef int (*hook_fn)(MPI_Request *, int);
+#define HOOK_FAILED (-2)
 /* Alarm-line messages: int64 words [kind, call number, sender, ...]; a notice of an agreement
  * for a later call is kept in the ring for the caller (dualmpi/engine/alarm.py: the layout). */
 #define MSG_WORDS 24
@@ -61,6 +70,7 @@ enum { F_START = 1, F_CHECK = 2, F_COUNT = 4, F_WATCH = 8 };
 
 int dualmpi_fields(void) { return A_FIELDS; }
 int dualmpi_alarm_code(void) { return DUALMPI_ALARM; }
+int dualmpi_hook_code(void) { return DUALMPI_HOOK; }
 int dualmpi_future(void) { return FUTURE; }
 
 static void copies(int64_t n, const int64_t *c)
@@ -124,6 +134,8 @@ int dualmpi_run(const int64_t *a)
     const int *ncomb = (const int *)(intptr_t)a[A_NCOMB];
     const int64_t *combs = (const int64_t *)(intptr_t)a[A_COMBS];
     const int64_t item = a[A_ITEM];
+    const volatile int64_t *inflight = (const volatile int64_t *)(intptr_t)a[A_INFLIGHT];
+    const hook_fn hook = (hook_fn)(intptr_t)a[A_HOOK];
     int64_t seq;
     uint64_t sig;
     int64_t t = 0;
@@ -155,16 +167,26 @@ int dualmpi_run(const int64_t *a)
         for (int i = 0; i < nmove[k]; i++, moves += 3)
             memcpy(store + moves[0], store + moves[1], (size_t)moves[2]);
         progress[0] = base + k + 1;
-        if (n && !(flags & F_WATCH)) {
+        if (n && !(flags & F_WATCH) && !(hook && *inflight)) {
             err = MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
             if (err != MPI_SUCCESS) { progress[0] = 0; return err; }
         } else if (n) {
+            const int m = n + ((flags & F_WATCH) ? 1 : 0);
             int left = n, out;
             while (left > 0) {
-                err = MPI_Waitsome(n + 1, reqs, &out, index, MPI_STATUSES_IGNORE);
-                if (err != MPI_SUCCESS || out == MPI_UNDEFINED) {
-                    progress[0] = 0;
-                    return err != MPI_SUCCESS ? err : MPI_ERR_REQUEST;
+                if (hook && *inflight) {  /* other requests in flight: they move too */
+                    int j = hook(reqs, m);
+                    if (j == HOOK_FAILED) { progress[0] = 0; return DUALMPI_HOOK; }
+                    if (j < 0)
+                        continue;
+                    out = 1;
+                    index[0] = j;
+                } else {
+                    err = MPI_Waitsome(m, reqs, &out, index, MPI_STATUSES_IGNORE);
+                    if (err != MPI_SUCCESS || out == MPI_UNDEFINED) {
+                        progress[0] = 0;
+                        return err != MPI_SUCCESS ? err : MPI_ERR_REQUEST;
+                    }
                 }
                 for (int j = 0; j < out; j++) {
                     if (index[j] != n)

@@ -48,7 +48,7 @@ import numpy as np
 from mpi4py import MPI
 
 from ..errors import DualmpiError, mpi_error
-from . import threads
+from . import inflight, threads
 from .mpi import OTHER_GRACE, ROOT_GRACE
 from .watchdog import last_words
 
@@ -725,6 +725,7 @@ class Hub:
                 if done():
                     return
                 self.check()
+                inflight.advance()  # (MPI's progress rule: the requests in flight move too)
                 now = time.monotonic()
                 if did:
                     last, delay = now, 0.0
@@ -746,6 +747,7 @@ class Hub:
                 if done():
                     return
                 self.check()
+                inflight.advance()  # (MPI's progress rule: the requests in flight move too)
                 with moved:
                     if generation == self._generation:
                         moved.wait(delay)
@@ -869,6 +871,7 @@ class Hub:
                         if self.step():
                             delay = POLL["first"]
                             continue
+                inflight.advance()
                 time.sleep(delay)
                 delay = min(POLL["hot"], delay * 2)
         finally:
@@ -1271,7 +1274,7 @@ class Router:
             wd = self.hub.wd
             wd.arm(where if what == "Recv" else self.describe(what, source)[0], peers)
             try:
-                msg = self.direct.Mprobe(source, tag, st)
+                msg = inflight.mprobe(self.direct, source, tag, st)
             finally:
                 wd.disarm()
             n = st.Get_count(MPI.BYTE)
@@ -1345,9 +1348,9 @@ class Router:
             wd.arm(where, peers)
             try:
                 if remove:
-                    msg = self.direct.Mprobe(source, tag, st)
+                    msg = inflight.mprobe(self.direct, source, tag, st)
                     return msg, st.Get_count(MPI.BYTE), st.source, st.tag
-                self.direct.Probe(source, tag, st)
+                inflight.probe(self.direct, source, tag, st)
                 return True
             finally:
                 wd.disarm()
@@ -1417,7 +1420,7 @@ class Router:
                 where, peers = self.describe(state.what, src)
                 hub.wd.arm(where, peers)
                 try:
-                    msg = self.direct.Mprobe(src, state.tag, st)
+                    msg = inflight.mprobe(self.direct, src, state.tag, st)
                 finally:
                     hub.wd.disarm()
                 with hub.lock:
