@@ -204,3 +204,22 @@ def test_first_call_benchmark_times_every_part(tmp_path):
             assert abs(parts - rank["first_s"]) < 1e-9 and rank["setup_s"] > 0
             assert (rank["compile_s"] > 0) == (not run["streamed"])
     assert "now/stream=True / now/stream=False" in data["ratios"]
+
+
+@needs_mpiexec
+def test_beside_benchmark_writes_every_row(tmp_path):
+    """``benchmarks/beside.py`` on D_1 (2 ranks), one size: a row per collective with the four
+    variants timed, the results equal to native MPI's."""
+    out = tmp_path / "beside.json"
+    job = run_job(mpi_cmd(2, REPO / "benchmarks" / "beside.py", "dualcube:r=1", "--sizes", "64",
+                          "--repeats", "1", "--calls", "2", "--json", out), ompi_env(120),
+                  timeout=180)
+    assert job.returncode == 0 and not job.timed_out, job.stdout + job.stderr
+    data = json.loads(out.read_text())
+    assert data["format"] == "dualmpi-beside-bench/1" and data["results_match_native"]
+    assert [(r["collective"], r["size"]) for r in data["rows"]] == [("Bcast", 64),
+                                                                    ("Allreduce", 64)]
+    for row in data["rows"]:
+        assert set(row["median"]) == {"dualmpi/after", "dualmpi/beside", "native/after",
+                                      "native/beside"}
+        assert all(len(ts) == 1 and ts[0] > 0 for ts in row["times"].values())
