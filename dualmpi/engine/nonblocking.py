@@ -986,7 +986,8 @@ def beside(reqs, status=None):
     collective, an agreement or a point-to-point call still forwards the rounds of the
     nonblocking requests it has started.  Returns the index in ``reqs`` of the request that
     completed (its status in ``status``), or ``MPI.UNDEFINED`` when none of them is active.
-    The caller's watchdog state stays as it is: the wait is the caller's.
+    The caller's watchdog state stays as it is: the wait is the caller's.  An alarm heard on
+    another communicator's line fails that communicator's requests, not the caller's call.
     """
     while True:
         i, done = MPI.Request.Testany(reqs, status)
@@ -995,7 +996,13 @@ def beside(reqs, status=None):
         poll_all()
         if not IN_FLIGHT[0]:
             return MPI.Request.Waitany(reqs, status)
-        i = block(reqs, None, status)
+        try:
+            i = block(reqs, None, status)
+        except DualmpiError:
+            # an alarm on the line of another communicator with requests in flight (the
+            # caller's own line is among ``reqs``): that one is unusable now and its requests
+            # have failed (their Wait raises); the caller's call goes on
+            continue
         if i >= 0:
             return i
 
