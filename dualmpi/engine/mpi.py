@@ -654,6 +654,8 @@ class MPIRunner:
         what = self._what()
         if err == _HOOK:  # the wait beside requests in flight raised: an MPI error of a round's
             exc = inflight.pending()  # message is this call's, anything else raised as it is
+            if exc is None:  # pragma: no cover - the callback keeps what it raised
+                exc = MPI.Exception(MPI.ERR_OTHER)
             if not isinstance(exc, MPI.Exception):
                 raise exc
             err = exc.Get_error_code()
