@@ -75,6 +75,19 @@ def test_an_ordinary_program_prints_the_same(ranks, spec, q):
     assert "Traceback" not in job.stderr
 
 
+@pytest.mark.parametrize("ranks, spec", [(2, "hypercube:n=1"), (8, "dualcube:r=2")])
+def test_a_program_that_needs_progress_while_it_blocks_prints_the_same(ranks, spec):
+    """tests/exec_programs/overlap.py: a nonblocking collective waited for after blocking calls
+    on the even ranks (a collective, a Recv) and before them on the odd ones; on D_2 the even
+    ranks forward what the odd ones wait for, so they must advance it while they block."""
+    program = PROGRAMS / "overlap.py"
+    native = _native(ranks, program)
+    assert native.returncode == 0, native.stderr[-3000:]
+    job = _job(ranks, program, exec_args=[spec])
+    assert job.returncode == 0, job.stdout + job.stderr[-3000:]
+    assert job.stdout == native.stdout and job.stdout.count("\n") == ranks
+
+
 def test_the_collectives_tour_runs_unchanged():
     """examples/collectives_tour.py without a SPEC is plain mpi4py: the same under exec."""
     tour = REPO / "examples" / "collectives_tour.py"
