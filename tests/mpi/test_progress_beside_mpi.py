@@ -94,6 +94,22 @@ def _blocking(kind, comm, n):
         comm.Allreduce(np.full(n, RANK + 2, np.int64), out,
                        np.multiply if isinstance(comm, dualmpi.Comm) else MPI.PROD)
         return out
+    if kind == "Allreduce-inplace":
+        buf = np.full(n, RANK + 1, np.int32)
+        comm.Allreduce(MPI.IN_PLACE, buf, MPI.SUM)
+        return buf
+    if kind == "Bcast-vector":  # a derived datatype: every other element, the gaps untouched
+        buf = np.arange(2 * n, dtype=np.int32) if RANK == SIZE - 1 else np.full(2 * n, -7, np.int32)
+        vector = MPI.INT32_T.Create_vector(n, 1, 2).Commit()
+        try:
+            comm.Bcast([buf, 1, vector], SIZE - 1)
+        finally:
+            vector.Free()
+        return buf
+    if kind == "Alltoall-empty":  # count 0
+        out = np.zeros(0, np.int32)
+        comm.Alltoall(np.zeros(0, np.int32), out)
+        return out
     if kind == "Alltoall":
         out = np.zeros(3 * SIZE, np.int16)
         comm.Alltoall(np.arange(3 * SIZE, dtype=np.int16) + 7 * RANK, out)
@@ -145,7 +161,8 @@ def _same(a, b):
 @pytest.mark.parametrize("net_i", range(3))
 @pytest.mark.parametrize("ikind", ["Ibcast", "Iallreduce", "Ialltoall"])
 @pytest.mark.parametrize("bkind", ["Bcast", "Allreduce", "Allreduce-ufunc", "Alltoall",
-                                   "Allgatherv", "Gather", "Barrier", "bcast"])
+                                   "Allgatherv", "Gather", "Barrier", "bcast",
+                                   "Allreduce-inplace", "Bcast-vector", "Alltoall-empty"])
 @pytest.mark.parametrize("n", [5, 40000])
 @pytest.mark.parametrize("warm", [False, True], ids=["first", "warm"])
 def test_a_blocking_call_beside_a_request_in_flight_matches_mpi(net_i, ikind, bkind, n, warm):
