@@ -27,7 +27,9 @@ import numpy as np
 
 from .collectives import registry
 from .engine import mpi as engine_mpi, recall
+from .engine.nonblocking import Repeat
 from .errors import DualmpiError, InputError
+from .request import Request
 from .resources import ResourceError
 
 __all__ = ["collective", "icollective", "agree", "verdict", "with_op", "memory_problem", "Tally",
@@ -935,8 +937,18 @@ def same(template, args):
     In C where the extension is built (:mod:`dualmpi.engine.recall`), else
     :func:`_same_python`: both compare alike (``tests/test_recall.py``).
     """
+    return (_SAME or _same_of())(template, args)
+
+
+_SAME = None
+
+
+def _same_of():
+    """Return :func:`same`'s comparison: the extension's, else :func:`_same_python` (kept)."""
+    global _SAME
     module = recall.load()
-    return (_same_python if module is None else module.same)(template, args)
+    _SAME = _same_python if module is None else module.same
+    return _SAME
 
 
 def _same_python(template, args):
@@ -1101,18 +1113,22 @@ def icollective(comm, imethod, method, read, args=None):
     its check (:func:`agree`); a v-variant sends the last call's row, and runs the last
     call's plan when the count table comes back as that call's.
     """
-    from .request import Request
-
     if comm._engine is None:
         raise DualmpiError(f"{imethod}: the communicator was freed")
-    # a call number, and a notice to the others (a rank that makes this call blocking hears it)
-    t = comm._transport.alarm.nonblocking(imethod)
-    desc = registry.by_mpi(method)
-    progress = comm._progress()
     memo = comm._i_memo.get(imethod) if args is not None else None
     if memo is not None and (memo.epoch != comm._engine.evictions or
                              not same(memo.template, args)):
         memo = None
+    if memo is not None and memo.repeat is not None and comm._transport.alarm.broken is None:
+        # a repeat of a fixed-count call: started by one C call (Progress.restart), else below
+        progress = comm._nb
+        preq = progress.restart(memo.repeat, imethod)
+        if preq is not None:
+            return Request.from_plan(progress, preq)
+    # a call number, and a notice to the others (a rank that makes this call blocking hears it)
+    t = comm._transport.alarm.nonblocking(imethod)
+    desc = registry.by_mpi(method)
+    progress = comm._progress()
     if memo is not None and desc.counts == "fixed":
         return Request.from_plan(progress, progress.start(
             memo.bound, agree=memo.flat, check=memo.check, signature=memo.sig, what=imethod,
@@ -1161,8 +1177,10 @@ def icollective(comm, imethod, method, read, args=None):
         template = None if args is None or any(m.packed for m in call.sends + call.recvs) \
             else template_of(args)
         if template is not None:
-            comm._i_memo[imethod] = _IMemo(template, args, bound, flat, check, sig, start,
-                                           comm._engine.evictions)
+            memo = comm._i_memo[imethod] = _IMemo(template, args, bound, flat, check, sig, start,
+                                                  comm._engine.evictions)
+            if sig is not None:
+                memo.repeat = Repeat(bound, flat, check, sig, **start)
     preq = progress.start(bound, agree=flat, check=check,
                           signature=sig, what=imethod, call=t, **start)
     return Request.from_plan(progress, preq)
@@ -1174,19 +1192,21 @@ class _IMemo:
     ``epoch`` (a plan dropped from its cache ends the memo); of a fixed-count call its
     ``bound`` plan, argument ``flat`` vector and its ``check``, call signature ``sig`` and
     the :meth:`Progress.start <dualmpi.engine.nonblocking.Progress.start>` arguments of
-    its buffers; of a v-variant its read ``call`` and count-table ``row``, and once a
+    its buffers, and the ``repeat`` (:class:`~dualmpi.engine.nonblocking.Repeat`) a repeat
+    of it starts with in C; of a v-variant its read ``call`` and count-table ``row``, and once a
     call has run (:class:`_Chain`) the ``table`` it was planned for and the ``data``
     arguments of :meth:`Progress.start <dualmpi.engine.nonblocking.Progress.start>` for
     that table."""
 
     __slots__ = ("template", "args", "bound", "flat", "check", "sig", "start", "epoch", "call",
-                 "row", "table", "data")
+                 "row", "table", "data", "repeat")
 
     def __init__(self, template, args, bound, flat, check, sig, start, epoch, call=None,
                  row=None):
         self.template, self.args, self.bound, self.flat = template, args, bound, flat
         self.check, self.sig, self.start, self.epoch = check, sig, start, epoch
         self.call, self.row, self.table, self.data = call, row, None, None
+        self.repeat = None
 
 
 class _Chain:

@@ -72,3 +72,46 @@ def test_a_rank_that_never_waits_is_named(stage, tmp_path):
     where = "in round" if stage == "rounds" else "in the argument agreement"
     assert any(f"for rank {victim} to send" in line and where in line and "Ibcast" in line
                for line in lines), shown
+
+
+REPEAT = """
+import time
+import numpy as np
+from mpi4py import MPI
+import dualmpi
+
+world = MPI.COMM_WORLD
+rank = world.Get_rank()
+net = dualmpi.Comm(world, "hypercube:n=2", watchdog={deadline})
+buf = np.zeros(64, np.uint8)
+for _ in range(2):  # agreed, then repeated
+    net.Ibcast(buf, 0).Wait()
+progress = net._progress()
+print("restarts", rank, progress.restarts, progress._istart is not None, flush=True)
+if rank == 0:
+    time.sleep(120)  # never starts the third: no mode for the others, no MPI call at all
+net.Ibcast(buf, 0).Wait()
+time.sleep(120)  # the job ends by the watchdog's abort
+"""
+
+
+@needs_mpiexec
+def test_a_repeat_waiting_in_c_for_rank_0s_mode_is_named(tmp_path):
+    """A repeat started in C (Progress.restart) waits in C for rank 0's mode; rank 0 never
+    starts the call: the watchdog names the wait and rank 0."""
+    script = tmp_path / "mode.py"
+    script.write_text(REPEAT.format(deadline=DEADLINE))
+    job = run_job([MPIEXEC, "-n", 4, PYTHON, "-m", "mpi4py", script], ompi_env(120),
+                  timeout=150)
+    shown = f"exit {job.returncode} after {job.elapsed:.1f} s\n{job.stdout}\n{job.stderr[-3000:]}"
+    assert not job.timed_out, shown
+    assert job.returncode != 0, shown
+    assert_no_traceback(job)
+    started = re.findall(r"restarts (\d) (\d) (True|False)", job.stdout)
+    assert len(started) == 4, shown
+    compiled = all(c == "True" for _, _, c in started)
+    if compiled:  # the second call started in C on every rank
+        assert all(n == "1" for _, n, _ in started), shown
+    lines = [line for line in job.stderr.splitlines() if line.startswith("dualmpi: watchdog:")]
+    assert any("rank 0's mode for Ibcast" in line and "for rank 0 to send" in line
+               for line in lines), shown

@@ -35,6 +35,7 @@ SOURCE = Path(__file__).with_name("rounds.c")
 
 #: The functions the engine calls; a library without them is not this loop.
 SYMBOLS = ("dualmpi_request_size", "dualmpi_fields", "dualmpi_run", "dualmpi_step_fields",
+           "dualmpi_istart", "dualmpi_start_fields", "dualmpi_mode_code", "dualmpi_python_code",
            "dualmpi_istep", "dualmpi_iwait", "dualmpi_alarm_code", "dualmpi_hook_code",
            "dualmpi_future", "dualmpi_nx_fields", "dualmpi_nexchange")
 
@@ -111,6 +112,11 @@ def load(library_version=""):
         lib.dualmpi_istep.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         lib.dualmpi_iwait.restype = ctypes.c_int
         lib.dualmpi_iwait.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        lib.dualmpi_istart.restype = ctypes.c_int
+        lib.dualmpi_istart.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int64] * 2
+        lib.dualmpi_start_fields.restype = ctypes.c_int
+        lib.dualmpi_mode_code.restype = ctypes.c_int
+        lib.dualmpi_python_code.restype = ctypes.c_int
         lib.dualmpi_alarm_code.restype = ctypes.c_int
         lib.dualmpi_hook_code.restype = ctypes.c_int
         lib.dualmpi_future.restype = ctypes.c_int

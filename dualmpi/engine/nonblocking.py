@@ -29,6 +29,14 @@ the next request of that plan allocates nothing.  A combine MPI does not have (a
 ufunc, a user ``MPI.Op``), a message longer than an ``int`` count or no compiled loop: the
 same rounds and messages are posted and tested from Python.
 
+A fixed-count call repeated on the same argument objects, whose vector rank 0 has seen agreed,
+starts in one C call (:meth:`Progress.restart`, ``rounds.c``'s ``dualmpi_istart``): the
+alarm line drained, the call number and the nonblocking notices, the copies in, rank 0's mode
+sent (by rank 0) or its receive posted (by the others, whose round 0 then waits for it in C),
+the first round; the result is copied out in C too.  The messages are those of the Python
+path, so ranks on either path match; whatever the C call cannot do (a mode that is not
+"skip" with the rank's own vector, a line message Python must read) goes back to Python.
+
 Any test or wait of any request advances every active request of every live
 :class:`Progress` (:func:`poll_all`), so a rank waiting on one request still forwards
 the rounds of the others; a rank that must block waits (``MPI_Waitany``) on the
@@ -47,6 +55,7 @@ receiver that gets another signature finishes the plan's rounds (so no rank is l
 waiting) and then fails without copying the data out.
 """
 
+import ctypes
 import time
 from collections import OrderedDict
 
@@ -55,19 +64,22 @@ from mpi4py import MPI
 
 from ..errors import DualmpiError
 from .core import copy_segments
-from .alarm import ARGS, FUTURE
+from . import recall
+from .alarm import ARGS, FUTURE, WORDS as LINE_WORDS
 from .inflight import ADVANCE, BESIDE, IN_FLIGHT
 from .mpi import OTHER_GRACE, ROOT_GRACE, _mpi_op, handle_dtype
 from .watchdog import Watchdog
 
-__all__ = ["Progress", "PlanRequest", "poll_all", "block", "beside", "CACHE_SIZE", "POOL_SIZE",
-           "IN_FLIGHT"]
+__all__ = ["Progress", "PlanRequest", "Repeat", "poll_all", "block", "beside", "CACHE_SIZE",
+           "POOL_SIZE", "MODE_WORDS", "IN_FLIGHT"]
 
 #: Bound plans whose message datatypes a :class:`Progress` keeps (least recently used first out).
 CACHE_SIZE = 64
 #: Runs of one bound plan (their stores and request arrays) a :class:`Progress` keeps for the
 #: plan's next requests, once they are done.
 POOL_SIZE = 4
+#: Words of a run's mode message (:meth:`Progress.restart`: 1 + an argument vector of at most 15).
+MODE_WORDS = 16
 #: Agreed vectors rank 0 remembers (a vector it has not kept is agreed again: only rank 0
 #: decides, so forgetting one costs an agreement and changes nothing else).
 KNOWN_SIZE = 4096
@@ -88,7 +100,16 @@ _START, _MODE, _AGREE, _ANSWER, _ROUNDS, _DONE, _CROUNDS, _CLOSE = 0, 5, 1, 2, 3
 _P_NROUNDS, _P_ROUNDS, _P_MSGS, _P_MOVES, _P_COMBS, _P_TRAILS, _P_COMM, _P_BYTE, _P_FIELDS = \
     range(9)
 _S_K, _S_STORE, _S_TAG, _S_REQS, _S_SIGNATURE, _S_BAD_ROUND, _S_BAD_PEER, _S_OP, _S_TYPE, \
-    _S_ITEM, _S_POS, _S_RUN, _S_FIELDS = range(13)
+    _S_ITEM, _S_POS, _S_RUN, _S_NMODE, _S_MODE_AT, _S_MODE, _S_VEC, _S_NVEC, _S_NCOUT, _S_COUT, \
+    _S_FIELDS = range(20)
+# a run's k while it waits for rank 0's mode (started in C: Progress.restart), and once the mode
+# it got is Python's to read (rounds.c: K_MODE, K_HEARD)
+_K_MODE, _K_HEARD = -2, -3
+# the fields of a start in C (rounds.c: dualmpi_istart): the Progress's, the remembered call's
+_X_RANK, _X_SIZE, _X_ACOMM, _X_CTL, _X_I64, _X_LONG, _X_NOTES, _X_NOTE_REQS, _X_NOTE_BUF, \
+    _X_FIELDS = range(10)
+_M_VEC, _M_NVEC, _M_CIN, _M_NCIN, _M_COUT, _M_NCOUT, _M_SIG, _M_SIGAT, _M_SIZE, _M_OP, \
+    _M_TYPE, _M_ITEM, _M_FIELDS = range(13)
 _R_FIELDS = 9
 _W_WBUF, _W_RING, _W_SEQ, _W_HIST, _W_LINE, _W_FUTURE, _W_FIELDS = range(7)
 _STEP_FIELDS = _W_FIELDS * 10000 + _P_FIELDS * 1000 + _S_FIELDS * 10 + _R_FIELDS
@@ -199,6 +220,59 @@ class _Compiled:
         self.types = []
 
 
+class Repeat:
+    """What :meth:`Progress.restart` starts a repeated fixed-count call with (made once per
+    remembered call: :class:`dualmpi.calls._IMemo`).
+
+    ``bound`` is the call's plan, ``flat`` its argument vector (``key``: its bytes, which
+    rank 0 looks up among the vectors agreed), ``check`` its verdict, ``signature`` its
+    trailer's word, ``send``/``recv`` the user's bytes, ``combine`` and ``finish`` as
+    :meth:`Progress.start` takes them.  ``c`` is the array ``dualmpi_istart`` reads (the
+    vector, the copies in and out at absolute addresses, the signature, the combine's MPI
+    handles),
+    or None when the compiled step cannot start it (a combine MPI does not have).
+    """
+
+    __slots__ = ("bound", "flat", "key", "check", "signature", "send", "recv", "combine",
+                 "finish", "c", "c_addr", "_cin", "_cout")
+
+    def __init__(self, bound, flat, check, signature, send=None, recv=None, combine=None,
+                 finish=None):
+        self.bound, self.check, self.finish = bound, check, finish
+        self.flat = np.ascontiguousarray(flat, dtype=np.int64).reshape(-1)
+        self.key = self.flat.tobytes()
+        sig = signature & ((1 << 64) - 1)
+        self.signature = np.uint64(sig)
+        self.send, self.recv, self.combine = send, recv, combine or _add_bytes
+        self.c = self._cin = self._cout = None
+        self.c_addr = 0
+        c_op = (0, 0, 0)
+        if any(rnd.combines[0].size for rnd in bound.rounds):
+            c_op = _mpi_op(combine) if combine is not None else None
+        if c_op is None or self.flat.size >= MODE_WORDS or not bound.rounds:
+            return
+        user, at, length = bound.copy_in
+        base = send.ctypes.data if send is not None else 0
+        self._cin = np.array([(a, base + u, n) for a, u, n in
+                              zip(at.tolist(), user.tolist(), length.tolist()) if n] + [(0,) * 3],
+                             dtype=np.int64)
+        user, at, length = bound.copy_out
+        base = recv.ctypes.data if recv is not None else 0
+        self._cout = np.array([(base + u, a, n) for u, a, n in
+                               zip(user.tolist(), at.tolist(), length.tolist()) if n] + [(0,) * 3],
+                              dtype=np.int64)
+        c = np.zeros(_M_FIELDS, dtype=np.int64)
+        c[_M_VEC], c[_M_NVEC] = self.flat.ctypes.data, self.flat.size
+        c[_M_CIN], c[_M_NCIN] = self._cin.ctypes.data, len(self._cin) - 1
+        c[_M_COUT], c[_M_NCOUT] = self._cout.ctypes.data, len(self._cout) - 1
+        c[_M_SIG] = sig - (1 << 64) if sig >> 63 else sig
+        c[_M_SIGAT] = bound.nbytes
+        nrecv = sum(len(rnd.recvs) for rnd in bound.rounds)
+        c[_M_SIZE] = bound.nbytes + 8 + 8 * nrecv
+        c[_M_OP], c[_M_TYPE], c[_M_ITEM] = c_op
+        self.c, self.c_addr = c, c.ctypes.data
+
+
 def _moves(copies):
     """Return a round's local moves ``(width, src rows, dst rows)`` or ``(0, segments)``, or None.
 
@@ -250,7 +324,7 @@ class PlanRequest:
     __slots__ = ("progress", "compiled", "store", "tag", "seq", "what", "recv", "combine", "check",
                  "finish", "stage", "k", "reqs", "peers", "since", "done", "error", "result",
                  "agree_in", "agree_out", "bad", "signature", "call", "known", "modes",
-                 "store_mode", "c_state", "c_addr", "c_reqs")
+                 "store_mode", "c_state", "c_addr", "c_reqs", "c_mode", "c_call")
 
     def outcome(self):
         """Return the result of a finished request, or raise its error."""
@@ -272,8 +346,8 @@ class PlanRequest:
         else:
             peers = tuple(sorted({peer for req, peer in zip(self.reqs, self.peers) if req}))
         name = f"{self.what} (nonblocking request {self.seq})"
-        if self.stage == _MODE:
-            return f"rank 0's mode for {name}", peers, self.since, OTHER_GRACE
+        if self.stage == _MODE or (self.stage == _CROUNDS and self.k == _K_MODE):
+            return f"rank 0's mode for {name}", (0,), self.since, OTHER_GRACE
         if self.stage in (_AGREE, _ANSWER):
             grace = ROOT_GRACE if self.progress.rank == 0 else OTHER_GRACE
             return f"the argument agreement of {name}", peers, self.since, grace
@@ -282,19 +356,29 @@ class PlanRequest:
 
     def round_wait(self, i):
         """Return ``(where, peers, grace)`` of a wait in the plan's ``i``-th round (its peers all
-        of the round's): 0.1 s of grace per round, as the blocking runner's."""
+        of the round's): 0.1 s of grace per round, as the blocking runner's; ``i`` one past the
+        last round: the wait of a run started in C for rank 0's mode."""
+        if i == len(self.compiled.rounds):
+            return (f"rank 0's mode for {self.what} (nonblocking request {self.seq})", (0,),
+                    OTHER_GRACE)
         k, peers = self.compiled.rounds[i][0], self.compiled.rounds[i][5]
         return (f"round {k} of {self.what} (nonblocking request {self.seq})", peers,
                 0.1 * min(k, 50))
 
     def posted(self):
-        """Return the requests of the round the compiled step posted (``MPI.Request`` objects on
-        its handles, for a wait from Python) and where they are in its request array."""
+        """Return the requests of the round the compiled step posted and of rank 0's mode when
+        the run was started in C (``MPI.Request`` objects on their handles, for a wait from
+        Python) and where they are in its request array."""
         null = MPI.REQUEST_NULL.handle
         rnd = self.compiled.rounds[self.k] if 0 <= self.k < len(self.compiled.rounds) else None
         n = len(rnd[1]) + len(rnd[2]) if rnd is not None else 0
-        at = [i for i, h in enumerate(self.c_reqs[:n].tolist()) if h != null]
-        return [MPI.Request.fromhandle(int(self.c_reqs[i])) for i in at], at
+        handles = self.c_reqs.tolist()
+        at = [i for i, h in enumerate(handles[:n]) if h != null]
+        nmode = int(self.c_state[_S_NMODE])
+        if nmode:
+            first = int(self.c_state[_S_MODE_AT])
+            at += [i for i in range(first, first + nmode) if handles[i] != null]
+        return [MPI.Request.fromhandle(handles[i]) for i in at], at
 
     def handed_back(self, objs, at):
         """Write the handles of :meth:`posted`'s requests back after a wait (MPI frees a request
@@ -332,15 +416,29 @@ class Progress:
             wd.disarm()
         self.tag_ub = int(self.data.Get_attr(MPI.TAG_UB))
         #: the compiled step (``rounds.c``'s ``dualmpi_istep``), or None: rounds run in Python
-        self._step = self._iwait = None
+        self._step = self._iwait = self._istart = None
         lib = getattr(transport, "cloop", None)
         if lib is not None and lib.dualmpi_step_fields() == _STEP_FIELDS and \
-                lib.dualmpi_future() == FUTURE:
+                lib.dualmpi_future() == FUTURE and \
+                lib.dualmpi_start_fields() == _X_FIELDS * 100 + _M_FIELDS:
             self._step, self._iwait = lib.dualmpi_istep, lib.dualmpi_iwait
+            self._istart = lib.dualmpi_istart
+            ext = recall.load()
+            if ext is not None:  # (called without ctypes' conversions: a microsecond less each)
+                def c(fn, nargs, release):
+                    return ext.CFunc(ctypes.cast(fn, ctypes.c_void_p).value, nargs, release)
+
+                self._step, self._istart = c(self._step, 2, False), c(self._istart, 7, False)
+                self._iwait = c(self._iwait, 3, True)  # (it blocks: the watchdog's thread runs)
             self._alarm_code = lib.dualmpi_alarm_code()
+            self._mode_code = lib.dualmpi_mode_code()
+            self._python_code = lib.dualmpi_python_code()
         self._handles = handle_dtype(lib) if self._step is not None else None
         if self._handles is None:  # pragma: no cover - no such MPI
-            self._step = self._iwait = None
+            self._step = self._iwait = self._istart = None
+        size = self.ctl.Get_size()
+        #: the mode messages a run started in C holds (rank 0 sends one to every rank)
+        self._nmode = 0 if size == 1 else max(size - 1, 1)
         if self._step is not None:
             # what dualmpi_iwait hears on the alarm line with (the arrays live with the alarm)
             alarm = transport.alarm
@@ -350,6 +448,21 @@ class Progress:
                 self._w[field] = arr.ctypes.data
             self._w[_W_LINE] = alarm.line.handle if alarm.line is not None else 0
             self._w_addr = self._w.ctypes.data
+            # what dualmpi_istart starts a repeat with: the nonblocking notices' own requests
+            # and messages (rank 0 sends one to every rank a call; the older ones are done
+            # long before a pool of four calls' is used up, else the start is Python's)
+            notes = 4 * max(size - 1, 1)
+            self._notes = np.full(notes, MPI.REQUEST_NULL.handle, dtype=self._handles)
+            self._note_buf = np.zeros((notes, LINE_WORDS), dtype=np.int64)
+            self._x = np.zeros(_X_FIELDS, dtype=np.int64)
+            self._x[_X_RANK], self._x[_X_SIZE] = self.rank, size
+            self._x[_X_ACOMM], self._x[_X_CTL] = alarm.comm.handle, self.ctl.handle
+            self._x[_X_I64] = MPI.INT64_T.handle
+            self._x[_X_LONG] = MPI._typedict[np.dtype(np.int64).char].handle  # (mpi4py's)
+            self._x[_X_NOTES] = notes
+            self._x[_X_NOTE_REQS], self._x[_X_NOTE_BUF] = (self._notes.ctypes.data,
+                                                          self._note_buf.ctypes.data)
+            self._x_addr = self._x.ctypes.data
         self.cache_size = int(cache_size)
         self._cache = OrderedDict()
         self._seq = 0
@@ -360,6 +473,8 @@ class Progress:
         self.known = OrderedDict()
         #: agreements run (rank 0 counts every one; the others those rank 0 asked for)
         self.agreements = 0
+        #: repeats started in C (:meth:`restart`)
+        self.restarts = 0
         #: rank 0's mode messages still in MPI's hands (with their buffers)
         self._modes = []
         self._busy = False
@@ -425,7 +540,8 @@ class Progress:
         req.tag = req.seq % self.tag_ub
         if bound is None and agree is None:
             raise DualmpiError(f"{what}: a request without a plan needs an agreement")
-        comp = req.store = req.signature = req.c_state = req.c_reqs = None
+        comp = req.store = req.signature = req.c_state = req.c_reqs = req.c_mode = None
+        req.c_call = None
         if bound is not None:
             comp = self._compiled(bound, signature is not None)
             comp.users += 1
@@ -433,7 +549,7 @@ class Progress:
             if run is None:
                 store = np.zeros(comp.size, dtype=np.uint8)
             else:  # the compiled step runs the rounds on a run of the plan's pool
-                store, req.c_state, req.c_reqs, req.c_addr = run
+                store, req.c_state, req.c_reqs, req.c_addr, req.c_mode = run
             req.store = store
             if signature is not None:
                 sig = signature & ((1 << 64) - 1)
@@ -456,6 +572,67 @@ class Progress:
         self.active.append(req)
         IN_FLIGHT[0] += 1
         self._advance(req)
+        return req
+
+    def restart(self, call, what):
+        """Start a repeat of a fixed-count call in one C call (``rounds.c``'s ``dualmpi_istart``);
+        return its :class:`PlanRequest`, or None when it must start in Python (nothing done).
+
+        ``call`` is a :class:`Repeat` of the call (the plan, argument vector, buffers).  What
+        :meth:`~dualmpi.engine.alarm.Alarm.nonblocking`, :meth:`start` and :meth:`_open` do
+        for arguments rank 0 has seen agreed, with the same messages (so the ranks may take
+        either path): the line drained, the call number taken, the nonblocking notices sent,
+        the user's bytes copied in, rank 0's mode sent (rank 0) or its receive posted, and
+        the run stepped.  Python starts it instead when there is no compiled step or no C
+        combine, when rank 0 has not seen the vector agreed (the agreement), when the line
+        holds messages about later calls or brought one Python must read (read here: it may
+        raise), or when the notices of earlier calls are not done yet.
+        """
+        if self._istart is None or call.c is None:
+            return None
+        comp = self._compiled(call.bound, True)
+        if self.rank == 0:
+            if call.key not in self.known:
+                return None
+            self.known.move_to_end(call.key)
+        if comp.pool:
+            run = comp.pool.pop()
+        elif comp.c_plan(self.data):
+            run = self._new_run(comp)
+        else:
+            return None
+        seq = self._seq
+        tag = seq % self.tag_ub
+        err = self._istart(comp.c_addr, run[3], self._w_addr, self._x_addr, call.c_addr, seq,
+                           tag)
+        if err == self._python_code or err == self._alarm_code:
+            if len(comp.pool) < POOL_SIZE:
+                comp.pool.append(run)
+            if err == self._alarm_code:
+                self.transport.alarm.poll(what)
+            return None
+        self._seq, self.restarts = seq + 1, self.restarts + 1
+        req = PlanRequest()
+        req.seq, req.tag, req.progress, req.what, req.compiled = seq, tag, self, what, comp
+        req.store, req.c_state, req.c_reqs, req.c_addr, req.c_mode = run
+        # (the compiled step copies the result out: dualmpi_istep)
+        req.signature, req.recv, req.combine = call.signature, None, call.combine
+        req.check, req.finish, req.agree_out = call.check, call.finish, call.flat
+        req.c_call = call
+        req.done = False
+        req.error = req.result = req.bad = req.agree_in = req.known = req.store_mode = None
+        req.reqs, req.peers, req.modes = [], (), ()
+        req.call = int(self.transport.alarm.seq[0])
+        req.stage, req.since = _CROUNDS, time.monotonic()
+        req.k = None
+        comp.users += 1
+        self.active.append(req)
+        IN_FLIGHT[0] += 1
+        self._c_moved(req)
+        if err == self._mode_code:
+            self._advance(req)
+        elif err:
+            self._fail(req, self._mpi_error(req, MPI.Exception(err)))
         return req
 
     def reserve(self):
@@ -484,9 +661,13 @@ class Progress:
         return comp
 
     def _c_run(self, comp, combine):
-        """Return ``(store, state, requests, state's address)`` of a run of ``comp`` by the
+        """Return ``(store, state, requests, state's address, mode)`` of a run of ``comp`` by the
         compiled step (from its pool, else new), or None when its rounds run in Python (a
-        message too long for an int count, or combines by an operation MPI does not have)."""
+        message too long for an int count, or combines by an operation MPI does not have).
+
+        The request array has a round's messages, a spare slot (the alarm line, in
+        ``dualmpi_iwait``) and the mode messages of a run started in C (:meth:`restart`);
+        ``mode`` is where such a run receives rank 0's mode or sends its own."""
         c_op = None
         if comp.combines:
             c_op = _mpi_op(combine) if combine is not None else None
@@ -498,18 +679,25 @@ class Progress:
             if comp.trailer:  # a message cut short must not find the last run's trailers
                 store[comp.sig_at + 8:] = 0
         elif comp.c_plan(self.data):
-            store = np.zeros(comp.size, dtype=np.uint8)
-            state = np.zeros(_S_FIELDS, dtype=np.int64)
-            # (a spare slot after a round's requests: the alarm line, in dualmpi_iwait)
-            reqs = np.full(comp.width + 1, MPI.REQUEST_NULL.handle, dtype=self._handles)
-            state[_S_STORE], state[_S_REQS] = store.ctypes.data, reqs.ctypes.data
-            run = (store, state, reqs, state.ctypes.data)
+            run = self._new_run(comp)
+            state = run[1]
         else:
             return None
-        state[_S_K], state[_S_BAD_ROUND] = -1, -1
+        state[_S_K], state[_S_BAD_ROUND], state[_S_NMODE], state[_S_NCOUT] = -1, -1, 0, 0
         if c_op is not None:
             state[_S_OP], state[_S_TYPE], state[_S_ITEM] = c_op
         return run
+
+    def _new_run(self, comp):
+        """Return a new run of ``comp`` (see :meth:`_c_run`)."""
+        store = np.zeros(comp.size, dtype=np.uint8)
+        state = np.zeros(_S_FIELDS, dtype=np.int64)
+        reqs = np.full(comp.width + 1 + self._nmode, MPI.REQUEST_NULL.handle,
+                       dtype=self._handles)
+        mode = np.zeros(MODE_WORDS, dtype=np.int64)
+        state[_S_STORE], state[_S_REQS] = store.ctypes.data, reqs.ctypes.data
+        state[_S_MODE_AT], state[_S_MODE] = comp.width + 1, mode.ctypes.data
+        return store, state, reqs, state.ctypes.data, mode
 
     @staticmethod
     def _retire(comp):
@@ -543,16 +731,20 @@ class Progress:
         if move is not None:
             _move(store, move)
 
-    def _advance(self, req):
-        """Advance ``req`` as far as it goes without blocking; return True once it is done."""
+    def _advance(self, req, stepped=None):
+        """Advance ``req`` as far as it goes without blocking; return True once it is done.
+
+        ``stepped``: what the compiled step (or wait) of ``req`` just returned, so that its
+        first step here is not made again."""
         try:
             while not req.done:
                 if req.reqs and not MPI.Request.Testall(req.reqs, self._statuses):
                     return False
                 stage = req.stage
                 if stage == _CROUNDS:
-                    if not self._c_rounds(req):
+                    if not self._c_rounds(req, stepped):
                         return False
+                    stepped = None
                 elif stage == _CLOSE:  # (rank 0's mode messages are done too)
                     self._finish(req)
                 elif stage == _ROUNDS:
@@ -600,18 +792,19 @@ class Progress:
         req.stage = _ROUNDS
         self._post(req, 0)
 
-    def _c_rounds(self, req):
-        """Advance ``req``'s rounds in C (``dualmpi_istep``); return True once they are done."""
-        err = self._step(req.compiled.c_addr, req.c_addr)
-        state = req.c_state
-        k = int(state[_S_K])
-        comp = req.compiled
-        if k != req.k:  # a round was posted (or the last one ended)
-            req.k, req.since = k, time.monotonic()
-            if k < len(comp.rounds):
-                req.peers = comp.rounds[k][5]
+    def _c_rounds(self, req, err=None):
+        """Advance ``req``'s rounds in C (``dualmpi_istep``, unless ``err`` is what the step just
+        returned); return True once they are done (or rank 0's mode, heard in C, moved the
+        request to another stage)."""
+        if err is None:
+            err = self._step(req.compiled.c_addr, req.c_addr)
+        if err == self._mode_code:
+            self._c_mode(req)
+            return True
+        self._c_moved(req)
         if err:
             raise MPI.Exception(err)
+        state, comp, k = req.c_state, req.compiled, req.k
         if k < len(comp.rounds):
             return False
         if state[_S_BAD_ROUND] >= 0 and req.bad is None:
@@ -621,6 +814,25 @@ class Progress:
             req.reqs, req.peers = list(req.modes), tuple(range(1, len(req.modes) + 1))
             req.modes = ()
         return True
+
+    def _c_moved(self, req):
+        """Read where the compiled step left ``req``: its round, that round's peers."""
+        k = int(req.c_state[_S_K])
+        if k != req.k:  # a round was posted (or the last one ended, or the mode came)
+            req.k, req.since = k, time.monotonic()
+            comp = req.compiled
+            if 0 <= k < len(comp.rounds):
+                req.peers = comp.rounds[k][5]
+            elif k < 0:
+                req.peers = (0,)
+
+    def _c_mode(self, req):
+        """Rank 0's mode, heard by the compiled step of a run started in C, is not "skip" with
+        this rank's vector: read it as :meth:`_heard_mode` does (the agreement after all, or
+        the alarm); the run's next step posts round 0."""
+        req.c_state[_S_K], req.k = -1, -1
+        req.agree_in, req.stage = req.c_mode[:1 + req.agree_out.size].copy(), _MODE
+        self._heard_mode(req)
 
     def _open(self, req):
         """Begin the argument check: rank 0 sends every rank its mode (1: skip the agreement,
@@ -728,7 +940,7 @@ class Progress:
         if req.c_state is not None:  # every message is done: the run goes back to the pool
             comp = req.compiled
             if not comp.retired and len(comp.pool) < POOL_SIZE:
-                comp.pool.append((req.store, req.c_state, req.c_reqs, req.c_addr))
+                comp.pool.append((req.store, req.c_state, req.c_reqs, req.c_addr, req.c_mode))
         if req.bad is not None:
             k, peer = req.bad
             self._end(req)
@@ -759,7 +971,7 @@ class Progress:
             if comp.retired and comp.users == 0:
                 comp.free()
         req.store = req.recv = req.finish = req.check = req.combine = req.agree_in = None
-        req.c_state = req.c_reqs = None
+        req.c_state = req.c_reqs = req.c_mode = req.c_call = None
 
     def _fail(self, req, exc):
         """End ``req`` with error ``exc``; its posted messages are cancelled or left to finish."""
@@ -821,6 +1033,13 @@ class Progress:
     def wait(self, req):
         """Advance the requests until ``req`` is done (blocking meanwhile: :func:`block`, or in C
         when ``req`` is the only request in flight: :meth:`_c_wait`)."""
+        if IN_FLIGHT[0] == 1 and type(req) is PlanRequest and req.stage == _CROUNDS and \
+                not req.done:  # (the only request in flight: a step, then the C wait)
+            err = self._step(req.compiled.c_addr, req.c_addr)
+            if err or req.c_state[_S_K] >= len(req.compiled.rounds):
+                self._advance(req, err)
+            else:
+                self._c_wait(req)
         while not req.done:
             poll_all()
             if req.done:
@@ -846,10 +1065,9 @@ class Progress:
             wd.disarm()
         if err == self._alarm_code:  # the line brought what Python reads (it may raise)
             self.transport.alarm.poll(req.what)
-        elif err:
-            self._fail(req, self._mpi_error(req, MPI.Exception(err)))
-            return
-        self._advance(req)
+            self._advance(req)
+        else:  # (the rounds done, rank 0's mode to read, or an MPI error)
+            self._advance(req, err)
 
     def free(self):
         """Wait for the active requests (their errors stay with them), free the communicators."""
@@ -867,6 +1085,12 @@ class Progress:
         self._cache.clear()
         if self in _LIVE:
             _LIVE.remove(self)
+        if self._istart is not None:  # the notices sent by dualmpi_istart
+            null = MPI.REQUEST_NULL.handle
+            notes = [MPI.Request.fromhandle(h) for h in self._notes.tolist() if h != null]
+            if notes:
+                self.transport.alarm._finish(notes, "freeing the communicator")
+                self._notes[:] = null
         # messages cancelled or never matched (requests that failed) keep their buffers alive
         _ABANDONED.extend(orphan for orphan in self._orphans + self._modes
                           if not _quiet_testall(orphan[0]))
@@ -886,7 +1110,7 @@ class _Rounds:
         self.req = req
 
     def __len__(self):
-        return len(self.req.compiled.rounds)
+        return len(self.req.compiled.rounds) + 1  # (one past the rounds: rank 0's mode)
 
     def __getitem__(self, i):
         return self.req.round_wait(i)

@@ -625,6 +625,92 @@ static PyTypeObject VRecallType = {
     .tp_call = PyVectorcall_Call,
 };
 
+/* A C function of the round loop's library, called with int64 arguments and returning an int
+ * (CFunc(address, nargs, release): release the GIL around the call, for one that blocks):
+ * what a ctypes function with c_void_p/c_int64 arguments does, without ctypes' conversions. */
+#define CFUNC_MAX 7
+typedef int64_t i64;
+
+static int cfunc_call(void *fn, int nargs, const i64 *a)
+{
+    switch (nargs) {  /* (the function's own arity: its arguments are int64s and pointers) */
+    case 0: return ((int (*)(void))fn)();
+    case 1: return ((int (*)(i64))fn)(a[0]);
+    case 2: return ((int (*)(i64, i64))fn)(a[0], a[1]);
+    case 3: return ((int (*)(i64, i64, i64))fn)(a[0], a[1], a[2]);
+    case 4: return ((int (*)(i64, i64, i64, i64))fn)(a[0], a[1], a[2], a[3]);
+    case 5: return ((int (*)(i64, i64, i64, i64, i64))fn)(a[0], a[1], a[2], a[3], a[4]);
+    case 6: return ((int (*)(i64, i64, i64, i64, i64, i64))fn)(a[0], a[1], a[2], a[3], a[4],
+                                                               a[5]);
+    default: return ((int (*)(i64, i64, i64, i64, i64, i64, i64))fn)(a[0], a[1], a[2], a[3],
+                                                                      a[4], a[5], a[6]);
+    }
+}
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    void *fn;
+    int nargs, release;
+} CFunc;
+
+static PyObject *CFunc_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf,
+                                  PyObject *kwnames)
+{
+    CFunc *self = (CFunc *)obj;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    int64_t a[CFUNC_MAX] = {0};
+    int err;
+    if (kwnames != NULL || n != self->nargs) {
+        PyErr_Format(PyExc_TypeError, "takes %d positional arguments", self->nargs);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        a[i] = PyLong_AsLongLong(args[i]);
+        if (a[i] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    if (self->release) {
+        Py_BEGIN_ALLOW_THREADS
+        err = cfunc_call(self->fn, self->nargs, a);
+        Py_END_ALLOW_THREADS
+    } else {
+        err = cfunc_call(self->fn, self->nargs, a);
+    }
+    return PyLong_FromLong(err);
+}
+
+static PyObject *CFunc_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    unsigned long long addr;
+    int nargs, release;
+    if (kw != NULL || !PyArg_ParseTuple(args, "Kip", &addr, &nargs, &release))
+        return NULL;
+    if (addr == 0 || nargs < 0 || nargs > CFUNC_MAX) {
+        PyErr_SetString(PyExc_ValueError, "CFunc: no function, or too many arguments");
+        return NULL;
+    }
+    CFunc *self = (CFunc *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = CFunc_vectorcall;
+    self->fn = (void *)(uintptr_t)addr;
+    self->nargs = nargs;
+    self->release = release;
+    return (PyObject *)self;
+}
+
+static PyTypeObject CFuncType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dualmpi_recall.CFunc",
+    .tp_basicsize = sizeof(CFunc),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A C function of int64 arguments returning an int (see dualmpi/engine/recall.c)",
+    .tp_new = CFunc_new,
+    .tp_vectorcall_offset = offsetof(CFunc, vectorcall),
+    .tp_call = PyVectorcall_Call,
+};
+
 static PyMethodDef module_functions[] = {
     {"same", (PyCFunction)(void (*)(void))recall_same, METH_FASTCALL,
      "same(template, args): True when args are what the template was made of"},
@@ -667,7 +753,8 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
     str_evictions = PyUnicode_InternFromString("evictions");
     str_handle = PyUnicode_InternFromString("handle");
     if (str_state == NULL || str_evictions == NULL || str_handle == NULL ||
-            PyType_Ready(&RecallType) < 0 || PyType_Ready(&VRecallType) < 0)
+            PyType_Ready(&RecallType) < 0 || PyType_Ready(&VRecallType) < 0 ||
+            PyType_Ready(&CFuncType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&recall_module);
     if (m == NULL)
@@ -681,6 +768,12 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
     Py_INCREF(&VRecallType);
     if (PyModule_AddObject(m, "VRecall", (PyObject *)&VRecallType) < 0) {
         Py_DECREF(&VRecallType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&CFuncType);
+    if (PyModule_AddObject(m, "CFunc", (PyObject *)&CFuncType) < 0) {
+        Py_DECREF(&CFuncType);
         Py_DECREF(m);
         return NULL;
     }

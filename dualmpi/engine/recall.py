@@ -30,7 +30,11 @@ does the same steps in one call:
   comparison of :func:`dualmpi.calls.template_of`'s templates) and the cache unchanged, it
   runs ``exchange`` (the count table's allgather into ``table``), then, when the table holds
   the bytes ``seen``, ``data`` (the call's plan), and returns True; None when the table
-  changed (the Python path goes on with it); False, running nothing, otherwise.
+  changed (the Python path goes on with it); False, running nothing, otherwise;
+* ``CFunc(address, nargs, release)`` calls a C function of the round loop's library
+  (``nargs`` int64 arguments, an int back; ``release``: without the GIL, for one that
+  blocks) as its ctypes function does, without ctypes' argument conversions: the nonblocking
+  requests' steps (:mod:`dualmpi.engine.nonblocking`) are a microsecond or two apiece.
 
 Without ``mpicc``, the Python headers or numpy's, or with ``DUALMPI_RECALL=0``, there is no
 extension (:func:`reason` says why) and those Python functions do the same.
@@ -66,6 +70,6 @@ def load():
     """Return the extension module, or None with :func:`reason` set (once per process).
 
     >>> load() is None or sorted(n for n in dir(load()) if not n.startswith("_"))
-    ['Recall', 'VRecall', 'same']
+    ['CFunc', 'Recall', 'VRecall', 'same']
     """
     return cloop.extension(_library, "PyInit_dualmpi_recall", "DUALMPI_RECALL", _loaded)

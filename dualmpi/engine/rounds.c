@@ -244,15 +244,33 @@ int dualmpi_run(const int64_t *a)
  * round's trailers, combines its blocks (MPI_Reduce_local), posts round k + 1 (MPI_Irecv and
  * MPI_Isend with the run's tag) and does its local moves while its messages fly, and so on
  * until a round is still in flight or the plan is done.  Returns MPI_SUCCESS or an MPI error
- * code (a failed message's own code when the test reported MPI_ERR_IN_STATUS). */
+ * code (a failed message's own code when the test reported MPI_ERR_IN_STATUS).
+ *
+ * A run started in C (dualmpi_istart, below) also carries rank 0's *mode* messages: s[S_NMODE]
+ * requests from s[S_MODE_AT] on in the request array (after the round's messages and the spare
+ * slot of the alarm line).  On rank 0 they are its synchronous sends of [1, vector] to every other
+ * rank, done with the last round (so rank 0 is never more calls ahead of a rank than the requests
+ * the program holds); on another rank the receive of rank 0's mode into s[S_MODE], which round 0
+ * waits for (k == K_MODE): a mode that says "skip" with this rank's own vector (s[S_VEC],
+ * s[S_NVEC] words) lets the rounds run; anything else stops the run at K_HEARD and returns
+ * DUALMPI_MODE, every time, until Python has read the mode (dualmpi/engine/nonblocking.py: the
+ * agreement after all, or the alarm) and set k to -1.  Such a run also copies the result out
+ * when its last round is done and every trailer carried the call's signature: s[S_NCOUT]
+ * copies [destination address, store offset, length] from s[S_COUT]. */
 enum { P_NROUNDS, P_ROUNDS, P_MSGS, P_MOVES, P_COMBS, P_TRAILS, P_COMM, P_BYTE, P_FIELDS };
 enum { S_K, S_STORE, S_TAG, S_REQS, S_SIGNATURE, S_BAD_ROUND, S_BAD_PEER, S_OP, S_TYPE, S_ITEM,
-       S_POS, S_RUN, S_FIELDS };
+       S_POS, S_RUN, S_NMODE, S_MODE_AT, S_MODE, S_VEC, S_NVEC, S_NCOUT, S_COUT, S_FIELDS };
 enum { W_WBUF, W_RING, W_SEQ, W_HIST, W_LINE, W_FUTURE, W_FIELDS };
 enum { R_NMSG, R_NRECV, R_MSG, R_NMOVE, R_MOVE, R_NCOMB, R_COMB, R_NTRAIL, R_TRAIL, R_FIELDS };
 #define STEP_STATUSES 64
+/* k of a run waiting for rank 0's mode, and of one whose mode Python must read. */
+#define K_MODE (-2)
+#define K_HEARD (-3)
+/* Returned when rank 0's mode is not "skip" with this rank's vector (Python reads it). */
+#define DUALMPI_MODE (-2147483645)
 
 int dualmpi_step_fields(void) { return W_FIELDS * 10000 + P_FIELDS * 1000 + S_FIELDS * 10 + R_FIELDS; }
+int dualmpi_mode_code(void) { return DUALMPI_MODE; }
 
 int dualmpi_istep(const int64_t *p, int64_t *s)
 {
@@ -270,6 +288,23 @@ int dualmpi_istep(const int64_t *p, int64_t *s)
     int err, flag;
 
     for (int64_t k = s[S_K]; k < nrounds; k = s[S_K]) {
+        if (k == K_HEARD)
+            return DUALMPI_MODE;
+        if (k == K_MODE) {  /* rank 0's mode: "skip", with this rank's vector? */
+            const int64_t *mode = (const int64_t *)(intptr_t)s[S_MODE];
+            err = MPI_Test(reqs + s[S_MODE_AT], &flag, MPI_STATUS_IGNORE);
+            if (err != MPI_SUCCESS)
+                return err;
+            if (!flag)
+                return MPI_SUCCESS;
+            if (mode[0] != 1 || memcmp(mode + 1, (const void *)(intptr_t)s[S_VEC],
+                                       (size_t)s[S_NVEC] * sizeof(int64_t))) {
+                s[S_K] = K_HEARD;
+                return DUALMPI_MODE;
+            }
+            s[S_K] = -1;
+            continue;
+        }
         if (k >= 0) {  /* round k is posted: are its messages done? */
             const int64_t *row = rows + k * R_FIELDS;
             int n = (int)row[R_NMSG];
@@ -280,6 +315,14 @@ int dualmpi_istep(const int64_t *p, int64_t *s)
                     for (int i = 0; i < n; i++)
                         if (st[i].MPI_ERROR != MPI_SUCCESS && st[i].MPI_ERROR != MPI_ERR_PENDING)
                             return st[i].MPI_ERROR;
+                if (err != MPI_SUCCESS)
+                    return err;
+                if (!flag)
+                    return MPI_SUCCESS;
+            }
+            if (k == nrounds - 1 && s[S_NMODE]) {  /* rank 0's mode messages end with it */
+                err = MPI_Testall((int)s[S_NMODE], reqs + s[S_MODE_AT], &flag,
+                                  MPI_STATUSES_IGNORE);
                 if (err != MPI_SUCCESS)
                     return err;
                 if (!flag)
@@ -310,8 +353,14 @@ int dualmpi_istep(const int64_t *p, int64_t *s)
             }
         }
         s[S_K] = ++k;
-        if (k == nrounds)
+        if (k == nrounds) {
+            if (s[S_BAD_ROUND] < 0) {
+                const int64_t *c = (const int64_t *)(intptr_t)s[S_COUT];
+                for (int64_t i = 0; i < s[S_NCOUT]; i++, c += 3)
+                    memcpy((void *)(intptr_t)c[0], store + c[1], (size_t)c[2]);
+            }
             break;
+        }
         {  /* post round k, then its moves */
             const int64_t *row = rows + k * R_FIELDS;
             for (int64_t i = 0; i < row[R_NMSG]; i++) {
@@ -343,8 +392,9 @@ int dualmpi_istep(const int64_t *p, int64_t *s)
  * handled as the compiled loop handles it (heard): a notice about one of this rank's own
  * nonblocking calls is dropped, a message about a later call kept in the ring; anything else
  * returns DUALMPI_ALARM for the caller to read.  s[S_POS] is the 1-based position of the round
- * waited in (0 outside), which the watchdog reads with s[S_RUN] (the request's number).  Only
- * for a request that is the only one in flight on the rank: the others would not advance. */
+ * waited in (0 outside; nrounds + 1 for rank 0's mode), which the watchdog reads with s[S_RUN]
+ * (the request's number).  Only for a request that is the only one in flight on the rank: the
+ * others would not advance. */
 int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
 {
     const int64_t nrounds = p[P_NROUNDS];
@@ -357,11 +407,14 @@ int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
         err = dualmpi_istep(p, s);
         if (err != MPI_SUCCESS || s[S_K] >= nrounds)
             break;
-        int n = (int)rows[s[S_K] * R_FIELDS + R_NMSG];
+        const int64_t k = s[S_K];
+        int n = k >= 0 ? (int)rows[k * R_FIELDS + R_NMSG] : 0;
         if (watch)
             reqs[n] = (MPI_Request)(intptr_t)w[W_LINE];
-        s[S_POS] = s[S_K] + 1;
-        err = MPI_Waitany(n + watch, reqs, &index, MPI_STATUS_IGNORE);
+        /* (the mode messages after the spare slot: the wait covers them, the nulls between) */
+        int count = s[S_NMODE] ? (int)(s[S_MODE_AT] + s[S_NMODE]) : n + watch;
+        s[S_POS] = k >= 0 ? k + 1 : nrounds + 1;  /* (past the rounds: rank 0's mode) */
+        err = MPI_Waitany(count, reqs, &index, MPI_STATUS_IGNORE);
         if (err == MPI_SUCCESS && watch && index == n &&
                 heard(reqs + n, (const int64_t *)(intptr_t)w[W_WBUF],
                       (int64_t *)(intptr_t)w[W_RING], *(const int64_t *)(intptr_t)w[W_SEQ],
@@ -374,6 +427,147 @@ int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
     }
     s[S_POS] = 0;
     return err;
+}
+
+/* The start of a repeated nonblocking collective in one C call (dualmpi/engine/nonblocking.py:
+ * Progress.restart): what Alarm.nonblocking and Progress.start and _open do for a call whose
+ * arguments rank 0 has seen agreed, with the same messages, so that ranks on either path match.
+ *
+ * x (the _X_ constants, one per Progress): the rank and size, the alarm line's communicator, the
+ * control communicator's duplicate the modes go on, MPI_INT64_T (the line's messages) and the
+ * datatype mpi4py gives an int64 array (the modes'), and a pool of x[X_NOTES] requests and
+ * message buffers for the nonblocking notices.  m (the _M_ constants, one per remembered call):
+ * the call's argument vector, its copies in [store offset, source address, length] and out
+ * [destination address, store offset, length] (dualmpi_istep makes them at the end), its
+ * signature and where the store holds it (-1: no trailer), the store's size, and its combine's
+ * MPI_Op, datatype and item size.  seq is the request's number, tag its messages' tag.
+ *
+ * In order: the line is drained as Alarm.drain does (a message Python must read returns
+ * DUALMPI_ALARM, with nothing else done); messages kept about later calls, or too few free
+ * notice requests, return DUALMPI_PYTHON, nothing done; then the call number is taken (w[W_SEQ]
+ * + 1, noted in the history, its note in future cleared), the notices are sent (rank 0 to every
+ * rank, the others to rank 0: [NONBLOCKING, t, rank, 0...]), the run is set up (signature,
+ * trailers cleared, copies in, combine), and the modes posted: rank 0 sends every rank [1,
+ * vector] (MPI_Issend, done with the last round), another rank receives rank 0's (round 0 waits
+ * for it: dualmpi_istep).  Then the run is stepped.  Returns what dualmpi_istep returns. */
+enum { X_RANK, X_SIZE, X_ACOMM, X_CTL, X_I64, X_LONG, X_NOTES, X_NOTE_REQS, X_NOTE_BUF, X_FIELDS };
+enum { M_VEC, M_NVEC, M_CIN, M_NCIN, M_COUT, M_NCOUT, M_SIG, M_SIGAT, M_SIZE, M_OP, M_TYPE,
+       M_ITEM, M_FIELDS };
+#define DUALMPI_PYTHON (-2147483644)
+#define ALARM_TAG 9
+
+int dualmpi_start_fields(void) { return X_FIELDS * 100 + M_FIELDS; }
+int dualmpi_python_code(void) { return DUALMPI_PYTHON; }
+
+int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, const int64_t *x,
+                   const int64_t *m, int64_t seq, int64_t tag)
+{
+    const int rank = (int)x[X_RANK], size = (int)x[X_SIZE];
+    int64_t *seqp = (int64_t *)(intptr_t)w[W_SEQ];
+    MPI_Request *notes = (MPI_Request *)(intptr_t)x[X_NOTE_REQS];
+    int err, flag;
+
+    if (size > 1) {
+        int64_t *ring = (int64_t *)(intptr_t)w[W_RING];
+        const int64_t *wbuf = (const int64_t *)(intptr_t)w[W_WBUF];
+        const int64_t *hist = (const int64_t *)(intptr_t)w[W_HIST];
+        int64_t *future = (int64_t *)(intptr_t)w[W_FUTURE];
+        MPI_Request line = (MPI_Request)(intptr_t)w[W_LINE];  /* (persistent: the same handle) */
+        if (ring[0])
+            return DUALMPI_PYTHON;
+        for (;;) {
+            err = MPI_Test(&line, &flag, MPI_STATUS_IGNORE);
+            if (err != MPI_SUCCESS)
+                return DUALMPI_PYTHON;  /* (Python's test raises it) */
+            if (!flag)
+                break;
+            if (heard(&line, wbuf, ring, *seqp, hist, future))
+                return DUALMPI_ALARM;
+        }
+        if (ring[0])
+            return DUALMPI_PYTHON;
+        int need = rank == 0 ? size - 1 : 1, free = 0;
+        for (int64_t i = 0; i < x[X_NOTES] && free < need; i++) {
+            if (notes[i] != MPI_REQUEST_NULL) {
+                err = MPI_Test(notes + i, &flag, MPI_STATUS_IGNORE);
+                if (err != MPI_SUCCESS)
+                    return err;
+                if (!flag)
+                    continue;
+            }
+            free++;
+        }
+        if (free < need)
+            return DUALMPI_PYTHON;
+    }
+    const int64_t t = *seqp + 1;
+    *seqp = t;
+    if (size > 1) {
+        const MPI_Datatype i64 = (MPI_Datatype)(intptr_t)x[X_I64];
+        const MPI_Comm acomm = (MPI_Comm)(intptr_t)x[X_ACOMM];
+        int64_t *hist = (int64_t *)(intptr_t)w[W_HIST], *future = (int64_t *)(intptr_t)w[W_FUTURE];
+        int64_t *nbuf = (int64_t *)(intptr_t)x[X_NOTE_BUF];
+        hist[t % HISTORY] = t;
+        if (future[2 * (t % FUTURE)] == t)
+            future[2 * (t % FUTURE)] = -1;
+        for (int dest = rank == 0 ? 1 : 0, i = 0; dest < (rank == 0 ? size : 1); dest++) {
+            while (notes[i] != MPI_REQUEST_NULL)
+                i++;
+            int64_t *msg = nbuf + i * MSG_WORDS;
+            memset(msg, 0, MSG_WORDS * sizeof(int64_t));
+            msg[0] = KIND_NONBLOCKING;
+            msg[1] = t;
+            msg[2] = rank;
+            err = MPI_Isend(msg, MSG_WORDS, i64, dest, ALARM_TAG, acomm, notes + i);
+            if (err != MPI_SUCCESS)
+                return err;
+        }
+    }
+    char *store = (char *)(intptr_t)s[S_STORE];
+    MPI_Request *reqs = (MPI_Request *)(intptr_t)s[S_REQS];
+    s[S_K] = (rank == 0 || size == 1) ? -1 : K_MODE;
+    s[S_BAD_ROUND] = -1;
+    s[S_TAG] = tag;
+    s[S_RUN] = seq;
+    s[S_SIGNATURE] = m[M_SIG];
+    s[S_OP] = m[M_OP];
+    s[S_TYPE] = m[M_TYPE];
+    s[S_ITEM] = m[M_ITEM];
+    s[S_NMODE] = 0;
+    s[S_COUT] = m[M_COUT];
+    s[S_NCOUT] = m[M_NCOUT];
+    if (m[M_SIGAT] >= 0) {  /* a message cut short must not find an earlier run's trailers */
+        memcpy(store + m[M_SIGAT], &m[M_SIG], sizeof(int64_t));
+        memset(store + m[M_SIGAT] + 8, 0, (size_t)(m[M_SIZE] - m[M_SIGAT] - 8));
+    }
+    const int64_t *cin = (const int64_t *)(intptr_t)m[M_CIN];
+    for (int64_t i = 0; i < m[M_NCIN]; i++, cin += 3)
+        memcpy(store + cin[0], (const void *)(intptr_t)cin[1], (size_t)cin[2]);
+    if (size > 1) {
+        const MPI_Comm ctl = (MPI_Comm)(intptr_t)x[X_CTL];
+        const MPI_Datatype mtype = (MPI_Datatype)(intptr_t)x[X_LONG];
+        int64_t *mode = (int64_t *)(intptr_t)s[S_MODE];
+        const int n = (int)m[M_NVEC];
+        MPI_Request *at = reqs + s[S_MODE_AT];
+        s[S_VEC] = m[M_VEC];
+        s[S_NVEC] = n;
+        if (rank == 0) {
+            mode[0] = 1;
+            memcpy(mode + 1, (const void *)(intptr_t)m[M_VEC], (size_t)n * sizeof(int64_t));
+            for (int r = 1; r < size; r++) {
+                err = MPI_Issend(mode, n + 1, mtype, r, (int)tag, ctl, at + r - 1);
+                if (err != MPI_SUCCESS)
+                    return err;
+                s[S_NMODE] = r;
+            }
+        } else {
+            err = MPI_Irecv(mode, n + 1, mtype, 0, (int)tag, ctl, at);
+            if (err != MPI_SUCCESS)
+                return err;
+            s[S_NMODE] = 1;
+        }
+    }
+    return dualmpi_istep(p, s);
 }
 
 /* A repeated blocking neighbourhood collective in one C call (dualmpi/neighbor.py: _Fast): one

@@ -292,6 +292,16 @@ def _repeats(root):
     return cases, got, refill
 
 
+def _equal(got, name, root):
+    """True when the rank's result of ``name`` (:func:`_repeats`) equals MPI's, or MPI
+    defines none there (``Iexscan`` on rank 0, the rooted gathers and reduction elsewhere)."""
+    if name == "Iexscan" and RANK == 0 or \
+            name in ("Igather", "Igatherv", "Ireduce") and RANK != root:
+        return True
+    mine, want = got[name]
+    return np.array_equal(mine, want)
+
+
 @pytest.mark.mpi
 @pytest.mark.parametrize("net_i", [0, 1])
 def test_repeated_calls_skip_the_agreement_and_match_mpi(net_i):
@@ -313,11 +323,7 @@ def test_repeated_calls_skip_the_agreement_and_match_mpi(net_i):
         dualmpi.Request.Waitall(reqs[::-1])
         for name, (_, ref) in cases.items():
             ref()
-            mine, want = got[name]
-            if name == "Iexscan" and RANK == 0 or \
-                    name in ("Igather", "Igatherv", "Ireduce") and RANK != root:
-                continue
-            if not np.array_equal(mine, want):
+            if not _equal(got, name, root):
                 bad.append((k, name))
     # one call at a time, after a barrier of MPI's (rank 0's request then ends on the
     # synchronous send of its mode, the last message to complete)
@@ -441,3 +447,100 @@ def test_a_repeated_call_with_other_arguments_on_one_rank_raises_the_alarm():
     finally:
         net.Free()
     assert _agree(ok), (msg, after)
+
+
+def _compiled_start(net):
+    """True when the communicator's repeats can start in C (the compiled step is there)."""
+    return net._progress()._istart is not None
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("net_i", [0, 1])
+def test_repeats_start_in_c_and_match_mpi(net_i):
+    """A fixed-count call repeated on the same objects starts in one C call (Progress.restart:
+    the notices, rank 0's mode, the copies in, the first round; the result copied out in C):
+    alone, and beside a request in flight that another path waits for; each call equals MPI's."""
+    net = _net(net_i)
+    root = SIZE - 1
+    cases, got, refill = _repeats(root)
+    progress = net._progress()
+    before = progress.restarts
+    bad = []
+    for k in range(3):
+        refill(k)
+        for name, (start, ref) in cases.items():
+            if k == 2:  # beside a barrier in flight (the waits then go through Python)
+                other = net.Ibarrier()
+                dualmpi.Request.Waitall([start(net), other])
+            else:
+                start(net).Wait()
+            ref()
+            if not _equal(got, name, root):
+                bad.append((k, name))
+    vector = ("Iallgatherv", "Igatherv", "Iscatterv", "Ialltoallv", "Ireduce_scatter")
+    fixed = [name for name in cases if name not in vector]
+    started = progress.restarts - before
+    # the first round of calls agrees; the two after it start in C, the fixed-count ones (a
+    # v-variant exchanges its count table), and so do the barriers beside them (one a case);
+    # on one rank a plan may have no round (one node: nothing to start in C)
+    want = 2 * len(fixed) if _compiled_start(net) and SIZE > 1 else 0
+    ok = not bad and want <= started <= 2 * len(fixed) + len(cases)
+    assert _agree(ok), (bad, started, want)
+
+
+@pytest.mark.mpi
+def test_a_repeat_rank_0_agrees_again_is_agreed_by_every_rank(monkeypatch):
+    """Rank 0 keeps no agreed vector (KNOWN_SIZE 0), so it agrees every call while the others
+    start their repeats in C: their compiled step hears rank 0's mode "agree" and hands the
+    request to the agreement; the results equal MPI's, and every call is agreed."""
+    from dualmpi.engine import nonblocking
+
+    monkeypatch.setattr(nonblocking, "KNOWN_SIZE", 0)
+    net = dualmpi.Comm(WORLD, NETS[0][0], nodes_per_rank=NETS[0][1])
+    try:
+        progress = net._progress()
+        x, y = np.zeros(6), np.zeros(6)
+        bad = []
+        before, restarted = progress.agreements, progress.restarts
+        for k in range(5):
+            x[:] = RANK + k
+            net.Iallreduce(x, y).Wait()
+            if not np.array_equal(y, WORLD.allreduce(x)):
+                bad.append(k)
+        agreed, restarted = progress.agreements - before, progress.restarts - restarted
+        compiled = _compiled_start(net)
+    finally:
+        net.Free()
+    ok = not bad and (agreed == 5 or SIZE == 1)
+    if SIZE > 1 and compiled:
+        ok = ok and restarted == (0 if RANK == 0 else 4)
+    assert _agree(ok), (bad, agreed, restarted)
+
+
+@pytest.mark.mpi
+def test_rank_0_passing_other_arguments_to_a_repeat_fails_every_rank_alike():
+    """The others repeat in C; rank 0 passes another count (a vector it has not seen agreed,
+    so it asks for the agreement): every rank raises the same InputError, and the
+    communicator stays usable."""
+    if SIZE == 1:
+        pytest.skip("one rank: nobody to differ from")
+    net = dualmpi.Comm(WORLD, NETS[0][0], nodes_per_rank=NETS[0][1])
+    try:
+        x, y = np.ones(4), np.zeros(4)
+        for _ in range(2):
+            net.Iallreduce(x, y).Wait()
+        msg = ""
+        try:
+            if RANK == 0:
+                net.Iallreduce(np.ones(5), np.zeros(5)).Wait()
+            else:
+                net.Iallreduce(x, y).Wait()
+        except InputError as exc:
+            msg = str(exc)
+        x[:] = RANK
+        net.Iallreduce(x, y).Wait()
+        ok = "disagree on the" in msg and np.allclose(y, SIZE * (SIZE - 1) / 2)
+    finally:
+        net.Free()
+    msgs = WORLD.allgather(msg)
+    assert _agree(ok and len(set(msgs)) == 1), msgs
