@@ -247,7 +247,7 @@ class Repeat:
         self.c = self._cin = self._cout = None
         self.c_addr = 0
         c_op = (0, 0, 0)
-        if any(rnd.combines[0].size for rnd in bound.rounds):
+        if any((rnd.combines[2] > 0).any() for rnd in bound.rounds):  # (as _Compiled.combines)
             c_op = _mpi_op(combine) if combine is not None else None
         if c_op is None or self.flat.size >= MODE_WORDS or not bound.rounds:
             return
