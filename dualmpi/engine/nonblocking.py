@@ -102,9 +102,8 @@ _P_NROUNDS, _P_ROUNDS, _P_MSGS, _P_MOVES, _P_COMBS, _P_TRAILS, _P_COMM, _P_BYTE,
 _S_K, _S_STORE, _S_TAG, _S_REQS, _S_SIGNATURE, _S_BAD_ROUND, _S_BAD_PEER, _S_OP, _S_TYPE, \
     _S_ITEM, _S_POS, _S_RUN, _S_NMODE, _S_MODE_AT, _S_MODE, _S_VEC, _S_NVEC, _S_NCOUT, _S_COUT, \
     _S_FIELDS = range(20)
-# a run's k while it waits for rank 0's mode (started in C: Progress.restart), and once the mode
-# it got is Python's to read (rounds.c: K_MODE, K_HEARD)
-_K_MODE, _K_HEARD = -2, -3
+# a run's k while it waits for rank 0's mode (started in C: Progress.restart; rounds.c: K_MODE)
+_K_MODE = -2
 # the fields of a start in C (rounds.c: dualmpi_istart): the Progress's, the remembered call's
 _X_RANK, _X_SIZE, _X_ACOMM, _X_CTL, _X_I64, _X_LONG, _X_NOTES, _X_NOTE_REQS, _X_NOTE_BUF, \
     _X_FIELDS = range(10)
@@ -229,8 +228,8 @@ class Repeat:
     trailer's word, ``send``/``recv`` the user's bytes, ``combine`` and ``finish`` as
     :meth:`Progress.start` takes them.  ``c`` is the array ``dualmpi_istart`` reads (the
     vector, the copies in and out at absolute addresses, the signature, the combine's MPI
-    handles),
-    or None when the compiled step cannot start it (a combine MPI does not have).
+    handles), or None when the compiled step cannot start it (a combine MPI does not have,
+    a plan with no round).
     """
 
     __slots__ = ("bound", "flat", "key", "check", "signature", "send", "recv", "combine",
@@ -438,7 +437,7 @@ class Progress:
             self._step = self._iwait = self._istart = None
         size = self.ctl.Get_size()
         #: the mode messages a run started in C holds (rank 0 sends one to every rank)
-        self._nmode = 0 if size == 1 else max(size - 1, 1)
+        self._nmode = size - 1
         if self._step is not None:
             # what dualmpi_iwait hears on the alarm line with (the arrays live with the alarm)
             alarm = transport.alarm
@@ -823,7 +822,7 @@ class Progress:
             comp = req.compiled
             if 0 <= k < len(comp.rounds):
                 req.peers = comp.rounds[k][5]
-            elif k < 0:
+            elif k == _K_MODE:
                 req.peers = (0,)
 
     def _c_mode(self, req):
@@ -986,7 +985,7 @@ class Progress:
                 pass
         if pending:  # MPI may still touch the buffers: keep them until they are done
             self._orphans.append((pending, (req.store, req.agree_in, req.agree_out,
-                                            req.store_mode)))
+                                            req.store_mode, req.c_mode)))
         req.reqs, req.peers = [], ()
         if not req.done:
             self._end(req)
