@@ -491,7 +491,7 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, const int64_t
             if (notes[i] != MPI_REQUEST_NULL) {
                 err = MPI_Test(notes + i, &flag, MPI_STATUS_IGNORE);
                 if (err != MPI_SUCCESS)
-                    return err;
+                    return DUALMPI_PYTHON;  /* (nothing done yet: the start is Python's) */
                 if (!flag)
                     continue;
             }
