@@ -33,7 +33,13 @@ def _job(np_, *args, exec_args=None, under_mpi4py=True):
         head = ["-m", "dualmpi", "exec", *exec_args, "--"]
         cmd = mpi_cmd(np_, *head, *args) if under_mpi4py else \
             [MPIEXEC, "-n", np_, PYTHON, *head, *args]
-    job = run_job(cmd, ompi_env(LIMIT), timeout=LIMIT + 60)
+    for _ in range(2):
+        job = run_job(cmd, ompi_env(LIMIT), timeout=LIMIT + 60)
+        # a negative code: the launcher itself died by a signal, not a rank (Open MPI's prterun
+        # was seen to end with SIGSEGV, -11, after the MPI_ABORT banner of a native job whose
+        # rank raised): run the job once more
+        if job.timed_out or job.returncode >= 0:
+            break
     assert not job.timed_out, f"hung ({job.elapsed:.0f} s)\n{job.stdout}\n{job.stderr[-3000:]}"
     return job
 

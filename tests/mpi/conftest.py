@@ -1,9 +1,14 @@
-"""MPI tier: the sweeps written for issue 22 run at 1 to 32 ranks; at 64 ranks only with --slow.
+"""MPI tier: every case at 1 to 8 ranks; from 32 on each value of each parameter; 64 samples.
 
-At 64 ranks (32 a core on the 2-core machines) every collective call of the per-collective
-sweeps costs seconds; the modules below check the same code at 1–32 ranks, and the 64-rank
-default pass keeps the older modules' samples (test_api_mpi and the rest) and the tests of
-:data:`SAMPLED` modules named there.
+At 32 ranks and more (16 or 32 a core on the 2-core machines) a parametrized test runs a case
+only when it brings a value of one of its parameters (a dtype, a size, a collective, a
+network) that no earlier case of the test ran with (:data:`EACH_CHOICE_FROM`, "each choice"):
+every value still runs at every rank count, every combination at 1-8 ranks.  A case that
+skips (no such network at this rank count) covers nothing, so the next case with its values
+runs.  At 64 ranks every collective call of the per-collective sweeps costs seconds; the
+modules below check the same code at 1–32 ranks, and the 64-rank default pass keeps the
+older modules' samples (test_api_mpi and the rest) and the tests of :data:`SAMPLED` modules
+named there.  ``launch/test --slow`` runs everything.
 """
 
 import pytest
@@ -28,6 +33,14 @@ SAMPLED = {
 
 #: Rank count from which :data:`SWEEPS` run only with ``-m slow`` (``launch/test --slow``).
 HEAVY_FROM = 64
+
+#: Rank count from which a parametrized test runs only the cases that bring a parameter value
+#: none of its earlier cases ran with (the others skip), when the tests marked slow are left
+#: out (``-m "... not slow"``, as ``launch/test`` does without ``--slow``).
+#: (Issue 25: CI took 24-27 minutes.)  Measured alone on 2 cores: the 32-rank tier's pytest from
+#: 1086 cases in 4:52 to 748 in 3:58; the 64-rank tier's to 102 cases in 2:48 (5:00-5:49 with
+#: 118-159 cases in the last CI runs).
+EACH_CHOICE_FROM = 32
 
 #: Tests (node id prefixes) that run only with ``-m slow`` from the given rank count on (CI keeps
 #: the whole run under 20 minutes on 2 cores; ``launch/test --durations`` shows the slowest):
@@ -121,6 +134,13 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if heavy and item.nodeid.startswith(heavy):
             item.add_marker(pytest.mark.slow)
+    if size >= EACH_CHOICE_FROM and "not slow" in (config.getoption("-m") or ""):
+        for item in items:
+            spec = getattr(item, "callspec", None)
+            if spec is not None and spec.params:
+                _CHOICES[item.nodeid] = (item.nodeid.split("[", 1)[0],
+                                         frozenset((name, _value(value))
+                                                   for name, value in spec.params.items()))
     if size < HEAVY_FROM:
         return
     for item in items:
@@ -128,3 +148,37 @@ def pytest_collection_modifyitems(config, items):
         if module.startswith(SWEEPS) or \
                 item.originalname not in SAMPLED.get(module, (item.originalname,)):
             item.add_marker(pytest.mark.slow)
+
+
+#: nodeid -> (test, its (parameter, value) pairs), from :data:`EACH_CHOICE_FROM` ranks on
+_CHOICES = {}
+#: test -> the (parameter, value) pairs of its cases that ran
+_RAN = {}
+
+
+def _value(value):
+    """A parameter's value as a set member: itself, or its ``repr`` when it has no hash."""
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Skip a case whose every parameter value an earlier case of its test ran with.
+
+    The same on every rank: collection, order and skips (made from the rank count) agree, and a
+    case that ran covers its values whatever its outcome.
+    """
+    choice = _CHOICES.get(item.nodeid)
+    if choice is not None and choice[1] <= _RAN.get(choice[0], frozenset()):
+        pytest.skip(f"each choice from {EACH_CHOICE_FROM} ranks: every value of its parameters "
+                    "ran in an earlier case (every case runs at 1-8 ranks and with --slow)")
+
+
+def pytest_runtest_logreport(report):
+    choice = _CHOICES.get(report.nodeid)
+    if choice is not None and report.when == "call" and not report.skipped:
+        _RAN[choice[0]] = _RAN.get(choice[0], frozenset()) | choice[1]
