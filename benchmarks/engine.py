@@ -630,7 +630,10 @@ def main():
     load.append(os.getloadavg())
     if me == 0:
         meta = run_meta(args.spec, load, args.repeats, before=BEFORE if args.before else None,
-                        against=args.against,
+                        against=None if args.against is None else subprocess.run(
+                            ["git", "-C", os.path.dirname(os.path.dirname(os.path.abspath(
+                                __file__))), "rev-parse", args.against],
+                            capture_output=True, text=True).stdout.strip() or args.against,
                         compiled_loop=not cloop.reason(), compiled_loop_reason=cloop.reason(),
                         **thread)
         write_results(args.json, "dualmpi-engine-bench/1", meta, rows)

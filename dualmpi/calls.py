@@ -1180,7 +1180,19 @@ def icollective(comm, imethod, method, read, args=None):
             memo = comm._i_memo[imethod] = _IMemo(template, args, bound, flat, check, sig, start,
                                                   comm._engine.evictions)
             if sig is not None:
-                memo.repeat = Repeat(bound, flat, check, sig, **start)
+                zero = None
+                # bound to the buffers too (as the blocking Comm._runner), when both stores fit
+                # (a rank that copies matches one that does not: the same messages)
+                if comm._zero_copy and call.nbytes >= ZERO_COPY_ABOVE and \
+                        not _overlap(call.send, call.recv) and memory_problem(
+                            comm, imethod, comm._store_bytes(
+                                name, call.root, call.nbytes, call.itemsize, _written(call)) +
+                            comm._store_bytes(name, call.root, call.nbytes, call.itemsize,
+                                              zero_copy=True)) is None:
+                    zero = comm._engine.bind_buffers(bound, comm.rank, name, call.nbytes,
+                                                     call.root, comm.variant, algorithm,
+                                                     call.itemsize, call.send, call.recv)
+                memo.repeat = Repeat(bound, flat, check, sig, zero=zero, **start)
     preq = progress.start(bound, agree=flat, check=check,
                           signature=sig, what=imethod, call=t, **start)
     return Request.from_plan(progress, preq)

@@ -7,6 +7,7 @@ requests on the graph communicator; the in-memory runs of :mod:`dualmpi.engine.l
 compile and bind every rank's plan directly).  Nothing here imports :mod:`mpi4py`.
 """
 
+import dataclasses
 import zlib
 from collections import OrderedDict
 
@@ -17,7 +18,7 @@ from ..errors import DualmpiError
 from ..topology import DualCube, Hypercube, MetaCube
 from .arrays import alltoall_arrays, from_schedule
 from .layout import Layout, describe, layout_kind, pieces_per_rank
-from .plan import IN_STORE, compile_rank
+from .plan import IN_STORE, compile_rank, held_slots, relocated
 
 __all__ = ["Engine", "array_schedule", "copy_segments", "CACHE_SIZE", "STREAM_ABOVE"]
 
@@ -398,6 +399,33 @@ class Engine:
         while len(self._bound_only) > CACHE_SIZE:
             self._bound_only.popitem(last=False)
         return out
+
+    def bind_buffers(self, bound, rank, collective, nbytes, root_rank=0, variant="corrected",
+                     algorithm=None, itemsize=1, send=None, recv=None):
+        """Return ``(plan, store, copies)``: :meth:`bind`'s ``bound`` rebound to the user's
+        buffers (one node per rank; zero-copy, as a runner made with ``buffers``).
+
+        ``plan`` is a :class:`~dualmpi.engine.plan.BoundPlan` at absolute addresses: the
+        blocks the rank starts with read from ``send``, those it delivers written in
+        ``recv``, the other slots at their addresses in ``store`` (a new array, followed by
+        room for the signature and one trailer per message received: ``plan.nbytes`` is where
+        the signature goes).  ``copies`` are ``(destination, source, length)`` at absolute
+        addresses, made before the first round: the seeds a reduction combines into, then the
+        rank's own blocks from ``send`` to ``recv``.  The arguments are :meth:`bind`'s (the
+        same messages, so ranks bound to their buffers and ranks copying through a store
+        match).  For the nonblocking repeats (:class:`~dualmpi.engine.nonblocking.Repeat`).
+        """
+        plan = self.rank_plan(rank, collective, root_rank, variant, algorithm)
+        layout = Layout(layout_kind(collective, algorithm), self.topo.num_nodes, self.q, nbytes,
+                        root_rank, None, None, itemsize)
+        where, seeded, held_at, held = held_slots(bound, plan, send, recv)
+        nrecv = sum(len(rnd.recvs) for rnd in bound.rounds)
+        store = np.zeros(held + 8 + 8 * nrecv, dtype=np.uint8)
+        at, own, seeds = relocated(bound, plan, layout, send, recv, where, seeded, held_at,
+                                   store.ctypes.data)
+        at = dataclasses.replace(at, nbytes=held, slot_offset=held_at)
+        copies = seeds + [(recv.ctypes.data + a, send.ctypes.data + b, n) for a, b, n in own]
+        return at, store, copies
 
     def _streams(self, nbytes):
         """True when the total exchange runs streamed (:mod:`dualmpi.engine.stream`)."""

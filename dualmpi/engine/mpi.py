@@ -23,7 +23,7 @@ from . import inflight, recall
 from .alarm import FUTURE, MISMATCH, MPI_FAILED, Alarm
 from .core import copy_segments
 from .layout import describe
-from .plan import IN_RECV, IN_SEND, IN_STORE
+from .plan import held_slots, relocated
 from .watchdog import Watchdog
 
 __all__ = ["MPITransport", "MPIRunner", "StreamRunner", "rank_graph", "pair",
@@ -278,9 +278,9 @@ class MPIRunner:
     of the blocks the rank starts with are the user's send buffer, those it delivers are
     the receive buffer, and the requests address them directly (``MPI_BOTTOM`` and
     absolute addresses), so nothing is copied in or out but a rank's own block; its store
-    holds only the other slots (:meth:`_held`) and :attr:`bound` is the plan it runs
-    (segments at absolute addresses, ``slot_offset`` the slots' offsets in the store, -1 for
-    those in the user's buffers).  It runs only with those very buffers (the engine caches
+    holds only the other slots (:func:`~dualmpi.engine.plan.held_slots`) and :attr:`bound` is
+    the plan it runs (segments at absolute addresses, ``slot_offset`` the slots' offsets in the
+    store, -1 for those in the user's buffers).  It runs only with those very buffers (the engine caches
     it by their addresses).  ``absolute=True`` without ``buffers``: ``bound`` is already at
     absolute addresses (a zero-copy runner's plan merged with another, :func:`pair`); the
     store holds the call's signature and trailers only.
@@ -305,7 +305,7 @@ class MPIRunner:
         extra = 8 * nmsg if verify else 0
         sig_at = bound.nbytes + extra
         if buffers is not None:  # the store holds only the slots not in the user's buffers
-            where, seeded, held_at, held = self._held(bound, plan, buffers)
+            where, seeded, held_at, held = held_slots(bound, plan, *buffers)
             sig_at = held
         size = sig_at + 8 + 8 * nrecv
         # every byte is written before it is read: a call's signature, the trailers and
@@ -328,8 +328,8 @@ class MPIRunner:
         #: other runners' stores this one's segments address (a merged zero-copy runner's)
         self.stores = ()
         if buffers is not None:
-            bound, self._own, self._seeds = self._relocate(bound, plan, layout, buffers, where,
-                                                           seeded, held_at)
+            bound, self._own, self._seeds = relocated(bound, plan, layout, *buffers, where,
+                                                      seeded, held_at, self.store.ctypes.data)
             # what runs: segments at absolute addresses; slots at their offsets in the store
             self.bound = dataclasses.replace(bound, nbytes=held, slot_offset=held_at)
         if self.absolute:
@@ -665,60 +665,6 @@ class MPIRunner:
             k, peer = self._senders[-err - 1]
             self.alarm.raise_alarm(MISMATCH, peer, what, where=k)
         self.alarm.raise_alarm(MPI_FAILED, err, what)
-
-    @staticmethod
-    def _held(bound, plan, buffers):
-        """Return ``(where, seeds, at, total)``: each slot's place, the seeded input slots,
-        each slot's offset in the store and the store's size.
-
-        ``where`` and ``seeds`` are :meth:`RankPlan.placement
-        <dualmpi.engine.plan.RankPlan.placement>` for these buffers.  A zero-copy store holds
-        only the slots that are not in the user's buffers (transit, scratch, seeded input
-        slots), one after the other, so it is the size :meth:`Engine.store_bytes` estimates
-        with ``zero_copy``; its pages are all ones a call writes.  ``at`` is -1 for the slots
-        in the user's buffers.
-        """
-        send, recv = buffers
-        where, seeds = plan.placement(send is not None, recv is not None)
-        size = np.where(where == IN_STORE, bound.slot_size, 0)
-        at = np.zeros(size.size + 1, dtype=np.int64)
-        np.cumsum(size, out=at[1:])
-        return where, seeds, np.where(where == IN_STORE, at[:-1], -1), int(at[-1])
-
-    def _relocate(self, bound, plan, layout, buffers, where, seeded, held_at):
-        """Rebind ``bound`` with slots at absolute addresses in the user's buffers and the store.
-
-        Also returns the rank's own blocks to copy from the send to the receive buffer during
-        the first round (``(recv offset, send offset, length)``) and the seeds to copy
-        before it (``(destination, source, length)`` at absolute addresses).
-        """
-        send, recv = buffers
-        at = self.store.ctypes.data + held_at
-        in_slots, out_slots = plan.inputs[0], plan.outputs[0]
-        in_user = layout.inputs(plan.rank)[3] if in_slots.size else None
-        if send is not None and in_slots.size:
-            pick = where[in_slots] == IN_SEND
-            at[in_slots[pick]] = send.ctypes.data + in_user[pick]
-        own = []
-        if recv is not None and out_slots.size:
-            out_user = layout.outputs(plan.rank)[3]
-            pick = where[out_slots] == IN_RECV
-            at[out_slots[pick]] = recv.ctypes.data + out_user[pick]
-            if send is not None and in_slots.size:
-                pos_in = dict(zip(in_slots.tolist(), in_user.tolist()))
-                shift = send.ctypes.data - recv.ctypes.data  # in place: the block is there
-                for s_, u in zip(out_slots[~pick].tolist(), out_user[~pick].tolist()):
-                    n = int(bound.slot_size[s_])
-                    if n and s_ in pos_in and u != pos_in[s_] + shift:
-                        own.append((u, pos_in[s_], n))
-        seeds = []
-        if send is not None and in_slots.size:
-            pick = np.isin(in_slots, seeded)
-            for s_, u in zip(in_slots[pick].tolist(), in_user[pick].tolist()):
-                n = int(bound.slot_size[s_])
-                if n and int(at[s_]) != send.ctypes.data + u:  # in place: already there
-                    seeds.append((int(at[s_]), send.ctypes.data + u, n))
-        return plan.bind(layout, bound.packets, at), own, seeds
 
     def _spec(self, offs, lens):
         """Return an mpi4py buffer spec for the segments ``(offs, lens)`` (lists of ints:

@@ -120,18 +120,21 @@ class _Compiled:
     """What every run of one bound plan shares: per round the message specs, moves and combines.
 
     Offsets are relative to a run's store, so the hindexed datatypes made here serve every
-    run of the plan (each run's store has the same layout).
+    run of the plan (each run's store has the same layout) — but for a plan bound to the
+    user's buffers (:meth:`Engine.bind_buffers <dualmpi.engine.core.Engine.bind_buffers>`),
+    whose offsets are addresses and whose one run has the store ``at`` that address (its
+    signature and trailers there too; the run's store address is 0).
     """
 
-    def __init__(self, bound, trailer):
+    def __init__(self, bound, trailer, at=0):
         self.bound = bound
         self.users = 0        # requests running it
         self.retired = False  # left the cache: free the datatypes when the last user ends
         self.types = []
         nrecv = sum(len(rnd.recvs) for rnd in bound.rounds)
-        self.sig_at = bound.nbytes
+        self.sig_at = at + bound.nbytes
         self.size = bound.nbytes + (8 + 8 * nrecv if trailer else 0)
-        trail_at = bound.nbytes + 8
+        trail_at = self.sig_at + 8
         self.rounds = []
         for rnd in bound.rounds:
             recvs, sends, trails = [], [], []
@@ -230,21 +233,29 @@ class Repeat:
     vector, the copies in and out at absolute addresses, the signature, the combine's MPI
     handles), or None when the compiled step cannot start it (a combine MPI does not have,
     a plan with no round).
+
+    ``zero`` (:meth:`Engine.bind_buffers <dualmpi.engine.core.Engine.bind_buffers>`: the plan
+    at the user's buffers' addresses, its store, the copies before the first round) makes the
+    repeat zero-copy: ``z_c`` is that plan's array (copies in: the seeds and the rank's own
+    blocks; none out), ``z_comp`` its :class:`_Compiled` with its one run (made by
+    :meth:`Progress.restart`).  A repeat started while that run is busy (another request of the
+    same call in flight, legal where the rank only sends) copies through a store of its own.
     """
 
     __slots__ = ("bound", "flat", "key", "check", "signature", "send", "recv", "combine",
-                 "finish", "c", "c_addr", "_cin", "_cout")
+                 "finish", "c", "c_addr", "_cin", "_cout", "zero", "z_c", "z_addr", "z_comp",
+                 "_zin", "_zout")
 
     def __init__(self, bound, flat, check, signature, send=None, recv=None, combine=None,
-                 finish=None):
+                 finish=None, zero=None):
         self.bound, self.check, self.finish = bound, check, finish
         self.flat = np.ascontiguousarray(flat, dtype=np.int64).reshape(-1)
         self.key = self.flat.tobytes()
         sig = signature & ((1 << 64) - 1)
         self.signature = np.uint64(sig)
         self.send, self.recv, self.combine = send, recv, combine or _add_bytes
-        self.c = self._cin = self._cout = None
-        self.c_addr = 0
+        self.c = self._cin = self._cout = self.zero = self.z_c = self.z_comp = None
+        self.c_addr = self.z_addr = 0
         c_op = (0, 0, 0)
         if any((rnd.combines[2] > 0).any() for rnd in bound.rounds):  # (as _Compiled.combines)
             c_op = _mpi_op(combine) if combine is not None else None
@@ -252,24 +263,35 @@ class Repeat:
             return
         user, at, length = bound.copy_in
         base = send.ctypes.data if send is not None else 0
-        self._cin = np.array([(a, base + u, n) for a, u, n in
-                              zip(at.tolist(), user.tolist(), length.tolist()) if n] + [(0,) * 3],
-                             dtype=np.int64)
+        cin = [(a, base + u, n) for a, u, n in zip(at.tolist(), user.tolist(), length.tolist())
+               if n]
         user, at, length = bound.copy_out
         base = recv.ctypes.data if recv is not None else 0
-        self._cout = np.array([(base + u, a, n) for u, a, n in
-                               zip(user.tolist(), at.tolist(), length.tolist()) if n] + [(0,) * 3],
-                              dtype=np.int64)
+        cout = [(base + u, a, n) for u, a, n in zip(user.tolist(), at.tolist(), length.tolist())
+                if n]
+        self.c, self._cin, self._cout = self._table(bound, 0, cin, cout, sig, c_op)
+        self.c_addr = self.c.ctypes.data
+        if zero is not None:  # (Engine.bind_buffers: the plan at addresses, its store, copies)
+            self.zero = zero
+            self.z_c, self._zin, self._zout = self._table(zero[0], zero[1].ctypes.data,
+                                                          list(zero[2]), [], sig, c_op)
+            self.z_addr = self.z_c.ctypes.data
+
+    def _table(self, bound, at, cin, cout, sig, c_op):
+        """Return ``dualmpi_istart``'s array for ``bound`` (its store at ``at``: 0 for a run's
+        own store, whose offsets are relative) and its copies in and out (kept alive)."""
+        cin = np.array(cin + [(0,) * 3], dtype=np.int64)
+        cout = np.array(cout + [(0,) * 3], dtype=np.int64)
         c = np.zeros(_M_FIELDS, dtype=np.int64)
         c[_M_VEC], c[_M_NVEC] = self.flat.ctypes.data, self.flat.size
-        c[_M_CIN], c[_M_NCIN] = self._cin.ctypes.data, len(self._cin) - 1
-        c[_M_COUT], c[_M_NCOUT] = self._cout.ctypes.data, len(self._cout) - 1
+        c[_M_CIN], c[_M_NCIN] = cin.ctypes.data, len(cin) - 1
+        c[_M_COUT], c[_M_NCOUT] = cout.ctypes.data, len(cout) - 1
         c[_M_SIG] = sig - (1 << 64) if sig >> 63 else sig
-        c[_M_SIGAT] = bound.nbytes
+        c[_M_SIGAT] = at + bound.nbytes
         nrecv = sum(len(rnd.recvs) for rnd in bound.rounds)
-        c[_M_SIZE] = bound.nbytes + 8 + 8 * nrecv
+        c[_M_SIZE] = at + bound.nbytes + 8 + 8 * nrecv
         c[_M_OP], c[_M_TYPE], c[_M_ITEM] = c_op
-        self.c, self.c_addr = c, c.ctypes.data
+        return c, cin, cout
 
 
 def _moves(copies):
@@ -472,8 +494,8 @@ class Progress:
         self.known = OrderedDict()
         #: agreements run (rank 0 counts every one; the others those rank 0 asked for)
         self.agreements = 0
-        #: repeats started in C (:meth:`restart`)
-        self.restarts = 0
+        #: repeats started in C (:meth:`restart`), and those of them bound to the user's buffers
+        self.restarts = self.zero_copy = 0
         #: rank 0's mode messages still in MPI's hands (with their buffers)
         self._modes = []
         self._busy = False
@@ -589,21 +611,24 @@ class Progress:
         """
         if self._istart is None or call.c is None:
             return None
-        comp = self._compiled(call.bound, True)
         if self.rank == 0:
             if call.key not in self.known:
                 return None
             self.known.move_to_end(call.key)
-        if comp.pool:
-            run = comp.pool.pop()
-        elif comp.c_plan(self.data):
-            run = self._new_run(comp)
+        comp = self._zero(call) if call.z_c is not None else None
+        if comp is not None and comp.pool:  # zero-copy: the plan bound to the user's buffers
+            run, c_addr = comp.pool.pop(), call.z_addr
         else:
-            return None
+            comp, c_addr = self._compiled(call.bound, True), call.c_addr
+            if comp.pool:
+                run = comp.pool.pop()
+            elif comp.c_plan(self.data):
+                run = self._new_run(comp)
+            else:
+                return None
         seq = self._seq
         tag = seq % self.tag_ub
-        err = self._istart(comp.c_addr, run[3], self._w_addr, self._x_addr, call.c_addr, seq,
-                           tag)
+        err = self._istart(comp.c_addr, run[3], self._w_addr, self._x_addr, c_addr, seq, tag)
         if err == self._python_code or err == self._alarm_code:
             if len(comp.pool) < POOL_SIZE:
                 comp.pool.append(run)
@@ -611,6 +636,8 @@ class Progress:
                 self.transport.alarm.poll(what)
             return None
         self._seq, self.restarts = seq + 1, self.restarts + 1
+        if c_addr == call.z_addr:
+            self.zero_copy += 1
         req = PlanRequest()
         req.seq, req.tag, req.progress, req.what, req.compiled = seq, tag, self, what, comp
         req.store, req.c_state, req.c_reqs, req.c_addr, req.c_mode = run
@@ -634,6 +661,27 @@ class Progress:
             self._fail(req, self._mpi_error(req, MPI.Exception(err)))
         return req
 
+    def _zero(self, call):
+        """Return the :class:`_Compiled` of ``call``'s plan bound to the user's buffers (made
+        with its one run on first use, kept in the cache so that its datatypes are freed), or
+        None when it left the cache or the compiled step cannot run it (``call`` then copies)."""
+        comp = call.z_comp
+        if comp is not None:
+            if not comp.retired:
+                return comp
+            call.z_c, call.z_comp = None, None
+            return None
+        bound, store, _ = call.zero
+        comp = _Compiled(bound, True, store.ctypes.data)
+        if self.cache_size <= 0 or not comp.c_plan(self.data):
+            comp.free()
+            call.z_c = None
+            return None
+        comp.pool.append(self._new_run(comp, store))
+        self._keep((id(bound), True), comp)
+        call.z_comp = comp
+        return comp
+
     def reserve(self):
         """Take the next sequence number (a request's tag): every rank takes them in one order."""
         seq = self._seq
@@ -649,15 +697,20 @@ class Progress:
             return comp
         comp = _Compiled(bound, trailer)
         if self.cache_size > 0:
-            old = self._cache.pop(key, None)
-            if old is not None:
-                self._retire(old)
-            self._cache[key] = comp
-            while len(self._cache) > self.cache_size:
-                self._retire(self._cache.popitem(last=False)[1])
+            self._keep(key, comp)
         else:
             comp.retired = True
         return comp
+
+    def _keep(self, key, comp):
+        """Cache ``comp`` under ``key`` (the one it replaces and the least recently used past
+        :attr:`cache_size` retire: their datatypes are freed once no request runs them)."""
+        old = self._cache.pop(key, None)
+        if old is not None:
+            self._retire(old)
+        self._cache[key] = comp
+        while len(self._cache) > self.cache_size:
+            self._retire(self._cache.popitem(last=False)[1])
 
     def _c_run(self, comp, combine):
         """Return ``(store, state, requests, state's address, mode)`` of a run of ``comp`` by the
@@ -687,14 +740,16 @@ class Progress:
             state[_S_OP], state[_S_TYPE], state[_S_ITEM] = c_op
         return run
 
-    def _new_run(self, comp):
-        """Return a new run of ``comp`` (see :meth:`_c_run`)."""
-        store = np.zeros(comp.size, dtype=np.uint8)
+    def _new_run(self, comp, at=None):
+        """Return a new run of ``comp`` (see :meth:`_c_run`); ``at``: the store of a plan bound
+        to the user's buffers, whose offsets are addresses (the run's store address is 0)."""
+        store = np.zeros(comp.size, dtype=np.uint8) if at is None else at
         state = np.zeros(_S_FIELDS, dtype=np.int64)
         reqs = np.full(comp.width + 1 + self._nmode, MPI.REQUEST_NULL.handle,
                        dtype=self._handles)
         mode = np.zeros(MODE_WORDS, dtype=np.int64)
-        state[_S_STORE], state[_S_REQS] = store.ctypes.data, reqs.ctypes.data
+        state[_S_STORE] = store.ctypes.data if at is None else 0
+        state[_S_REQS] = reqs.ctypes.data
         state[_S_MODE_AT], state[_S_MODE] = comp.width + 1, mode.ctypes.data
         return store, state, reqs, state.ctypes.data, mode
 

@@ -35,7 +35,7 @@ from .arrays import block_key, key_space
 from .layout import Layout, layout_kind
 
 __all__ = ["RankPlan", "BoundPlan", "BoundRound", "compile_rank", "merge", "merge_segments",
-           "IN_STORE", "IN_SEND", "IN_RECV", "SHAPE_ROWS"]
+           "held_slots", "relocated", "IN_STORE", "IN_SEND", "IN_RECV", "SHAPE_ROWS"]
 
 #: Where a zero-copy runner keeps a slot (:meth:`RankPlan.placement`): in its store, in the
 #: user's send buffer, in the user's receive buffer.
@@ -651,6 +651,61 @@ def _bind(plan, layout, packets, positions=None):
     copy_out = _user_segments(plan.outputs, offset, layout.outputs(plan.rank), size)
     return BoundPlan(nbytes, bound, copy_in, copy_out, lsrc, ldst, lmsgs, lbytes, packets,
                      offset, size, copies_all, moves)
+
+
+def held_slots(bound, plan, send, recv):
+    """Return ``(where, seeds, at, total)`` of a plan bound to the user's buffers (zero-copy):
+    each slot's place, the seeded input slots, each slot's offset in the store and the
+    store's size.
+
+    ``where`` and ``seeds`` are :meth:`RankPlan.placement` for these buffers (``send`` and
+    ``recv``: uint8 arrays, or None where the rank has none).  A zero-copy store holds only the
+    slots that are not in the user's buffers (transit, scratch, seeded input slots), one after
+    the other, so it is the size :meth:`Engine.store_bytes
+    <dualmpi.engine.core.Engine.store_bytes>` estimates with ``zero_copy``; its pages are all
+    ones a call writes.  ``at`` is -1 for the slots in the user's buffers.
+    """
+    where, seeds = plan.placement(send is not None, recv is not None)
+    size = np.where(where == IN_STORE, bound.slot_size, 0)
+    at = np.zeros(size.size + 1, dtype=np.int64)
+    np.cumsum(size, out=at[1:])
+    return where, seeds, np.where(where == IN_STORE, at[:-1], -1), int(at[-1])
+
+
+def relocated(bound, plan, layout, send, recv, where, seeded, held_at, base):
+    """Rebind ``bound`` with slots at absolute addresses in the user's buffers and the store.
+
+    ``where``, ``seeded`` and ``held_at`` are :func:`held_slots`'s, ``base`` the store's
+    address.  Returns the plan, the rank's own blocks to copy from the send to the receive
+    buffer (``(recv offset, send offset, length)``) and the seeds to copy before the first
+    round (``(destination, source, length)`` at absolute addresses).
+    """
+    at = base + held_at
+    in_slots, out_slots = plan.inputs[0], plan.outputs[0]
+    in_user = layout.inputs(plan.rank)[3] if in_slots.size else None
+    if send is not None and in_slots.size:
+        pick = where[in_slots] == IN_SEND
+        at[in_slots[pick]] = send.ctypes.data + in_user[pick]
+    own = []
+    if recv is not None and out_slots.size:
+        out_user = layout.outputs(plan.rank)[3]
+        pick = where[out_slots] == IN_RECV
+        at[out_slots[pick]] = recv.ctypes.data + out_user[pick]
+        if send is not None and in_slots.size:
+            pos_in = dict(zip(in_slots.tolist(), in_user.tolist()))
+            shift = send.ctypes.data - recv.ctypes.data  # in place: the block is there
+            for s_, u in zip(out_slots[~pick].tolist(), out_user[~pick].tolist()):
+                n = int(bound.slot_size[s_])
+                if n and s_ in pos_in and u != pos_in[s_] + shift:
+                    own.append((u, pos_in[s_], n))
+    seeds = []
+    if send is not None and in_slots.size:
+        pick = np.isin(in_slots, seeded)
+        for s_, u in zip(in_slots[pick].tolist(), in_user[pick].tolist()):
+            n = int(bound.slot_size[s_])
+            if n and int(at[s_]) != send.ctypes.data + u:  # in place: already there
+                seeds.append((int(at[s_]), send.ctypes.data + u, n))
+    return plan.bind(layout, bound.packets, at), own, seeds
 
 
 def merge(first, second, rank, shift=None):

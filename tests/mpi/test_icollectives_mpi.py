@@ -32,6 +32,9 @@ NETS = {1: [("hypercube:n=0", 1), ("dualcube:r=1", 2)],
 
 _NETS = {}
 
+#: Elements (int64 or float64) a block from which a repeat runs zero-copy (ZERO_COPY_ABOVE bytes)
+LARGE = 5000
+
 
 def _net(i):
     if i >= len(NETS):
@@ -227,9 +230,9 @@ def test_thousands_of_requests_held_then_waited(net_i):
     assert _agree(ok), err
 
 
-def _repeats(root):
-    """name -> (start(net), reference()) on buffers made once: every call repeats the last."""
-    n = 3
+def _repeats(root, n=3):
+    """name -> (start(net), reference()) on buffers made once: every call repeats the last
+    (``n`` elements a block: from :data:`LARGE` the fixed-count repeats run zero-copy)."""
     send = np.zeros(n * SIZE)
     ints = np.zeros(n * SIZE, np.int64)
     small = np.zeros(n, np.int64)
@@ -375,27 +378,29 @@ def test_repeated_v_variants_follow_a_table_that_changes(net_i):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("n", [3, LARGE])
 @pytest.mark.parametrize("net_i", [0, 1])
-def test_repeated_in_place_empty_and_derived_calls_match_mpi(net_i):
+def test_repeated_in_place_empty_and_derived_calls_match_mpi(net_i, n):
     """Repeats on the same argument objects of ``MPI.IN_PLACE``, a count of 0 and derived
-    datatypes (contiguous: remembered; strided: packed, read every call), the buffers
-    refilled in between: every result equals MPI's, the gaps untouched."""
+    datatypes (contiguous: remembered, and from :data:`LARGE` elements bound to the buffer;
+    strided: packed, read every call), the buffers refilled in between: every result equals
+    MPI's, the gaps untouched."""
     net = _net(net_i)
     root = SIZE - 1
-    cont = MPI.DOUBLE.Create_contiguous(3).Commit()
-    strided = MPI.DOUBLE.Create_vector(3, 1, 2).Commit()
+    cont = MPI.DOUBLE.Create_contiguous(n).Commit()
+    strided = MPI.DOUBLE.Create_vector(n, 1, 2).Commit()
     try:
-        mine, ref = np.zeros(5), np.zeros(5)                    # in place
+        mine, ref = np.zeros(n + 2), np.zeros(n + 2)            # in place
         e_send, e_mine, e_ref = np.zeros(0), np.zeros(0), np.zeros(0)  # count 0
-        c_mine, c_ref = np.full(4, -1.0), np.full(4, -1.0)      # contiguous type, a gap after
-        s_mine, s_ref = np.full(6, -1.0), np.full(6, -1.0)      # strided type, gaps between
+        c_mine, c_ref = np.full(n + 1, -1.0), np.full(n + 1, -1.0)  # contiguous, a gap after
+        s_mine, s_ref = np.full(2 * n, -1.0), np.full(2 * n, -1.0)  # strided, gaps between
         c_spec, s_spec = [c_mine, 1, cont], [s_mine, 1, strided]
         bad = []
         for k in range(3):
-            mine[:] = ref[:] = np.arange(5) + RANK + k
+            mine[:] = ref[:] = np.arange(n + 2) + RANK + k
             if RANK == root:
-                c_mine[:3] = c_ref[:3] = np.arange(3) + k
-                s_mine[::2] = s_ref[::2] = np.arange(3) + 10 * k
+                c_mine[:n] = c_ref[:n] = np.arange(n) + k
+                s_mine[::2] = s_ref[::2] = np.arange(n) + 10 * k
             reqs = [net.Iallreduce(MPI.IN_PLACE, mine), net.Iallgather(e_send, e_mine),
                     net.Ibcast(c_spec, root), net.Ibcast(s_spec, root)]
             dualmpi.Request.Waitall(reqs)
@@ -406,11 +411,36 @@ def test_repeated_in_place_empty_and_derived_calls_match_mpi(net_i):
             for name, x, y in (("in place", mine, ref), ("count 0", e_mine, e_ref),
                                ("contiguous", c_mine, c_ref), ("strided", s_mine, s_ref)):
                 if not np.array_equal(x, y):
-                    bad.append((k, name, x.tolist(), y.tolist()))
+                    bad.append((k, name, x[:8].tolist(), y[:8].tolist()))
     finally:
         cont.Free()
         strided.Free()
     assert _agree(not bad), bad
+
+
+@pytest.mark.mpi
+def test_a_repeat_bound_to_its_buffers_in_flight_twice_copies_the_second():
+    """``Igather`` of :data:`LARGE` elements: every rank but the root sends the same buffer in
+    two requests in flight at once (legal: a send buffer is only read), the root gathers into
+    two buffers.  A rank's first request runs bound to its buffer, the second (that run busy)
+    through a store of its own; both results equal MPI's."""
+    net = _net(0)
+    root = SIZE - 1
+    send = np.arange(LARGE, dtype=np.int64) + 1000 * RANK
+    first, second, ref = (np.full(LARGE * SIZE, -1, np.int64) for _ in range(3))
+    progress = net._progress()
+    mine = lambda buf: buf if RANK == root else None  # noqa: E731 (recvbuf: the root's only)
+    for _ in range(2):  # the call agreed, then repeated from C (bound to the buffer)
+        net.Igather(send, mine(first), root).Wait()
+    restarts, zero = progress.restarts, progress.zero_copy
+    reqs = [net.Igather(send, mine(first), root), net.Igather(send, mine(second), root)]
+    dualmpi.Request.Waitall(reqs)
+    restarts, zero = progress.restarts - restarts, progress.zero_copy - zero
+    WORLD.Gather(send, mine(ref), root)
+    ok = RANK != root or (np.array_equal(first, ref) and np.array_equal(second, ref))
+    if RANK != root and net.q == 1 and _compiled_start(net):
+        ok = ok and restarts == 2 and zero == 1
+    assert _agree(ok), (restarts, zero)
 
 
 @pytest.mark.mpi
@@ -455,16 +485,19 @@ def _compiled_start(net):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("n", [3, LARGE])
 @pytest.mark.parametrize("net_i", [0, 1])
-def test_repeats_start_in_c_and_match_mpi(net_i):
+def test_repeats_start_in_c_and_match_mpi(net_i, n):
     """A fixed-count call repeated on the same objects starts in one C call (Progress.restart:
-    the notices, rank 0's mode, the copies in, the first round; the result copied out in C):
-    alone, and beside a request in flight that another path waits for; each call equals MPI's."""
+    the notices, rank 0's mode, the copies in, the first round; the result copied out in C;
+    with blocks of 32 KiB or more and one node per rank, bound to the user's buffers: no copy
+    in or out but the rank's own block): alone, and beside a request in flight that another
+    path waits for; each call equals MPI's."""
     net = _net(net_i)
     root = SIZE - 1
-    cases, got, refill = _repeats(root)
+    cases, got, refill = _repeats(root, n)
     progress = net._progress()
-    before = progress.restarts
+    before, zero = progress.restarts, progress.zero_copy
     bad = []
     for k in range(3):
         refill(k)
@@ -485,7 +518,10 @@ def test_repeats_start_in_c_and_match_mpi(net_i):
     # on one rank a plan may have no round (one node: nothing to start in C)
     want = 2 * len(fixed) if _compiled_start(net) and SIZE > 1 else 0
     ok = not bad and want <= started <= 2 * len(fixed) + len(cases)
-    assert _agree(ok), (bad, started, want)
+    # zero-copy: every fixed-count repeat started in C but Ibarrier's, when one node per rank
+    zero, bound = progress.zero_copy - zero, n == LARGE and net.q == 1
+    ok = ok and zero == (want if bound else 0)
+    assert _agree(ok), (bad, started, want, zero)
 
 
 @pytest.mark.mpi
