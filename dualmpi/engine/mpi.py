@@ -280,8 +280,8 @@ class MPIRunner:
     absolute addresses), so nothing is copied in or out but a rank's own block; its store
     holds only the other slots (:func:`~dualmpi.engine.plan.held_slots`) and :attr:`bound` is
     the plan it runs (segments at absolute addresses, ``slot_offset`` the slots' offsets in the
-    store, -1 for those in the user's buffers).  It runs only with those very buffers (the engine caches
-    it by their addresses).  ``absolute=True`` without ``buffers``: ``bound`` is already at
+    store, -1 for those in the user's buffers).  It runs only with those very buffers (the
+    engine caches it by their addresses).  ``absolute=True`` without ``buffers``: ``bound`` is already at
     absolute addresses (a zero-copy runner's plan merged with another, :func:`pair`); the
     store holds the call's signature and trailers only.
     """
