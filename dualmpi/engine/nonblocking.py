@@ -389,9 +389,14 @@ class PlanRequest:
     def posted(self):
         """Return the requests of the round the compiled step posted and of rank 0's mode when
         the run was started in C (``MPI.Request`` objects on their handles, for a wait from
-        Python) and where they are in its request array."""
+        Python) and where they are in its request array.
+
+        The round is the one the step's state names, not :attr:`k`: a wait in C
+        (``dualmpi_iwait``) posts rounds that Python has not read yet (:meth:`Progress._c_moved`),
+        and a request failed then must still cancel them and keep their buffers."""
         null = MPI.REQUEST_NULL.handle
-        rnd = self.compiled.rounds[self.k] if 0 <= self.k < len(self.compiled.rounds) else None
+        k = int(self.c_state[_S_K])
+        rnd = self.compiled.rounds[k] if 0 <= k < len(self.compiled.rounds) else None
         n = len(rnd[1]) + len(rnd[2]) if rnd is not None else 0
         handles = self.c_reqs.tolist()
         at = [i for i, h in enumerate(handles[:n]) if h != null]
@@ -1038,9 +1043,10 @@ class Progress:
                 r.Cancel()
             except MPI.Exception:
                 pass
-        if pending:  # MPI may still touch the buffers: keep them until they are done
+        if pending:  # MPI may still touch the buffers: keep them until they are done (a
+            # repeat bound to the user's buffers, c_call, sends and receives there)
             self._orphans.append((pending, (req.store, req.agree_in, req.agree_out,
-                                            req.store_mode, req.c_mode)))
+                                            req.store_mode, req.c_mode, req.c_call)))
         req.reqs, req.peers = [], ()
         if not req.done:
             self._end(req)
@@ -1117,6 +1123,7 @@ class Progress:
             err = self._iwait(req.compiled.c_addr, req.c_addr, self._w_addr)
         finally:
             wd.disarm()
+        self._c_moved(req)  # (the rounds posted meanwhile: a failure must cancel them)
         if err == self._alarm_code:  # the line brought what Python reads (it may raise)
             self.transport.alarm.poll(req.what)
             self._advance(req)

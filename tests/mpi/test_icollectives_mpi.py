@@ -444,24 +444,26 @@ def test_a_repeat_bound_to_its_buffers_in_flight_twice_copies_the_second():
 
 
 @pytest.mark.mpi
-def test_a_repeated_call_with_other_arguments_on_one_rank_raises_the_alarm():
-    """Rank 0 repeats a call the ranks agreed on, so none agrees again; the last rank
-    passes another count: it raises what it differs on, the others the alarm (no hang),
-    and the communicator is unusable afterwards, on every rank."""
+@pytest.mark.parametrize("n", [4, LARGE])
+def test_a_repeated_call_with_other_arguments_on_one_rank_raises_the_alarm(n):
+    """Rank 0 repeats a call the ranks agreed on, so none agrees again (from :data:`LARGE`
+    elements the others' repeats run bound to their buffers); the last rank passes another
+    count: it raises what it differs on, the others the alarm (no hang), and the
+    communicator is unusable afterwards, on every rank."""
     if SIZE == 1:
         pytest.skip("one rank: nobody to differ from")
     from dualmpi.errors import DualmpiError
 
     net = dualmpi.Comm(WORLD, NETS[0][0], nodes_per_rank=NETS[0][1])
     try:
-        x, y = np.ones(4), np.zeros(4)
-        for _ in range(2):
+        x, y = np.ones(n), np.zeros(n)
+        for _ in range(3):
             net.Iallreduce(x, y).Wait()
         ok = np.allclose(y, SIZE)
         odd = RANK == SIZE - 1
         msg = ""
         try:
-            net.Iallreduce(np.ones(5) if odd else x, np.zeros(5) if odd else y).Wait()
+            net.Iallreduce(np.ones(n + 1) if odd else x, np.zeros(n + 1) if odd else y).Wait()
         except DualmpiError as exc:  # (InputError is one)
             msg = str(exc)
         after = ""
