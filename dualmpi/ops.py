@@ -80,9 +80,15 @@ def resolve(op, dtype, what, MPI=None):
         raise InputError(f"{what}: {op!r} is not a reduction operation (an MPI.Op such as "
                          "MPI.SUM, or a numpy ufunc such as numpy.add)")
 
-    def combine(src, dst):
-        out = dst.view(dtype)
-        ufunc(src.view(dtype), out, out=out)
+    if key[0] == "mpi":
+        def combine(src, dst):  # (MPI's operations overflow to inf as C does: no warning)
+            out = dst.view(dtype)
+            with np.errstate(all="ignore"):
+                ufunc(src.view(dtype), out, out=out)
+    else:
+        def combine(src, dst):  # (a numpy ufunc warns as numpy does)
+            out = dst.view(dtype)
+            ufunc(src.view(dtype), out, out=out)
 
     _try(combine, dtype, what, name)
     if key[0] == "mpi" and dtype.names is None and dtype.kind in "biufc":

@@ -329,3 +329,38 @@ def test_integer_sums_wrap_as_in_c(dtype):
     exact = sum(np.full(n, value(r), dtype=np.int64) for r in range(size))
     wrapped = ((exact - info.min) % (1 << (8 * a.itemsize)) + info.min).astype(dtype)
     assert bool(world.allreduce(int(np.array_equal(got, wrapped)), op=MPI.MIN))
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("kind", ["Allreduce", "Reduce", "Scan", "Reduce_scatter_block"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+def test_floating_overflow_gives_inf_without_a_warning(kind, dtype):
+    """MPI's PROD of values whose product overflows gives inf, silently, as C does: dualmpi's
+    result equals MPI.COMM_WORLD's and no rank sees numpy's overflow warning (on any path:
+    the compiled loop's MPI_Reduce_local, or numpy where MPI has no kernel: float16)."""
+    import warnings
+
+    if not SPECS:
+        pytest.skip(f"no network at {SIZE} ranks")
+    net = _net(SPECS[0])
+    big = np.finfo(dtype).max / 2
+    a = np.full(3 * SIZE, big, dtype=dtype)
+    args = {"Reduce": (0,), "Allreduce": (), "Scan": (), "Reduce_scatter_block": ()}[kind]
+    got = np.zeros(3 if kind == "Reduce_scatter_block" else a.size, dtype=dtype)
+    ref = np.zeros_like(got)
+    error = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            getattr(net, kind)(a, got, MPI.PROD, *args)
+        except Exception as exc:  # (a warning turned error, raised on this rank only)
+            error = repr(exc)
+    ok = error is None
+    if dtype is not np.float16:  # (MPI has no 16-bit float: the reference is numpy's inf)
+        getattr(WORLD, kind)(a, ref, MPI.PROD, *args)
+    else:
+        ref[:] = np.inf
+    if kind == "Scan" and RANK == 0 or kind == "Reduce" and RANK != 0:
+        ref = np.full_like(got, big) if kind == "Scan" else got
+    ok = ok and np.array_equal(got, ref)
+    assert _agree(ok), (error, got[:3], ref[:3])
