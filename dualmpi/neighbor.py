@@ -45,14 +45,24 @@ __all__ = [
 HEADER_WORDS = 5
 _HEADER_BYTES = 8 * HEADER_WORDS
 _ANY = -1
-#: A buffer call's payload of this many bytes or more goes as a message of its own, right after
-#: its header (same tag, so MPI delivers them in that order): contiguous, where header and
-#: payload in one hindexed message are copied through Open MPI's buffers.  Measured on 2 ranks
-#: of one machine, a send and a receive each way: 896 µs against 94 µs for the two messages at
-#: 1 MiB, 62 against 36 at 256 KiB, 29 against 35 at 128 KiB (below it one message is as fast).
-#: The receiver posts one receive for both; when the header that came announces a payload of
-#: its own (:func:`_split`), it posts the payload's.
-SPLIT = 262144
+#: A blocking buffer call's payload of this many bytes or more goes as a message of its own,
+#: right after its header (same tag, so MPI delivers them in that order): contiguous, where
+#: header and payload in one hindexed message are copied through Open MPI's buffers.  Measured
+#: on 2 ranks of one machine (load 0.0, medians of 9 × 400 exchanges, a send and a receive each
+#: way): one hindexed message against header and payload apart 4.3 against 4.3 µs at 8 KiB, 5.9
+#: against 4.8 at 16 KiB, 13.2 against 6.6 at 64 KiB, 40.3 against 13.5 at 256 KiB (a plain
+#: contiguous message: 3.3, 3.7, 5.8, 12.1); below 8 KiB one message is faster (3.9 against
+#: 4.2 at 4 KiB).  The header says so (its code plus :data:`_ALONE`); the receiver posts one
+#: receive for both and, when the header that came announces a payload of its own
+#: (:func:`_follows`), the payload's.
+SPLIT = 65536
+#: The same for a nonblocking call: its receiver posts the payload's receive at its next test
+#: or wait from Python, after the header is in, which cost the nonblocking forms 1.10–1.20 times
+#: their time with payloads of 16 KiB split on 8 ranks (D_2, 7 repeats, load 0.0–0.8) and
+#: 1.04–1.16 with 64 KiB; at 1 MiB splitting takes 0.53–0.59 of the time on 2 ranks.
+ISPLIT = 262144
+#: A header's code is the call's plus this when its payload follows as a message of its own.
+_ALONE = 16
 
 #: Tags cycle through this many values: call ``k`` of a communicator uses tag ``1 + k % TAGS``
 #: (every rank counts its neighbourhood calls alike, as MPI requires collectives to be called
@@ -376,6 +386,8 @@ class _Exchange:
         MPI = _mpi()
         self.net, self.method, self.error, self.finish = net, method, error, finish
         self.what = what or method
+        #: a nonblocking call (``what`` names it) splits its messages at ISPLIT, not SPLIT
+        self.nonblocking = what is not None
         self.code = _CODES[method]
         self.wire = _wire(net, method)
         self.progress = _progress(net)
@@ -407,8 +419,9 @@ class _Exchange:
         router = self.net._router
         memo = self.memo
         if memo is not None:
+            specs = memo.send_specs_i if self.nonblocking else memo.send_specs
             for j, peer in enumerate(self.ranks):
-                for spec in memo.send_specs[j]:  # (a large payload after its header)
+                for spec in specs[j]:  # (a large payload after its header)
                     self.reqs.append(comm.Isend(spec, peer, tag))
                     self.req_peer.append(peer)
                 router.count_main((self.links[j],), memo.sends[j][0].size, 1)
@@ -423,8 +436,9 @@ class _Exchange:
                 payload = None
             else:
                 payload = self.sends[j][0]
-                out[j] = _header(self.code, self.sends[j], self.recvs[j])
-            if payload is not None and _split(self.code, payload.size):
+                out[j] = _header(self.code, self.sends[j], self.recvs[j],
+                                 _split(self.code, payload.size, self.nonblocking))
+            if payload is not None and _split(self.code, payload.size, self.nonblocking):
                 self.reqs += [comm.Isend([out[j], MPI.BYTE], peer, tag),
                               comm.Isend([payload, MPI.BYTE], peer, tag)]
                 self.req_peer += [peer, peer]
@@ -452,7 +466,7 @@ class _Exchange:
 
     def _followups(self):
         """For each first message in (a receive of ``follow`` done), post the receive of its
-        payload when its header says that it comes on its own (:data:`SPLIT`)."""
+        payload when its header says that it comes on its own (:func:`_follows`)."""
         MPI = None
         for k, i in tuple(self.follow.items()):
             if self.reqs[k]:
@@ -462,7 +476,7 @@ class _Exchange:
             header = self.inp[i] if spare is None else \
                 spare[:_HEADER_BYTES].view(np.int64) if spare.size >= _HEADER_BYTES else None
             if header is None or self.fault is not None or \
-                    not (1 <= header[0] <= _BUFFER_CODES and _split(header[0], header[3])):
+                    not _follows(header[0]):
                 continue
             MPI = MPI or _mpi()
             peer = self.ranks[i]
@@ -605,6 +619,8 @@ def _verdict(method, me, ranks, inp, sends, recvs):
             problems.append(f"{method}: arguments rejected on rank {peer}, a neighbour of "
                             f"rank {me} (see its message)")
             continue
+        if _follows(code):
+            code -= _ALONE
         if code != mine:
             other = _NAMES.get(code, f"a call coded {code}")
             problems.append(f"{method}: rank {me} called {method} but its neighbour rank "
@@ -625,22 +641,33 @@ def _verdict(method, me, ranks, inp, sends, recvs):
         raise InputError(problems[0] + more)
 
 
-def _split(code, nbytes):
+def _split(code, nbytes, nonblocking=False):
     """True when a message of call ``code`` with a payload of ``nbytes`` sends the payload as a
-    message of its own after its header (a buffer call, :data:`SPLIT` bytes or more).
+    message of its own after its header (a buffer call, :data:`SPLIT` bytes or more; made
+    nonblocking, :data:`ISPLIT`).
 
-    >>> _split(3, SPLIT), _split(3, SPLIT - 1), _split(6, SPLIT)
+    >>> _split(3, SPLIT), _split(3, SPLIT - 1), _split(6, SPLIT), _split(3, SPLIT, True)
+    (True, False, False, False)
+    """
+    return 1 <= code <= _BUFFER_CODES and nbytes >= (ISPLIT if nonblocking else SPLIT)
+
+
+def _follows(code):
+    """True when a header's ``code`` says that its payload follows as a message of its own.
+
+    >>> _follows(3 + _ALONE), _follows(3), _follows(-3)
     (True, False, False)
     """
-    return 1 <= code <= _BUFFER_CODES and nbytes >= SPLIT
+    return code > _ALONE
 
 
-def _header(code, send, recv):
-    """The header of a message to a neighbour: the call's ``code``, the bytes and type-signature
-    key expected from it (``recv``: ``(target, bytes, key)``), and those of the payload
-    (``send``: ``(payload, key)``)."""
+def _header(code, send, recv, alone=False):
+    """The header of a message to a neighbour: the call's ``code`` (plus :data:`_ALONE` when the
+    payload follows on its own: ``alone``), the bytes and type-signature key expected from it
+    (``recv``: ``(target, bytes, key)``), and those of the payload (``send``: ``(payload,
+    key)``)."""
     (payload, key), (_, expect, expect_key) = send, recv
-    return (code, expect, expect_key, payload.size, key)
+    return (code + (_ALONE if alone else 0), expect, expect_key, payload.size, key)
 
 
 def _mismatch(method, sender, receiver, sent, expected):
@@ -775,27 +802,33 @@ class _Memo:
     needs no check (:class:`_Fast`, made on the memo's first blocking repeat: ``fast``).
     """
 
-    __slots__ = ("template", "args", "sends", "recvs", "out", "inp", "send_specs", "recv_specs",
-                 "types", "send_types", "busy", "good", "fast")
+    __slots__ = ("template", "args", "sends", "recvs", "out", "out_i", "inp", "send_specs",
+                 "send_specs_i", "recv_specs", "types", "send_types", "busy", "good", "fast")
 
     def __init__(self, template, args, code, sends, recvs):
         MPI = _mpi()
         n = len(sends)
         self.template, self.args, self.sends, self.recvs = template, args, sends, recvs
         self.out = np.zeros((n, HEADER_WORDS), dtype=np.int64)
+        self.out_i = np.zeros((n, HEADER_WORDS), dtype=np.int64)  # (made nonblocking: ISPLIT)
         self.inp = np.zeros((n, HEADER_WORDS), dtype=np.int64)
         self.good = np.full((n, HEADER_WORDS), -3, dtype=np.int64)  # (no header is that)
         self.send_specs, self.recv_specs, self.types, self.busy = [], [], [], False
-        self.send_types, self.fast = [], None
+        self.send_types, self.fast, self.send_specs_i = [], None, []
         for j in range(n):
             payload, target = sends[j][0], recvs[j][0]
-            self.out[j] = _header(code, sends[j], recvs[j])
+            alone, alone_i = _split(code, payload.size), _split(code, payload.size, True)
+            self.out[j] = _header(code, sends[j], recvs[j], alone)
+            self.out_i[j] = _header(code, sends[j], recvs[j], alone_i)
             # (a datatype even for a header alone: the compiled exchange posts every message as
             # one datatype at MPI_BOTTOM, but a large payload, which goes after its header: SPLIT)
             send = self._absolute(MPI, self.out[j], payload)
             self.send_types.append(send[2])
             self.send_specs.append([[self.out[j], MPI.BYTE], [payload, MPI.BYTE]]
-                                   if _split(code, payload.size) else [send])
+                                   if alone else [send])
+            self.send_specs_i.append([[self.out_i[j], MPI.BYTE], [payload, MPI.BYTE]] if alone_i
+                                     else [self._absolute(MPI, self.out_i[j], payload)] if alone
+                                     else [send])
             self.recv_specs.append(self._absolute(MPI, self.inp[j], target))
 
     def _absolute(self, MPI, header, data):
@@ -858,7 +891,7 @@ class _Fast:
                       memo.inp.ctypes.data, memo.good.ctypes.data, self.counts.ctypes.data,
                       self.sizes.ctypes.data, IN_FLIGHT.ctypes.data, memo.out.ctypes.data,
                       self.saddr.ctypes.data, self.raddr.ctypes.data, self.rsize.ctypes.data,
-                      _mpi().BYTE.handle, SPLIT, _BUFFER_CODES), dtype=np.int64)
+                      _mpi().BYTE.handle, SPLIT, _ALONE), dtype=np.int64)
         assert x.size == _NX_FIELDS
         fn = lib.dualmpi_nexchange
         wd = net._transport.watchdog

@@ -576,8 +576,9 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, const int64_t
  * as a message of its own after its header (contiguous: a large hindexed message is copied
  * through MPI's buffers); a smaller one with its header, by a committed hindexed datatype at
  * absolute addresses (MPI_BOTTOM).  A receive takes [header | payload] as one datatype; when the
- * header that came says the sender split (a buffer call's code, 1..N_CODES, and N_SPLIT bytes or
- * more), the payload's receive is posted then, into the same place.  The messages are waited
+ * header that came says the sender split (its code is the call's plus N_ALONE: a nonblocking
+ * sender splits at a size of its own), the payload's receive is posted then, into the same
+ * place.  The messages are waited
  * for with MPI_Waitany one at a time, so the watchdog names the neighbours still waited for:
  * track[0] is 1 + the mask of the messages not yet in (bit j: to neighbour j, bit n + j: from
  * it), track[1] the call's number.  Every message posted is waited for, whatever fails.
@@ -587,7 +588,7 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, const int64_t
  * the rank (*flight: they must advance while this rank waits, from Python); else the MPI error
  * of a failed message. */
 enum { N_COMM, N_WIRE, N_TAGS, N_N, N_PEERS, N_STYPES, N_RTYPES, N_TRACK, N_INP, N_GOOD,
-       N_COUNTS, N_SIZES, N_FLIGHT, N_OUT, N_SADDR, N_RADDR, N_RSIZE, N_BYTE, N_SPLIT, N_CODES,
+       N_COUNTS, N_SIZES, N_FLIGHT, N_OUT, N_SADDR, N_RADDR, N_RSIZE, N_BYTE, N_SPLIT, N_ALONE,
        N_FIELDS };
 #define NX_BUSY (-1)
 #define NX_CHECK (-2)
@@ -601,7 +602,7 @@ int dualmpi_nexchange(const int64_t *x)
     const MPI_Comm comm = (MPI_Comm)(intptr_t)x[N_COMM];
     const MPI_Datatype byte = (MPI_Datatype)(intptr_t)x[N_BYTE];
     const int n = (int)x[N_N];
-    const int64_t split = x[N_SPLIT], codes = x[N_CODES];
+    const int64_t split = x[N_SPLIT], alone = x[N_ALONE];
     const int64_t *peers = (const int64_t *)(intptr_t)x[N_PEERS];
     const int64_t *stypes = (const int64_t *)(intptr_t)x[N_STYPES];
     const int64_t *rtypes = (const int64_t *)(intptr_t)x[N_RTYPES];
@@ -681,8 +682,7 @@ int dualmpi_nexchange(const int64_t *x)
         }
         if (index >= n && index < 2 * n && fault == MPI_SUCCESS) {
             const int j = index - n;  /* a header is in: does its payload follow on its own? */
-            const int64_t code = inp[j * NX_HEADER], got = inp[j * NX_HEADER + 3];
-            if (code >= 1 && code <= codes && got >= split) {
+            if (inp[j * NX_HEADER] > alone) {
                 fault = MPI_Irecv((void *)(intptr_t)raddr[j], (int)rsize[j], byte,
                                   (int)peers[j], tag, comm, reqs + 3 * n + j);
                 if (fault == MPI_SUCCESS) {

@@ -50,10 +50,14 @@ def _configs():
 
 CONFIGS = _configs()
 DTYPES = [np.int32] if SAMPLED else [np.int32, np.float64]
-#: 5000 float64 (40 KB): past Open MPI's eager limits, the rendezvous protocol.
-#: BIG (256 KiB and more): payloads sent after their headers, on their own (neighbor.SPLIT).
+#: MID (32,568 bytes of int32, 65,136 of float64): past Open MPI's eager limits (the rendezvous
+#: protocol), header and payload still one message (under neighbor.SPLIT).
+MID = nb.SPLIT // 8 - 50
+#: BIG (64 KiB and more): payloads a blocking call sends after their headers, on their own
+#: (neighbor.SPLIT); a nonblocking one does from IBIG (256 KiB and more: neighbor.ISPLIT).
 BIG = nb.SPLIT // 4 + 7
-COUNTS = [0, 3, BIG] if SAMPLED else [0, 1, 3, 5000, BIG]
+IBIG = nb.ISPLIT // 4 + 7
+COUNTS = [0, 3, BIG] if SAMPLED else [0, 1, 3, MID, BIG]
 
 
 def _expected_neighbours(topo, q, rank):
@@ -481,11 +485,18 @@ def _still_works(net):
              lambda r: net.net.Neighbor_alltoall(send, r), a, b, "the call after the error")
 
 
-#: (elements every rank sends and expects, what rank b expects from rank a instead)
-MISMATCHES = {"fewer": (2, 3), "more": (2, 1), "more-large": (5000, 4999), "datatype": (2, 2),
+#: (elements every rank sends and expects, what rank b expects from rank a instead), of the
+#: int32 elements ``s`` from which the call's form splits a payload (:func:`_split_at`)
+MISMATCHES = {"fewer": lambda s: (2, 3), "more": lambda s: (2, 1),
+              "more-large": lambda s: (MID, MID - 1), "datatype": lambda s: (2, 2),
               # a's payload sent on its own (neighbor.SPLIT bytes and more), or b expecting one
-              "split-more": (nb.SPLIT // 4, nb.SPLIT // 4 - 1),
-              "split-fewer": (nb.SPLIT // 4 - 1, nb.SPLIT // 4), "split-fewer-both": (BIG, BIG + 1)}
+              "split-more": lambda s: (s, s - 1), "split-fewer": lambda s: (s - 1, s),
+              "split-fewer-both": lambda s: (s + 7, s + 8)}
+
+
+def _split_at(nonblocking):
+    """The int32 elements from which a call of this form sends a payload on its own."""
+    return (nb.ISPLIT if nonblocking else nb.SPLIT) // 4
 
 
 def _mismatch_call(net, kind, a, b, nonblocking=False):
@@ -493,7 +504,7 @@ def _mismatch_call(net, kind, a, b, nonblocking=False):
     (a sends fewer or more than b expects), Neighbor_alltoallw on the datatype (float32 in
     place of int32: same size)."""
     d = len(net.nbrs)
-    each, other = MISMATCHES[kind]
+    each, other = MISMATCHES[kind](_split_at(nonblocking))
     counts = np.full(d, each, dtype=np.int64)
     send = _data(each * d, np.int32)
     rbuf = np.zeros((each + 1) * d, np.int32)
@@ -650,11 +661,12 @@ def test_repeated_calls_on_the_same_buffers(net, nonblocking):
 
 @pytest.mark.parametrize("nonblocking", [False, True], ids=["blocking", "nonblocking"])
 def test_repeated_large_calls_match_mpi(net, nonblocking):
-    """Payloads of 64 KiB and more go after their headers, as messages of their own: the five
+    """Payloads of 64 KiB (nonblocking: 256 KiB) and more go after their headers, as messages of
+    their own: the five
     buffer forms three times on the same objects (refilled in between; in C from the second
     blocking call), every result equal to Open MPI's, the gaps of the receive buffers untouched."""
     d = len(net.nbrs)
-    each = BIG  # int32: over 256 KiB per neighbour (neighbor.SPLIT)
+    each = IBIG if nonblocking else BIG  # int32: over neighbor.ISPLIT / SPLIT per neighbour
     counts = np.full(d, each, dtype=np.int64)
     displs = (each + 3) * np.arange(d, dtype=np.int64) + 1  # gaps between the blocks
     send, one = np.zeros(each * d, np.int32), np.zeros(each, np.int32)
@@ -690,17 +702,49 @@ def test_repeated_large_calls_match_mpi(net, nonblocking):
     _fail_unless(not bad, "; ".join(bad[:3]))
 
 
-@pytest.mark.parametrize("each", [2, nb.SPLIT // 4], ids=["small", "split"])
+def test_blocking_and_nonblocking_repeats_split_at_their_own_sizes(net):
+    """One remembered call made blocking and nonblocking by turns on the same objects, with
+    payloads between neighbor.SPLIT and ISPLIT: the blocking calls send them after their
+    headers, the nonblocking ones with them (each header says which), every result equal to
+    Open MPI's and the gaps untouched."""
+    d = len(net.nbrs)
+    each = BIG
+    counts = np.full(d, each, dtype=np.int64)
+    displs = (each + 3) * np.arange(d, dtype=np.int64) + 1
+    send = np.zeros(each * d, np.int32)
+    size = int(displs[-1] + each + 2) if d else 1
+    mine, ref = np.full(size, SENTINEL, np.int32), np.full(size, SENTINEL, np.int32)
+    sargs, rargs = [send, counts], [mine, (counts, displs)]
+    bad = []
+    for k in range(4):
+        send[:] = np.arange(send.size) + 100 * RANK + 10 * k
+        net.ref.Neighbor_alltoallv([send, counts], [ref, (counts, displs)])
+        if k % 2:
+            _, exc = _attempt(lambda: net.net.Ineighbor_alltoallv(sargs, rargs).Wait())
+        else:
+            _, exc = _attempt(lambda: net.net.Neighbor_alltoallv(sargs, rargs))
+        if exc is not None or not np.array_equal(mine, ref):
+            bad.append(f"call {k}: {exc!r}" if exc else f"call {k} differs")
+    memo = net.net.__dict__.get("_neighbor_memos", {}).get("Neighbor_alltoallv")
+    if d and (memo is None or any(len(x) != 2 for x in memo.send_specs) or
+              any(len(x) != 1 for x in memo.send_specs_i)):
+        bad.append("the remembered messages are not split at SPLIT and whole below ISPLIT")
+    _fail_unless(not bad, "; ".join(bad[:3]))
+
+
+@pytest.mark.parametrize("size", ["small", "split"])
 @pytest.mark.parametrize("nonblocking", [False, True], ids=["blocking", "nonblocking"])
-def test_a_remembered_call_against_other_counts(net, nonblocking, each):
+def test_a_remembered_call_against_other_counts(net, nonblocking, size):
     """Every rank repeats Neighbor_alltoallv on the same objects (the repeat is the remembered
     call, run in C when blocking); then rank b expects one element fewer from neighbour a,
     which repeats its remembered call: InputError on both ends, nowhere else, and the next
-    call works.  With SPLIT / 4 int32 a's payload goes after its header, on its own."""
+    call works.  "split": a's payload goes after its header, on its own (SPLIT / 4 int32, made
+    nonblocking ISPLIT / 4)."""
     pair = _pair(net)
     if pair is None:
         pytest.skip("rank 0 has no neighbour here")
     a, b = pair
+    each = 2 if size == "small" else _split_at(nonblocking)
     d = len(net.nbrs)
     counts = [each] * d
     send, rbuf = _data(each * d, np.int32), np.zeros(each * d, np.int32)
