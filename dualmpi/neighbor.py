@@ -797,7 +797,8 @@ class _Memo:
     tag and header): a rank that repeats and one that does not still match.  Not for a
     packed datatype (its bytes are packed per call) nor while an exchange of the memo is
     in flight (``busy``: a repeat then runs as a new call).  A payload of :data:`SPLIT` bytes
-    or more is sent after its header, two specs in ``send_specs``.  ``good`` holds the
+    or more is sent after its header, two specs in ``send_specs`` (made nonblocking:
+    :data:`ISPLIT` bytes, ``send_specs_i``, whose headers are ``out_i``).  ``good`` holds the
     headers the last call that checked out received: a blocking repeat that gets them again
     needs no check (:class:`_Fast`, made on the memo's first blocking repeat: ``fast``).
     """
