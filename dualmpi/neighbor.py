@@ -433,12 +433,12 @@ class _Exchange:
         for j, peer in enumerate(self.ranks):
             if self.error is not None:
                 out[j] = (-self.code, _ANY, 0, 0, 0)
-                payload = None
+                payload, alone = None, False
             else:
                 payload = self.sends[j][0]
-                out[j] = _header(self.code, self.sends[j], self.recvs[j],
-                                 _split(self.code, payload.size, self.nonblocking))
-            if payload is not None and _split(self.code, payload.size, self.nonblocking):
+                alone = _split(self.code, payload.size, self.nonblocking)
+                out[j] = _header(self.code, self.sends[j], self.recvs[j], alone)
+            if alone:
                 self.reqs += [comm.Isend([out[j], MPI.BYTE], peer, tag),
                               comm.Isend([payload, MPI.BYTE], peer, tag)]
                 self.req_peer += [peer, peer]
