@@ -20,6 +20,7 @@ hand off to module functions.  Both:
 4. run it over the links, and unpack what derived datatypes received.
 """
 
+import functools
 import zlib
 from collections import OrderedDict
 
@@ -796,6 +797,35 @@ def no_match(*args):
     return False
 
 
+def no_start(*args):
+    """No repeat of a fixed-count nonblocking call remembered (``Comm._mI<name>``, else the
+    matcher :func:`_install_start` makes): the Python path (:func:`icollective`) starts it."""
+    return None
+
+
+def fixed_nonblocking():
+    """Return the names of the fixed-count nonblocking methods (``Ibcast``, ...), whose repeats
+    :func:`_install_start` matches in C."""
+    descs = [registry.get(n) for n in registry.names()]
+    return tuple("I" + d.mpi[0].lower() + d.mpi[1:] for d in descs
+                 if d.mpi and d.counts == "fixed")
+
+
+def _install_start(comm, imethod, memo):
+    """Make ``comm._m<imethod>`` start a repeat of ``memo``'s call in C: ``Recall.start``
+    (:mod:`dualmpi.engine.recall`) compares the arguments with the memo's template as
+    :func:`icollective` does (the engine's cache unchanged, the alarm not raised) and returns
+    the request ``Progress.crestart`` starts, or None (the Python path then)."""
+    module = recall.load()
+    start = comm._nb.crestart if comm._nb is not None else None
+    if module is None or start is None or memo.repeat is None or memo.repeat.c is None:
+        setattr(comm, "_m" + imethod, no_start)
+        return
+    setattr(comm, "_m" + imethod, module.Recall.start(
+        start, memo.repeat, imethod, comm._transport.alarm, memo.template, comm._engine,
+        memo.epoch))
+
+
 class _VectorMemo:
     """A v-variant call remembered for the next call of its method (see :func:`_vector_call`).
 
@@ -1120,11 +1150,17 @@ def icollective(comm, imethod, method, read, args=None):
                              not same(memo.template, args)):
         memo = None
     if memo is not None and memo.repeat is not None and comm._transport.alarm.broken is None:
-        # a repeat of a fixed-count call: started by one C call (Progress.restart), else below
+        # a repeat of a fixed-count call: started by one C call (Progress.crestart, its request
+        # made there too, else Progress.restart), else below
         progress = comm._nb
-        preq = progress.restart(memo.repeat, imethod)
-        if preq is not None:
-            return Request.from_plan(progress, preq)
+        req = NotImplemented if progress.crestart is None else \
+            progress.crestart(memo.repeat, imethod)
+        if req is NotImplemented:
+            preq = progress.restart(memo.repeat, imethod)
+            if preq is not None:
+                return Request.from_plan(progress, preq)
+        elif req is not None:
+            return req
     # a call number, and a notice to the others (a rank that makes this call blocking hears it)
     t = comm._transport.alarm.nonblocking(imethod)
     desc = registry.by_mpi(method)
@@ -1170,12 +1206,12 @@ def icollective(comm, imethod, method, read, args=None):
                                        algorithm, itemsize=call.itemsize,
                                        combines=desc.combines, salt=_salt(imethod, call.sig),
                                        packets=None if comm.packets == "auto" else comm.packets)
+        packed = any(m.packed for m in call.sends + call.recvs)
         start = dict(send=call.send, recv=call.recv,
                      finish=_counted(comm, bound, name, call.nbytes, call.root, algorithm,
-                                     call.itemsize, call.unpack),
+                                     call.itemsize, call.unpack if packed else None),
                      combine=None if call.op is None else call.op[2])
-        template = None if args is None or any(m.packed for m in call.sends + call.recvs) \
-            else template_of(args)
+        template = None if args is None or packed else template_of(args)
         if template is not None:
             memo = comm._i_memo[imethod] = _IMemo(template, args, bound, flat, check, sig, start,
                                                   comm._engine.evictions)
@@ -1193,6 +1229,7 @@ def icollective(comm, imethod, method, read, args=None):
                                                      call.root, comm.variant, algorithm,
                                                      call.itemsize, call.send, call.recv)
                 memo.repeat = Repeat(bound, flat, check, sig, zero=zero, **start)
+            _install_start(comm, imethod, memo)
     preq = progress.start(bound, agree=flat, check=check,
                           signature=sig, what=imethod, call=t, **start)
     return Request.from_plan(progress, preq)
@@ -1312,10 +1349,13 @@ class _Chain:
 # -- what the nonblocking calls sent (stats) -----------------------------------------------------
 def _counted(comm, bound, name, nbytes, root, algorithm, itemsize, finish):
     """Return the ``finish`` of a nonblocking call's request: count the call in ``comm``'s
-    :class:`Tally` (as the blocking runner counts its calls), then run ``finish``."""
+    :class:`Tally` (as the blocking runner counts its calls), then run ``finish`` (None:
+    nothing to unpack, the count alone)."""
     rounds, steps, step_bytes = comm._engine.cost(name, nbytes, root, comm.variant, algorithm,
                                                   itemsize)
     tally = comm._nb_tally
+    if finish is None:  # (a partial: no Python frame of its own)
+        return functools.partial(tally.add, bound, rounds, steps, step_bytes)
 
     def counted():
         tally.add(bound, rounds, steps, step_bytes)

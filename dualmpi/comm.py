@@ -33,6 +33,9 @@ __all__ = ["Comm", "PACKETS_ABOVE", "REMEMBERED", "REMEMBERED_BYTES"]
 
 #: Calls of one method remembered at once, the most recent first (:meth:`Comm._remember`).
 REMEMBERED = 4
+#: The fixed-count nonblocking methods: a repeat is matched and started in C
+#: (``Comm._m<name>``: :func:`dualmpi.calls._install_start`).
+_FIXED_NONBLOCKING = calls.fixed_nonblocking()
 
 #: An older remembered call not repeated yet is dropped when its arrays hold more than this
 #: many bytes (it would keep them alive: :meth:`Comm._remember`).
@@ -136,7 +139,7 @@ class Comm(p2p.PointToPoint):
         #: wait for a message another rank sends before its own Ibcast)
         from .engine.nonblocking import Progress
 
-        self._nb = Progress(self._transport)
+        self._nb = Progress(self._transport, wrap=calls.Request)
         #: what the completed nonblocking collectives sent (stats())
         self._nb_tally = calls.Tally()
         neighbor.attach(self)
@@ -225,6 +228,8 @@ class Comm(p2p.PointToPoint):
         """Drop every remembered call (:meth:`_remember`)."""
         for name in (*self._codes, *neighbor.REMEMBERED):
             setattr(self, "_m" + name, calls.no_match)
+        for name in _FIXED_NONBLOCKING:  # (a repeat started in C: calls._install_start)
+            setattr(self, "_m" + name, calls.no_start)
         #: the remembered calls of each fixed-count method (:meth:`_remember`)
         self._recalls = {}
         self._v_memo = {}
@@ -510,12 +515,18 @@ class Comm(p2p.PointToPoint):
     # -- nonblocking collectives: the same plans run as requests (dualmpi.Request) --------------
     def Ibcast(self, buf, root=0):
         """Start a broadcast; return a :class:`dualmpi.Request` (mirrors ``Comm.Ibcast``)."""
+        req = self._mIbcast(buf, root)
+        if req is not None:
+            return req
         return calls.icollective(self, "Ibcast", "Bcast",
                                  lambda: arguments.bcast(buf, root, self.rank, self.size),
                                  (buf, root))
 
     def Iscatter(self, sendbuf, recvbuf, root=0):
         """Start a scatter (mirrors ``Comm.Iscatter``)."""
+        req = self._mIscatter(sendbuf, recvbuf, root)
+        if req is not None:
+            return req
         return calls.icollective(self, "Iscatter", "Scatter", lambda: arguments.scatter(
             sendbuf, recvbuf, root, self.rank, self.size), (sendbuf, recvbuf, root))
 
@@ -526,6 +537,9 @@ class Comm(p2p.PointToPoint):
 
     def Igather(self, sendbuf, recvbuf, root=0):
         """Start a gather (mirrors ``Comm.Igather``)."""
+        req = self._mIgather(sendbuf, recvbuf, root)
+        if req is not None:
+            return req
         return calls.icollective(self, "Igather", "Gather", lambda: arguments.gather(
             sendbuf, recvbuf, root, self.rank, self.size), (sendbuf, recvbuf, root))
 
@@ -536,6 +550,9 @@ class Comm(p2p.PointToPoint):
 
     def Iallgather(self, sendbuf, recvbuf):
         """Start an allgather (mirrors ``Comm.Iallgather``)."""
+        req = self._mIallgather(sendbuf, recvbuf)
+        if req is not None:
+            return req
         return calls.icollective(self, "Iallgather", "Allgather", lambda: arguments.allgather(
             sendbuf, recvbuf, self.rank, self.size), (sendbuf, recvbuf))
 
@@ -546,6 +563,9 @@ class Comm(p2p.PointToPoint):
 
     def Ialltoall(self, sendbuf, recvbuf):
         """Start a total exchange (mirrors ``Comm.Ialltoall``)."""
+        req = self._mIalltoall(sendbuf, recvbuf)
+        if req is not None:
+            return req
         return calls.icollective(self, "Ialltoall", "Alltoall", lambda: arguments.alltoall(
             sendbuf, recvbuf, self.rank, self.size), (sendbuf, recvbuf))
 
@@ -561,17 +581,26 @@ class Comm(p2p.PointToPoint):
 
     def Ireduce(self, sendbuf, recvbuf, op=None, root=0):
         """Start a reduction to ``root`` (mirrors ``Comm.Ireduce``)."""
+        req = self._mIreduce(sendbuf, recvbuf, op, root)
+        if req is not None:
+            return req
         return calls.icollective(self, "Ireduce", "Reduce", lambda: calls.with_op(
             self, arguments.reduce(sendbuf, recvbuf, root, self.rank, self.size), op, "Ireduce"),
             (sendbuf, recvbuf, op, root))
 
     def Iallreduce(self, sendbuf, recvbuf, op=None):
         """Start an allreduce (mirrors ``Comm.Iallreduce``)."""
+        req = self._mIallreduce(sendbuf, recvbuf, op)
+        if req is not None:
+            return req
         return calls.icollective(self, "Iallreduce", "Allreduce", lambda: calls.with_op(
             self, arguments.allreduce(sendbuf, recvbuf), op, "Iallreduce"), (sendbuf, recvbuf, op))
 
     def Ireduce_scatter_block(self, sendbuf, recvbuf, op=None):
         """Start a reduce-scatter of equal blocks (mirrors ``Comm.Ireduce_scatter_block``)."""
+        req = self._mIreduce_scatter_block(sendbuf, recvbuf, op)
+        if req is not None:
+            return req
         return calls.icollective(self, "Ireduce_scatter_block", "Reduce_scatter_block",
                                  lambda: calls.with_op(self, arguments.reduce_scatter_block(
                                      sendbuf, recvbuf, self.rank, self.size), op,
@@ -586,16 +615,25 @@ class Comm(p2p.PointToPoint):
 
     def Iscan(self, sendbuf, recvbuf, op=None):
         """Start an inclusive prefix reduction (mirrors ``Comm.Iscan``)."""
+        req = self._mIscan(sendbuf, recvbuf, op)
+        if req is not None:
+            return req
         return calls.icollective(self, "Iscan", "Scan", lambda: calls.with_op(
             self, arguments.scan(sendbuf, recvbuf), op, "Iscan"), (sendbuf, recvbuf, op))
 
     def Iexscan(self, sendbuf, recvbuf, op=None):
         """Start an exclusive prefix reduction (mirrors ``Comm.Iexscan``)."""
+        req = self._mIexscan(sendbuf, recvbuf, op)
+        if req is not None:
+            return req
         return calls.icollective(self, "Iexscan", "Exscan", lambda: calls.with_op(
             self, arguments.scan(sendbuf, recvbuf, True), op, "Iexscan"), (sendbuf, recvbuf, op))
 
     def Ibarrier(self):
         """Start a barrier over the links (mirrors ``Comm.Ibarrier``)."""
+        req = self._mIbarrier()
+        if req is not None:
+            return req
         return calls.icollective(self, "Ibarrier", "Barrier", lambda: calls.with_op(
             self, arguments.barrier(), None, "Ibarrier"), ())
 

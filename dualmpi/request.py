@@ -105,9 +105,13 @@ class Request:
     def Wait(self, status=None):
         """Wait for completion (advancing every request meanwhile); return True."""
         if self._active:
-            self._progress.wait(self._plan)
-            self._complete(status)
-        else:
+            plan = self._plan
+            self._progress.wait(plan)
+            self._active, self._plan = False, None  # (_complete, inline: the common case)
+            if status is not None:
+                _empty(status)
+            plan.outcome()
+        elif status is not None:
             _empty(status)
         return True
 

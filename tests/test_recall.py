@@ -156,6 +156,38 @@ def test_a_matcher_by_value_runs_its_call_for_equal_buffer_specs(make):
     assert match([a, MPI.DOUBLE], [b, 4, MPI.DOUBLE], 0) is False and len(ran) == 2
 
 
+@needs_c
+def test_a_nonblocking_repeat_matcher_returns_its_request_or_none():
+    """``Recall.start`` (a fixed-count nonblocking method's repeat, ``Comm._mIbcast``): for
+    arguments equal to its template, the cache unchanged and the alarm not raised, it returns
+    what ``start(repeat, what)`` returns (the request); else None, starting nothing — and None
+    too when the start declines (None, or NotImplemented: the Python path starts it)."""
+    from types import SimpleNamespace
+
+    a = np.zeros(4)
+    engine, alarm, ran, out = _Engine(), SimpleNamespace(broken=None), [], ["request"]
+
+    def start(repeat, what):
+        ran.append((repeat, what))
+        return out[0]
+
+    match = KIND.start(start, "repeat", "Ibcast", alarm, template_of((a, 0)), engine,
+                       engine.evictions)
+    assert match(a, 0) == "request" and ran == [("repeat", "Ibcast")]
+    assert match(np.zeros(4), 0) is None and match(a, 1) is None and match(a) is None
+    assert len(ran) == 1
+    for declined in (None, NotImplemented):
+        out[0] = declined
+        assert match(a, 0) is None
+    assert len(ran) == 3
+    out[0] = "request"
+    alarm.broken = "rank 1 raised the alarm"
+    assert match(a, 0) is None and len(ran) == 3
+    alarm.broken = None
+    engine.evictions += 1
+    assert match(a, 0) is None and len(ran) == 3
+
+
 def test_a_sighting_names_arrays_by_weak_reference():
     """What the zero-copy gate keeps of a call's buffers (``Comm._last``): the arrays, also
     those of buffer specs written anew for every call, by weak reference (a dead array is not

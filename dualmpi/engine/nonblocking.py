@@ -36,6 +36,11 @@ sent (by rank 0) or its receive posted (by the others, whose round 0 then waits 
 the first round; the result is copied out in C too.  The messages are those of the Python
 path, so ranks on either path match; whatever the C call cannot do (a mode that is not
 "skip" with the rank's own vector, a line message Python must read) goes back to Python.
+With the extension (:mod:`dualmpi.engine.recall`) the rest of that path is C too:
+:attr:`Progress.crestart` (``recall.c``'s ``IRestart``) does what :meth:`Progress.restart`
+does and makes the request's objects, and the head of :meth:`Progress.wait` (``IRestart.close``)
+steps the only request in flight and ends it when its rounds are done.  Rank 0 sends every
+:data:`MODE_SYNC`-th mode synchronously, the others as plain sends.
 
 Any test or wait of any request advances every active request of every live
 :class:`Progress` (:func:`poll_all`), so a rank waiting on one request still forwards
@@ -71,7 +76,7 @@ from .mpi import OTHER_GRACE, ROOT_GRACE, _mpi_op, handle_dtype
 from .watchdog import Watchdog
 
 __all__ = ["Progress", "PlanRequest", "Repeat", "poll_all", "block", "beside", "CACHE_SIZE",
-           "POOL_SIZE", "MODE_WORDS", "IN_FLIGHT"]
+           "POOL_SIZE", "MODE_WORDS", "MODE_SYNC", "IN_FLIGHT"]
 
 #: Bound plans whose message datatypes a :class:`Progress` keeps (least recently used first out).
 CACHE_SIZE = 64
@@ -80,6 +85,11 @@ CACHE_SIZE = 64
 POOL_SIZE = 4
 #: Words of a run's mode message (:meth:`Progress.restart`: 1 + an argument vector of at most 15).
 MODE_WORDS = 16
+#: Rank 0 sends the mode of every ``MODE_SYNC``-th request synchronously (``rounds.c``'s
+#: ``MODE_SYNC``): it ends once every rank has started it, so rank 0 runs at most this many
+#: calls ahead of a rank beyond the requests the program holds; the others' modes cost no
+#: round trip.
+MODE_SYNC = 64
 #: Agreed vectors rank 0 remembers (a vector it has not kept is agreed again: only rank 0
 #: decides, so forgetting one costs an agreement and changes nothing else).
 KNOWN_SIZE = 4096
@@ -240,11 +250,13 @@ class Repeat:
     blocks; none out), ``z_comp`` its :class:`_Compiled` with its one run (made by
     :meth:`Progress.restart`).  A repeat started while that run is busy (another request of the
     same call in flight, legal where the rank only sends) copies through a store of its own.
+    ``comp`` is the :class:`_Compiled` a copying start last ran (``comp_key`` its key in the
+    cache), which the start in C (:class:`~dualmpi.engine.recall` ``IRestart``) takes a run of.
     """
 
     __slots__ = ("bound", "flat", "key", "check", "signature", "send", "recv", "combine",
                  "finish", "c", "c_addr", "_cin", "_cout", "zero", "z_c", "z_addr", "z_comp",
-                 "_zin", "_zout")
+                 "_zin", "_zout", "comp", "comp_key")
 
     def __init__(self, bound, flat, check, signature, send=None, recv=None, combine=None,
                  finish=None, zero=None):
@@ -256,6 +268,8 @@ class Repeat:
         self.send, self.recv, self.combine = send, recv, combine or _add_bytes
         self.c = self._cin = self._cout = self.zero = self.z_c = self.z_comp = None
         self.c_addr = self.z_addr = 0
+        #: the _Compiled the last copying start used and its cache key (the C start's)
+        self.comp, self.comp_key = None, (id(bound), True)
         c_op = (0, 0, 0)
         if any((rnd.combines[2] > 0).any() for rnd in bound.rounds):  # (as _Compiled.combines)
             c_op = _mpi_op(combine) if combine is not None else None
@@ -426,9 +440,14 @@ class Progress:
         ``watchdog`` and ``rank`` are used.
     cache_size : int
         Bound plans whose message datatypes are kept for later runs (0: made per run).
+    wrap : type, optional
+        The class of the user's requests (``wrap(progress, plan_request)``: a class with the
+        slots ``_progress``, ``_plan`` and ``_active``, as :class:`dualmpi.Request`): with it
+        and the compiled extension (:mod:`dualmpi.engine.recall`), :attr:`crestart` starts a
+        repeat and returns its request in one C call.
     """
 
-    def __init__(self, transport, cache_size=CACHE_SIZE):
+    def __init__(self, transport, cache_size=CACHE_SIZE, wrap=None):
         self.transport = transport
         self.rank = transport.rank
         wd = transport.watchdog
@@ -446,7 +465,8 @@ class Progress:
         lib = getattr(transport, "cloop", None)
         if lib is not None and lib.dualmpi_step_fields() == _STEP_FIELDS and \
                 lib.dualmpi_future() == FUTURE and \
-                lib.dualmpi_start_fields() == _X_FIELDS * 100 + _M_FIELDS:
+                lib.dualmpi_start_fields() == _X_FIELDS * 100 + _M_FIELDS and \
+                lib.dualmpi_mode_sync() == MODE_SYNC:
             self._step, self._iwait = lib.dualmpi_istep, lib.dualmpi_iwait
             self._istart = lib.dualmpi_istart
             ext = recall.load()
@@ -454,6 +474,8 @@ class Progress:
                 def c(fn, nargs, release):
                     return ext.CFunc(ctypes.cast(fn, ctypes.c_void_p).value, nargs, release)
 
+                addrs = tuple(ctypes.cast(fn, ctypes.c_void_p).value
+                              for fn in (self._istart, self._step, self._iwait))
                 self._step, self._istart = c(self._step, 2, False), c(self._istart, 7, False)
                 self._iwait = c(self._iwait, 3, True)  # (it blocks: the watchdog's thread runs)
             self._alarm_code = lib.dualmpi_alarm_code()
@@ -506,6 +528,19 @@ class Progress:
         self._busy = False
         #: statuses of a round's Testall, reused: a failed message's error is read from them
         self._statuses = []
+        #: a repeat started in C, its request returned (``recall.c``'s ``IRestart``: what
+        #: :meth:`restart` and ``wrap`` do; NotImplemented when :meth:`restart` must), and the
+        #: head of :meth:`wait` in C (``IRestart.close``), or None
+        self.crestart = self._close = None
+        ext = recall.load() if self._istart is not None and wrap is not None else None
+        if ext is not None and isinstance(self._istart, ext.CFunc):
+            self.crestart = ext.IRestart(
+                self, PlanRequest, wrap, self.active, self.known if self.rank == 0 else None,
+                IN_FLIGHT, transport.alarm.seq, transport.alarm, transport.watchdog, *addrs,
+                self._w_addr, self._x_addr, self.tag_ub,
+                (self._python_code, self._alarm_code, self._mode_code, _CROUNDS, _DONE, _K_MODE),
+                POOL_SIZE)
+            self._close = self.crestart.close
         # an alarm leaves the communicator unusable: its requests fail with the alarm's text
         transport.alarm.listeners.append(self._alarmed)
         _LIVE.append(self)
@@ -625,6 +660,7 @@ class Progress:
             run, c_addr = comp.pool.pop(), call.z_addr
         else:
             comp, c_addr = self._compiled(call.bound, True), call.c_addr
+            call.comp = comp
             if comp.pool:
                 run = comp.pool.pop()
             elif comp.c_plan(self.data):
@@ -663,8 +699,12 @@ class Progress:
         if err == self._mode_code:
             self._advance(req)
         elif err:
-            self._fail(req, self._mpi_error(req, MPI.Exception(err)))
+            self._restart_failed(req, err)
         return req
+
+    def _restart_failed(self, req, err):
+        """The start in C of ``req`` returned the MPI error ``err``: the request fails."""
+        self._fail(req, self._mpi_error(req, MPI.Exception(err)))
 
     def _zero(self, call):
         """Return the :class:`_Compiled` of ``call``'s plan bound to the user's buffers (made
@@ -915,10 +955,12 @@ class Progress:
             req.known = key
             self._gather(req, [self.ctl.Isend(mode, r, req.tag) for r in ranks])
             return
-        # synchronous: the request ends once every rank has started the call (as the
-        # agreement's answer ensures), so rank 0 is never more calls ahead than requests
-        # the program holds (the others keep its notices about calls they have not reached)
-        sends = [self.ctl.Issend(mode, r, req.tag) for r in ranks]
+        # every MODE_SYNC-th synchronous: that request ends once every rank has started the
+        # call (as the agreement's answer ensures), so rank 0 is never more than MODE_SYNC
+        # calls ahead beyond the requests the program holds (the others keep its notices
+        # about calls they have not reached); the others cost no round trip (as rounds.c)
+        send = self.ctl.Isend if req.seq % MODE_SYNC else self.ctl.Issend
+        sends = [send(mode, r, req.tag) for r in ranks]
         self.known.move_to_end(key)
         if req.compiled.rounds:  # waited for with the last round's messages (only there: a
             req.modes = sends    # request whose messages another test completed would wait on)
@@ -1093,9 +1135,12 @@ class Progress:
     def wait(self, req):
         """Advance the requests until ``req`` is done (blocking meanwhile: :func:`block`, or in C
         when ``req`` is the only request in flight: :meth:`_c_wait`)."""
-        if IN_FLIGHT[0] == 1 and type(req) is PlanRequest and req.stage == _CROUNDS and \
-                not req.done:  # (the only request in flight: a step, then the C wait)
-            err = self._step(req.compiled.c_addr, req.c_addr)
+        # the only request in flight: a step (which ends a run started in C: IRestart.close),
+        # then the C wait
+        err = self._close(req) if self._close is not None else self._first_step(req)
+        if err is True:
+            return True
+        if err is not None and err is not False:  # (False: waited for in C, not ended there)
             if err or req.c_state[_S_K] >= len(req.compiled.rounds):
                 self._advance(req, err)
             else:
@@ -1114,15 +1159,32 @@ class Progress:
                 block((), req)
         return req.done
 
+    def _first_step(self, req):
+        """Step ``req`` when it is the only request in flight, in its compiled rounds; return
+        what the step returned, or None (no step): :meth:`wait`'s head without the extension."""
+        if IN_FLIGHT[0] == 1 and type(req) is PlanRequest and req.stage == _CROUNDS and \
+                not req.done:
+            return self._step(req.compiled.c_addr, req.c_addr)
+        return None
+
     def _c_wait(self, req):
         """Wait for ``req``'s rounds in C (``rounds.c``'s ``dualmpi_iwait``: no Python between
         rounds), under the watchdog, which names the round waited in; then advance it."""
         wd = self.transport.watchdog
-        wd.state = Watchdog.tracker(req.c_state[_S_POS:_S_POS + 2], _Rounds(req))
+        wd.state = self._tracker(req)
         try:
             err = self._iwait(req.compiled.c_addr, req.c_addr, self._w_addr)
         finally:
             wd.disarm()
+        self._waited(req, err)
+
+    @staticmethod
+    def _tracker(req):
+        """The watchdog's state while ``req``'s rounds are waited for in C: it names the round."""
+        return Watchdog.tracker(req.c_state[_S_POS:_S_POS + 2], _Rounds(req))
+
+    def _waited(self, req, err):
+        """``req``'s rounds were waited for in C (``dualmpi_iwait`` returned ``err``): advance it."""
         self._c_moved(req)  # (the rounds posted meanwhile: a failure must cancel them)
         if err == self._alarm_code:  # the line brought what Python reads (it may raise)
             self.transport.alarm.poll(req.what)
@@ -1139,6 +1201,7 @@ class Progress:
                 if self.transport.alarm.broken is None:
                     raise
                 # the line brought an alarm: every request has failed with its text
+        self.crestart = self._close = None  # (they hold this Progress)
         for comp in self._cache.values():
             comp.retired = True
             if comp.users == 0:

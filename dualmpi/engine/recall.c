@@ -29,6 +29,13 @@
  *       (a buffer spec made anew for every call, ``[buf, MPI.DOUBLE]``) and
  *       ``engine.evictions == epoch``; otherwise it returns False and runs nothing.
  *
+ *   Recall.start(start, repeat, what, alarm, template, engine, epoch)
+ *       a nonblocking method's matcher by value: calling it with arguments equal to what
+ *       ``template`` was made of, ``engine.evictions == epoch`` and ``alarm.broken`` None
+ *       returns ``start(repeat, what)`` (an IRestart, below: the repeat's request), or None
+ *       when that returns None or NotImplemented or the arguments do not match (the Python
+ *       path starts the call).
+ *
  *   Recall.chain(matchers)
  *       several matchers of one method (a tuple of them, the most recent first): calling it
  *       runs the first whose arguments match and returns True, else returns False.  A
@@ -40,7 +47,9 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stddef.h>
+#include <time.h>
 #include <stdint.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
@@ -74,11 +83,12 @@ typedef struct Recall {
     Check checks[MAX_CHECKS];
     PyObject *engine;
     long long epoch;
-    int matcher;              /* 0 a bound call, 1 a matcher, 2 a chain (``call``: a tuple) */
+    int matcher;              /* 0 a bound call, 1 a matcher, 2 a chain (``call``: a tuple),
+                               * 3 a nonblocking repeat's (``call``: start, repeat, what, alarm) */
 } Recall;
 
 static PyTypeObject RecallType;
-static PyObject *str_state, *str_evictions;
+static PyObject *str_state, *str_evictions, *str_broken;
 
 static void Recall_dealloc(Recall *self)
 {
@@ -174,6 +184,27 @@ static PyObject *Recall_vectorcall(PyObject *obj, PyObject *const *args, size_t 
             return NULL;
         }
         return run_bound(self);
+    }
+    if (self->matcher == 3) {  /* a nonblocking repeat: its request, or None */
+        if (kwnames && PyTuple_GET_SIZE(kwnames))
+            Py_RETURN_NONE;
+        int ok = matches(self, args, nargs);
+        if (ok <= 0)
+            return ok < 0 ? NULL : Py_NewRef(Py_None);
+        PyObject *t = self->call;  /* (start, repeat, what, alarm) */
+        PyObject *broken = PyObject_GetAttr(PyTuple_GET_ITEM(t, 3), str_broken);
+        if (broken == NULL)
+            return NULL;
+        Py_DECREF(broken);
+        if (broken != Py_None)
+            Py_RETURN_NONE;
+        PyObject *out = PyObject_Vectorcall(PyTuple_GET_ITEM(t, 0), &PyTuple_GET_ITEM(t, 1), 2,
+                                            NULL);
+        if (out == Py_NotImplemented) {
+            Py_DECREF(out);
+            Py_RETURN_NONE;
+        }
+        return out;
     }
     if (kwnames && PyTuple_GET_SIZE(kwnames))
         Py_RETURN_FALSE;  /* keywords: the Python path reads them */
@@ -333,6 +364,35 @@ static PyObject *Recall_like(PyObject *Py_UNUSED(cls), PyObject *args)
     return (PyObject *)self;
 }
 
+/* Recall.start(start, repeat, what, alarm, template, engine, epoch): a matcher by value of a
+ * nonblocking method's repeat. */
+static PyObject *Recall_start(PyObject *Py_UNUSED(cls), PyObject *args)
+{
+    PyObject *start, *repeat, *what, *alarm, *template, *engine;
+    long long epoch;
+    if (!PyArg_ParseTuple(args, "OOOOO!OL", &start, &repeat, &what, &alarm, &PyTuple_Type,
+                          &template, &engine, &epoch))
+        return NULL;
+    if (!PyCallable_Check(start)) {
+        PyErr_SetString(PyExc_ValueError, "Recall.start: a callable");
+        return NULL;
+    }
+    Recall *self = new_recall(3);
+    if (self == NULL)
+        return NULL;
+    self->call = PyTuple_Pack(4, start, repeat, what, alarm);
+    if (self->call == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    Py_INCREF(template);
+    self->template = template;
+    Py_INCREF(engine);
+    self->engine = engine;
+    self->epoch = epoch;
+    return (PyObject *)self;
+}
+
 /* Recall.chain(matchers): a chain of matchers (a tuple of at least one). */
 static PyObject *Recall_chain(PyObject *Py_UNUSED(cls), PyObject *args)
 {
@@ -371,7 +431,7 @@ static PyObject *Recall_chain(PyObject *Py_UNUSED(cls), PyObject *args)
  *   (VALUES, dtype, shape, bytes)        an integer array of those values (C-contiguous)
  *   (HANDLE, obj, handle)                the same MPI object, whose ``handle`` is still that
  */
-enum { T_SAME, T_ARRAY, T_INT, T_INTS, T_SEQ, T_VALUES, T_HANDLE };
+enum { TK_SAME, TK_ARRAY, TK_INT, TK_INTS, TK_SEQ, TK_VALUES, TK_HANDLE };
 
 static PyObject *str_handle;
 
@@ -410,13 +470,13 @@ static int same(PyObject *t, PyObject *x)
 {
     long kind = PyLong_AsLong(PyTuple_GET_ITEM(t, 0));
     switch (kind) {
-    case T_SAME:
+    case TK_SAME:
         return x == PyTuple_GET_ITEM(t, 1);
-    case T_ARRAY:
+    case TK_ARRAY:
         return same_array(t, x);
-    case T_INT:
+    case TK_INT:
         return same_int(x, PyLong_AsLongLong(PyTuple_GET_ITEM(t, 1)));
-    case T_INTS: {
+    case TK_INTS: {
         if ((PyObject *)Py_TYPE(x) != PyTuple_GET_ITEM(t, 1))
             return 0;
         PyObject *packed = PyTuple_GET_ITEM(t, 2);
@@ -432,7 +492,7 @@ static int same(PyObject *t, PyObject *x)
         }
         return 1;
     }
-    case T_SEQ: {
+    case TK_SEQ: {
         if ((PyObject *)Py_TYPE(x) != PyTuple_GET_ITEM(t, 1))
             return 0;
         PyObject *entries = PyTuple_GET_ITEM(t, 2);
@@ -452,7 +512,7 @@ static int same(PyObject *t, PyObject *x)
         }
         return 1;
     }
-    case T_VALUES: {
+    case TK_VALUES: {
         if (!PyArray_CheckExact(x))
             return 0;
         PyArrayObject *a = (PyArrayObject *)x;
@@ -466,7 +526,7 @@ static int same(PyObject *t, PyObject *x)
                 return PyErr_Occurred() ? -1 : 0;
         return memcmp(PyArray_DATA(a), PyBytes_AS_STRING(bytes), PyArray_NBYTES(a)) == 0;
     }
-    case T_HANDLE: {
+    case TK_HANDLE: {
         if (x != PyTuple_GET_ITEM(t, 1))
             return 0;
         PyObject *h = PyObject_GetAttr(x, str_handle);
@@ -711,6 +771,658 @@ static PyTypeObject CFuncType = {
     .tp_call = PyVectorcall_Call,
 };
 
+/* A repeated nonblocking collective started and completed in C (dualmpi/engine/nonblocking.py:
+ * Progress.restart and Progress.wait, what their Python does for the common case).
+ *
+ *   IRestart(progress, plan_type, wrap, active, known, inflight, seq, alarm, watchdog,
+ *            istart, step, iwait, w, x, tag_ub, codes, pool_size)
+ *       per Progress: calling it with (call, what) (call a nonblocking.Repeat) starts the
+ *       repeat as Progress.restart does — rank 0 finds the vector among ``known`` (None on the
+ *       other ranks) and moves it to the end, a run is taken from the pool of the plan's
+ *       _Compiled (the one bound to the user's buffers when the repeat is zero-copy), and
+ *       dualmpi_istart (``istart``, an address) is called; the PlanRequest is made (its
+ *       __slots__ written at their offsets), counted in ``active`` and ``inflight``, and
+ *       returned as ``wrap(progress, plan)`` does (``wrap``'s two slots _progress and _plan
+ *       written, _active True).  Returns None when the start must be Python's from the
+ *       beginning (Alarm.nonblocking: the start in C declined, the line read), and
+ *       NotImplemented, having done nothing, when Progress.restart must do it (no run in
+ *       the pool, a _Compiled retired or not known yet, a vector rank 0 has not seen agreed).
+ *       ``codes``: (python, alarm, mode, CROUNDS, DONE, K_MODE) of nonblocking.py and rounds.c.
+ *
+ *   IRestart.close(plan)
+ *       the head of Progress.wait: when ``plan`` is the only request in flight, a
+ *       PlanRequest in its compiled rounds, it steps it (dualmpi_istep); when that ends the
+ *       rounds of a run started in C (no mode messages of Python's, the result copied out in
+ *       C, every trailer good) it ends the request as _finish and _end do — the run back in
+ *       the pool, the request out of ``active``, the plan's users counted down, ``finish()``
+ *       run (an exception of it is the request's error: Progress._fail) — and returns True.
+ *       When the step leaves rounds in flight it waits for them in C as Progress._c_wait does
+ *       (dualmpi_iwait, ``watchdog.state`` the request's tracker, Progress._tracker,
+ *       meanwhile), and ends the request alike; what it cannot end there (the alarm line's
+ *       message, rank 0's mode, an error, a request of Python's) goes to Progress._waited
+ *       and it returns False.  Otherwise it returns what the step returned (the Python wait
+ *       goes on from there), or None without a step (not the only request in flight, not in
+ *       compiled rounds).
+ */
+enum {
+    PL_PROGRESS, PL_COMPILED, PL_STORE, PL_TAG, PL_SEQ, PL_WHAT, PL_RECV, PL_COMBINE, PL_CHECK,
+    PL_FINISH, PL_STAGE, PL_K, PL_REQS, PL_PEERS, PL_SINCE, PL_DONE, PL_ERROR, PL_RESULT,
+    PL_AGREE_IN, PL_AGREE_OUT, PL_BAD, PL_SIGNATURE, PL_CALL, PL_KNOWN, PL_MODES, PL_STORE_MODE,
+    PL_C_STATE, PL_C_ADDR, PL_C_REQS, PL_C_MODE, PL_C_CALL, PL_SLOTS
+};
+static const char *plan_slots[PL_SLOTS] = {
+    "progress", "compiled", "store", "tag", "seq", "what", "recv", "combine", "check",
+    "finish", "stage", "k", "reqs", "peers", "since", "done", "error", "result",
+    "agree_in", "agree_out", "bad", "signature", "call", "known", "modes", "store_mode",
+    "c_state", "c_addr", "c_reqs", "c_mode", "c_call"
+};
+enum { WR_PROGRESS, WR_PLAN, WR_ACTIVE, WR_SLOTS };
+static const char *wrap_slots[WR_SLOTS] = {"_progress", "_plan", "_active"};
+/* the run's state fields dualmpi_istep keeps (rounds.c: S_K, S_BAD_ROUND) */
+#define ST_K 0
+#define ST_BAD_ROUND 5
+
+typedef int (*istart_fn)(const int64_t *, int64_t *, const int64_t *, const int64_t *,
+                         const int64_t *, int64_t, int64_t);
+typedef int (*istep_fn)(const int64_t *, int64_t *);
+typedef int (*iwait_fn)(const int64_t *, int64_t *, const int64_t *);
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *progress, *plan_type, *wrap, *active, *known, *inflight, *seq, *alarm;
+    istart_fn istart;
+    istep_fn step;
+    iwait_fn iwait;
+    PyObject *watchdog;
+    const int64_t *w, *x;
+    int64_t tag_ub, *inflight_at;
+    const int64_t *seq_at;
+    int python_code, alarm_code, mode_code;
+    long crounds, done_stage, k_mode;
+    Py_ssize_t pool_size;
+    Py_ssize_t plan_off[PL_SLOTS], wrap_off[WR_SLOTS];
+    PyObject *crounds_obj, *done_obj, *empty_tuple, *mode_peers;
+} IRestart;
+
+static PyObject *s_c, *s_key, *s_z_c, *s_z_comp, *s_z_addr, *s_c_addr, *s_comp, *s_comp_key,
+    *s_retired, *s_pool, *s_users, *s_rounds, *s_signature, *s_combine, *s_check, *s_finish,
+    *s_flat, *s_seq_attr, *s_restarts, *s_zero_copy, *s_move_to_end, *s_poll, *s_advance,
+    *s_restart_failed, *s_cache, *s_free, *s_fail, *s_tracker, *s_waited;
+
+static void IRestart_dealloc(IRestart *self)
+{
+    Py_XDECREF(self->progress);
+    Py_XDECREF(self->plan_type);
+    Py_XDECREF(self->wrap);
+    Py_XDECREF(self->active);
+    Py_XDECREF(self->known);
+    Py_XDECREF(self->inflight);
+    Py_XDECREF(self->seq);
+    Py_XDECREF(self->alarm);
+    Py_XDECREF(self->watchdog);
+    Py_XDECREF(self->crounds_obj);
+    Py_XDECREF(self->done_obj);
+    Py_XDECREF(self->empty_tuple);
+    Py_XDECREF(self->mode_peers);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* A slot of an object of a class with __slots__: its value (borrowed; NULL when unset). */
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+static void put(PyObject *obj, Py_ssize_t off, PyObject *v)  /* (v: a new reference, stolen) */
+{
+    PyObject *old = SLOT(obj, off);
+    SLOT(obj, off) = v;
+    Py_XDECREF(old);
+}
+
+static void put_ref(PyObject *obj, Py_ssize_t off, PyObject *v)
+{
+    Py_INCREF(v);
+    put(obj, off, v);
+}
+
+static int slot_offsets(PyObject *type, const char **names, int n, Py_ssize_t *out)
+{
+    for (int i = 0; i < n; i++) {
+        PyObject *d = PyObject_GetAttrString(type, names[i]);
+        if (d == NULL)
+            return -1;
+        if (!PyObject_TypeCheck(d, &PyMemberDescr_Type) ||
+                ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) {
+            Py_DECREF(d);
+            PyErr_Format(PyExc_TypeError, "IRestart: %s is not a slot", names[i]);
+            return -1;
+        }
+        out[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+        Py_DECREF(d);
+    }
+    return 0;
+}
+
+static int64_t *array_data(PyObject *a, const char *what)
+{
+    if (!PyArray_Check(a) || PyArray_TYPE((PyArrayObject *)a) != NPY_INT64 ||
+            !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)a)) {
+        PyErr_Format(PyExc_TypeError, "IRestart: %s is not a contiguous int64 array", what);
+        return NULL;
+    }
+    return (int64_t *)PyArray_DATA((PyArrayObject *)a);
+}
+
+static PyObject *IRestart_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf,
+                                     PyObject *kwnames);
+
+static PyObject *IRestart_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    PyObject *progress, *plan_type, *wrap, *active, *known, *inflight, *seq, *alarm, *codes;
+    PyObject *watchdog;
+    unsigned long long istart, step, iwait, w, x;
+    long long tag_ub;
+    Py_ssize_t pool_size;
+    if (kw != NULL || !PyArg_ParseTuple(args, "OOOOOOOOOKKKKKLOn", &progress, &plan_type, &wrap,
+                                        &active, &known, &inflight, &seq, &alarm, &watchdog,
+                                        &istart, &step, &iwait, &w, &x, &tag_ub, &codes,
+                                        &pool_size))
+        return NULL;
+    if (!PyType_Check(plan_type) || !PyType_Check(wrap) || !PyList_CheckExact(active) ||
+            !PyTuple_Check(codes) || PyTuple_GET_SIZE(codes) != 6 || !istart || !step ||
+            !iwait || !w || !x || tag_ub <= 0) {
+        PyErr_SetString(PyExc_TypeError, "IRestart: bad arguments");
+        return NULL;
+    }
+    IRestart *self = (IRestart *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = NULL;
+    Py_INCREF(progress); self->progress = progress;
+    Py_INCREF(plan_type); self->plan_type = plan_type;
+    Py_INCREF(wrap); self->wrap = wrap;
+    Py_INCREF(active); self->active = active;
+    Py_INCREF(known); self->known = known;
+    Py_INCREF(inflight); self->inflight = inflight;
+    Py_INCREF(seq); self->seq = seq;
+    Py_INCREF(alarm); self->alarm = alarm;
+    Py_INCREF(watchdog); self->watchdog = watchdog;
+    self->istart = (istart_fn)(uintptr_t)istart;
+    self->step = (istep_fn)(uintptr_t)step;
+    self->iwait = (iwait_fn)(uintptr_t)iwait;
+    self->w = (const int64_t *)(uintptr_t)w;
+    self->x = (const int64_t *)(uintptr_t)x;
+    self->tag_ub = tag_ub;
+    self->pool_size = pool_size;
+    long c[6];
+    for (int i = 0; i < 6; i++) {
+        c[i] = PyLong_AsLong(PyTuple_GET_ITEM(codes, i));
+        if (c[i] == -1 && PyErr_Occurred()) {
+            Py_DECREF(self);
+            return NULL;
+        }
+    }
+    self->python_code = (int)c[0];
+    self->alarm_code = (int)c[1];
+    self->mode_code = (int)c[2];
+    self->crounds = c[3];
+    self->done_stage = c[4];
+    self->k_mode = c[5];
+    self->crounds_obj = PyLong_FromLong(c[3]);
+    self->done_obj = PyLong_FromLong(c[4]);
+    self->empty_tuple = PyTuple_New(0);
+    self->mode_peers = Py_BuildValue("(i)", 0);
+    if (self->crounds_obj == NULL || self->done_obj == NULL || self->empty_tuple == NULL ||
+            self->mode_peers == NULL ||
+            (self->inflight_at = array_data(inflight, "inflight")) == NULL ||
+            (self->seq_at = array_data(seq, "seq")) == NULL ||
+            slot_offsets(plan_type, plan_slots, PL_SLOTS, self->plan_off) < 0 ||
+            slot_offsets(wrap, wrap_slots, WR_SLOTS, self->wrap_off) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->vectorcall = IRestart_vectorcall;
+    return (PyObject *)self;
+}
+
+/* obj.name as a C integer (-1 with the error set on failure: checked with PyErr_Occurred). */
+static long long attr_ll(PyObject *obj, PyObject *name)
+{
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (v == NULL)
+        return -1;
+    long long out = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    return out;
+}
+
+static int add_attr(PyObject *obj, PyObject *name, long long by)
+{
+    long long v = attr_ll(obj, name);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    PyObject *n = PyLong_FromLongLong(v + by);
+    if (n == NULL)
+        return -1;
+    int err = PyObject_SetAttr(obj, name, n);
+    Py_DECREF(n);
+    return err;
+}
+
+/* attr is None (1), is not (0), or the error (-1). */
+static int attr_is_none(PyObject *obj, PyObject *name, PyObject **out)
+{
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (v == NULL)
+        return -1;
+    if (out != NULL) {
+        *out = v;
+        return v == Py_None;
+    }
+    int none = v == Py_None;
+    Py_DECREF(v);
+    return none;
+}
+
+static double monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The peers of the round the run's state names (Progress._c_moved), a new reference. */
+static PyObject *round_peers(IRestart *self, PyObject *comp, long long k)
+{
+    if (k == self->k_mode) {
+        Py_INCREF(self->mode_peers);
+        return self->mode_peers;
+    }
+    PyObject *rounds = PyObject_GetAttr(comp, s_rounds);
+    if (rounds == NULL)
+        return NULL;
+    PyObject *out = self->empty_tuple;
+    if (PyList_Check(rounds) && k >= 0 && k < PyList_GET_SIZE(rounds)) {
+        PyObject *rnd = PyList_GET_ITEM(rounds, k);
+        if (PyTuple_Check(rnd) && PyTuple_GET_SIZE(rnd) > 5)
+            out = PyTuple_GET_ITEM(rnd, 5);
+    }
+    Py_INCREF(out);
+    Py_DECREF(rounds);
+    return out;
+}
+
+static PyObject *irestart(IRestart *self, PyObject *call, PyObject *what)
+{
+    PyObject *comp = NULL, *pool = NULL, *run = NULL, *req = NULL, *wrapped = NULL, *v;
+    int zero = 0, none;
+
+    if ((none = attr_is_none(call, s_c, NULL)) != 0)
+        return none < 0 ? NULL : Py_NewRef(Py_None);
+    if (self->known != Py_None) {  /* rank 0: a vector it has seen agreed? */
+        PyObject *key = PyObject_GetAttr(call, s_key);
+        if (key == NULL)
+            return NULL;
+        int known = PySequence_Contains(self->known, key);
+        if (known <= 0) {
+            Py_DECREF(key);
+            return known < 0 ? NULL : Py_NewRef(Py_None);
+        }
+        v = PyObject_CallMethodOneArg(self->known, s_move_to_end, key);
+        Py_DECREF(key);
+        if (v == NULL)
+            return NULL;
+        Py_DECREF(v);
+    }
+    /* the plan's _Compiled: bound to the user's buffers (zero-copy) or the cached one */
+    if ((none = attr_is_none(call, s_z_c, NULL)) < 0)
+        return NULL;
+    zero = !none;
+    comp = PyObject_GetAttr(call, zero ? s_z_comp : s_comp);
+    if (comp == NULL)
+        return NULL;
+    if (comp == Py_None)
+        goto python;
+    if ((v = PyObject_GetAttr(comp, s_retired)) == NULL)
+        goto fail;
+    int retired = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    if (retired)
+        goto python;
+    if ((pool = PyObject_GetAttr(comp, s_pool)) == NULL)
+        goto fail;
+    if (!PyList_CheckExact(pool) || PyList_GET_SIZE(pool) == 0)
+        goto python;
+    if (!zero) {  /* (Progress._compiled: the cache's order of use) */
+        PyObject *cache = PyObject_GetAttr(self->progress, s_cache);
+        PyObject *key = cache ? PyObject_GetAttr(call, s_comp_key) : NULL;
+        v = key ? PyObject_CallMethodOneArg(cache, s_move_to_end, key) : NULL;
+        Py_XDECREF(cache);
+        Py_XDECREF(key);
+        if (v == NULL)
+            goto fail;
+        Py_DECREF(v);
+    }
+    Py_ssize_t last = PyList_GET_SIZE(pool) - 1;
+    run = PyList_GET_ITEM(pool, last);
+    Py_INCREF(run);
+    if (PyList_SetSlice(pool, last, last + 1, NULL) < 0)
+        goto fail;
+    if (!PyTuple_CheckExact(run) || PyTuple_GET_SIZE(run) != 5) {
+        PyErr_SetString(PyExc_TypeError, "IRestart: a run is not a 5-tuple");
+        goto fail;
+    }
+    long long p = attr_ll(comp, s_c_addr);
+    if (p == -1 && PyErr_Occurred())
+        goto fail;
+    long long state_addr = PyLong_AsLongLong(PyTuple_GET_ITEM(run, 3));
+    if (state_addr == -1 && PyErr_Occurred())
+        goto fail;
+    long long m = attr_ll(call, zero ? s_z_addr : s_c_addr);
+    if (m == -1 && PyErr_Occurred())
+        goto fail;
+    long long seq = attr_ll(self->progress, s_seq_attr);
+    if (seq == -1 && PyErr_Occurred())
+        goto fail;
+    long long tag = seq % self->tag_ub;
+    int err = self->istart((const int64_t *)(intptr_t)p, (int64_t *)(intptr_t)state_addr,
+                           self->w, self->x, (const int64_t *)(intptr_t)m, seq, tag);
+    if (err == self->python_code || err == self->alarm_code) {
+        if (PyList_GET_SIZE(pool) < self->pool_size && PyList_Append(pool, run) < 0)
+            goto fail;
+        Py_CLEAR(run);
+        if (err == self->alarm_code) {
+            v = PyObject_CallMethodOneArg(self->alarm, s_poll, what);
+            if (v == NULL)
+                goto fail;
+            Py_DECREF(v);
+        }
+        Py_DECREF(comp);
+        Py_DECREF(pool);
+        return Py_NewRef(Py_None);
+    }
+    {
+        PyObject *n = PyLong_FromLongLong(seq + 1);
+        int bad = n == NULL || PyObject_SetAttr(self->progress, s_seq_attr, n) < 0;
+        Py_XDECREF(n);
+        if (bad || add_attr(self->progress, s_restarts, 1) < 0 ||
+                (zero && add_attr(self->progress, s_zero_copy, 1) < 0))
+            goto fail;
+    }
+    /* the PlanRequest, as Progress.restart makes it */
+    PyTypeObject *pt = (PyTypeObject *)self->plan_type;
+    req = pt->tp_alloc(pt, 0);
+    if (req == NULL)
+        goto fail;
+    const Py_ssize_t *o = self->plan_off;
+    for (int i = 0; i < PL_SLOTS; i++)
+        put_ref(req, o[i], Py_None);
+    put(req, o[PL_SEQ], PyLong_FromLongLong(seq));
+    put(req, o[PL_TAG], PyLong_FromLongLong(tag));
+    put_ref(req, o[PL_PROGRESS], self->progress);
+    put_ref(req, o[PL_WHAT], what);
+    put_ref(req, o[PL_COMPILED], comp);
+    put_ref(req, o[PL_STORE], PyTuple_GET_ITEM(run, 0));
+    put_ref(req, o[PL_C_STATE], PyTuple_GET_ITEM(run, 1));
+    put_ref(req, o[PL_C_REQS], PyTuple_GET_ITEM(run, 2));
+    put_ref(req, o[PL_C_ADDR], PyTuple_GET_ITEM(run, 3));
+    put_ref(req, o[PL_C_MODE], PyTuple_GET_ITEM(run, 4));
+    {
+        static PyObject **from[] = {&s_signature, &s_combine, &s_check, &s_finish, &s_flat};
+        static const int to[] = {PL_SIGNATURE, PL_COMBINE, PL_CHECK, PL_FINISH, PL_AGREE_OUT};
+        for (int i = 0; i < 5; i++) {
+            if ((v = PyObject_GetAttr(call, *from[i])) == NULL)
+                goto fail;
+            put(req, o[to[i]], v);
+        }
+    }
+    put_ref(req, o[PL_C_CALL], call);
+    put_ref(req, o[PL_DONE], Py_False);
+    put(req, o[PL_REQS], PyList_New(0));
+    put_ref(req, o[PL_PEERS], self->empty_tuple);
+    put_ref(req, o[PL_MODES], self->empty_tuple);
+    put(req, o[PL_CALL], PyLong_FromLongLong(self->seq_at[0]));
+    put_ref(req, o[PL_STAGE], self->crounds_obj);
+    put(req, o[PL_SINCE], PyFloat_FromDouble(monotonic()));
+    for (int i = 0; i < PL_SLOTS; i++)
+        if (SLOT(req, o[i]) == NULL)  /* (a failed PyLong_FromLongLong, PyList_New...) */
+            goto fail;
+    if (add_attr(comp, s_users, 1) < 0 || PyList_Append(self->active, req) < 0)
+        goto fail;
+    self->inflight_at[0] += 1;
+    {  /* Progress._c_moved: the round the step left it in */
+        const int64_t *state = (const int64_t *)(intptr_t)state_addr;
+        put(req, o[PL_K], PyLong_FromLongLong(state[ST_K]));
+        PyObject *peers = round_peers(self, comp, state[ST_K]);
+        if (peers == NULL || SLOT(req, o[PL_K]) == NULL) {
+            Py_XDECREF(peers);
+            goto fail;
+        }
+        put(req, o[PL_PEERS], peers);
+    }
+    if (err == self->mode_code)
+        v = PyObject_CallMethodOneArg(self->progress, s_advance, req);
+    else if (err) {
+        PyObject *code = PyLong_FromLong(err);
+        v = code == NULL ? NULL :
+            PyObject_CallMethodObjArgs(self->progress, s_restart_failed, req, code, NULL);
+        Py_XDECREF(code);
+    } else {
+        v = Py_NewRef(Py_None);
+    }
+    if (v == NULL)
+        goto fail;
+    Py_DECREF(v);
+    /* wrap(progress, req): the user's request */
+    PyTypeObject *wt = (PyTypeObject *)self->wrap;
+    wrapped = wt->tp_alloc(wt, 0);
+    if (wrapped == NULL)
+        goto fail;
+    put_ref(wrapped, self->wrap_off[WR_PROGRESS], self->progress);
+    put_ref(wrapped, self->wrap_off[WR_PLAN], req);
+    put_ref(wrapped, self->wrap_off[WR_ACTIVE], Py_True);
+    Py_DECREF(req);
+    Py_DECREF(run);
+    Py_DECREF(pool);
+    Py_DECREF(comp);
+    return wrapped;
+python:
+    Py_XDECREF(pool);
+    Py_DECREF(comp);
+    Py_RETURN_NOTIMPLEMENTED;
+fail:
+    Py_XDECREF(req);
+    Py_XDECREF(run);
+    Py_XDECREF(pool);
+    Py_XDECREF(comp);
+    return NULL;
+}
+
+static PyObject *IRestart_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf,
+                                     PyObject *kwnames)
+{
+    if (kwnames != NULL || PyVectorcall_NARGS(nargsf) != 2) {
+        PyErr_SetString(PyExc_TypeError, "IRestart(call, what)");
+        return NULL;
+    }
+    return irestart((IRestart *)obj, args[0], args[1]);
+}
+
+/* Whether a request whose rounds are done ends in C (IRestart.close): no mode messages of
+ * Python's, its result copied out in C (no receive buffer of Python's), every trailer good. */
+static int ends_here(IRestart *self, PyObject *req, const int64_t *state)
+{
+    const Py_ssize_t *o = self->plan_off;
+    PyObject *modes = SLOT(req, o[PL_MODES]);
+    return state[ST_BAD_ROUND] < 0 && SLOT(req, o[PL_RECV]) == Py_None &&
+           SLOT(req, o[PL_BAD]) == Py_None && modes != NULL && PyTuple_Check(modes) &&
+           PyTuple_GET_SIZE(modes) == 0;
+}
+
+static PyObject *IRestart_close(IRestart *self, PyObject *req)
+{
+    if (self->inflight_at[0] != 1 || Py_TYPE(req) != (PyTypeObject *)self->plan_type)
+        Py_RETURN_NONE;
+    const Py_ssize_t *o = self->plan_off;
+    PyObject *stage = SLOT(req, o[PL_STAGE]), *done = SLOT(req, o[PL_DONE]);
+    if (stage == NULL || done != Py_False || !PyLong_CheckExact(stage) ||
+            PyLong_AsLong(stage) != self->crounds)
+        Py_RETURN_NONE;
+    PyObject *comp = SLOT(req, o[PL_COMPILED]), *c_state = SLOT(req, o[PL_C_STATE]);
+    PyObject *c_addr = SLOT(req, o[PL_C_ADDR]);
+    if (comp == NULL || c_state == NULL || c_addr == NULL || !PyArray_Check(c_state))
+        Py_RETURN_NONE;
+    long long p = attr_ll(comp, s_c_addr);
+    if (p == -1 && PyErr_Occurred())
+        return NULL;
+    long long sa = PyLong_AsLongLong(c_addr);
+    if (sa == -1 && PyErr_Occurred())
+        return NULL;
+    int err = self->step((const int64_t *)(intptr_t)p, (int64_t *)(intptr_t)sa);
+    const int64_t *state = (const int64_t *)(intptr_t)sa;
+    PyObject *rounds = PyObject_GetAttr(comp, s_rounds);
+    if (rounds == NULL)
+        return NULL;
+    Py_ssize_t nrounds = PyObject_Length(rounds);
+    Py_DECREF(rounds);
+    if (nrounds < 0)
+        return NULL;
+    if (!err && state[ST_K] < nrounds) {
+        /* Progress._c_wait: the rest of the rounds in C (dualmpi_iwait), under the watchdog */
+        PyObject *tracker = PyObject_CallMethodOneArg(self->progress, s_tracker, req);
+        if (tracker == NULL)
+            return NULL;
+        int bad = PyObject_SetAttr(self->watchdog, str_state, tracker);
+        Py_DECREF(tracker);
+        if (bad < 0)
+            return NULL;
+        Py_BEGIN_ALLOW_THREADS
+        err = self->iwait((const int64_t *)(intptr_t)p, (int64_t *)(intptr_t)sa, self->w);
+        Py_END_ALLOW_THREADS
+        if (PyObject_SetAttr(self->watchdog, str_state, Py_None) < 0)
+            return NULL;
+        if (err || state[ST_K] < nrounds || !ends_here(self, req, state)) {
+            /* (the rest as Progress._c_wait's: the line's message, rank 0's mode, an error) */
+            PyObject *code = PyLong_FromLong(err);
+            PyObject *v = code == NULL ? NULL :
+                PyObject_CallMethodObjArgs(self->progress, s_waited, req, code, NULL);
+            Py_XDECREF(code);
+            if (v == NULL)
+                return NULL;
+            Py_DECREF(v);
+            Py_RETURN_FALSE;
+        }
+    }
+    if (err || state[ST_K] < nrounds || !ends_here(self, req, state))
+        return PyLong_FromLong(err);  /* (Progress.wait goes on from the step) */
+    Py_INCREF(req);
+    Py_INCREF(comp);
+    PyObject *v = NULL, *finish = NULL;
+    int ok = -1;
+    put(req, o[PL_K], PyLong_FromSsize_t(nrounds - 1));
+    put_ref(req, o[PL_PEERS], self->empty_tuple);
+    /* _finish: the run back to the pool */
+    if ((v = PyObject_GetAttr(comp, s_retired)) == NULL)
+        goto out;
+    int retired = PyObject_IsTrue(v);
+    Py_CLEAR(v);
+    if (!retired) {
+        PyObject *pool = PyObject_GetAttr(comp, s_pool);
+        if (pool == NULL)
+            goto out;
+        if (PyList_Check(pool) && PyList_GET_SIZE(pool) < self->pool_size) {
+            PyObject *run = PyTuple_Pack(5, SLOT(req, o[PL_STORE]), c_state, SLOT(req, o[PL_C_REQS]),
+                                         c_addr, SLOT(req, o[PL_C_MODE]));
+            int bad = run == NULL || PyList_Append(pool, run) < 0;
+            Py_XDECREF(run);
+            if (bad) {
+                Py_DECREF(pool);
+                goto out;
+            }
+        }
+        Py_DECREF(pool);
+    }
+    /* _end */
+    put_ref(req, o[PL_DONE], Py_True);
+    put_ref(req, o[PL_STAGE], self->done_obj);
+    for (Py_ssize_t i = PyList_GET_SIZE(self->active) - 1; i >= 0; i--)
+        if (PyList_GET_ITEM(self->active, i) == req) {
+            if (PyList_SetSlice(self->active, i, i + 1, NULL) < 0)
+                goto out;
+            self->inflight_at[0] -= 1;
+            break;
+        }
+    if (add_attr(comp, s_users, -1) < 0)
+        goto out;
+    if (retired) {
+        long long users = attr_ll(comp, s_users);
+        if (users == -1 && PyErr_Occurred())
+            goto out;
+        if (users == 0) {
+            if ((v = PyObject_CallMethodNoArgs(comp, s_free)) == NULL)
+                goto out;
+            Py_CLEAR(v);
+        }
+    }
+    finish = SLOT(req, o[PL_FINISH]);
+    Py_XINCREF(finish);
+    static const int cleared[] = {PL_STORE, PL_RECV, PL_FINISH, PL_CHECK, PL_COMBINE,
+                                  PL_AGREE_IN, PL_C_STATE, PL_C_REQS, PL_C_MODE, PL_C_CALL};
+    for (size_t i = 0; i < sizeof cleared / sizeof cleared[0]; i++)
+        put_ref(req, o[cleared[i]], Py_None);
+    if (finish != NULL && finish != Py_None) {
+        v = PyObject_CallNoArgs(finish);
+        if (v == NULL && PyErr_ExceptionMatches(PyExc_Exception)) {
+            /* (Progress._advance: a failed finish is the request's error) */
+            PyObject *type, *exc, *tb;
+            PyErr_Fetch(&type, &exc, &tb);
+            PyErr_NormalizeException(&type, &exc, &tb);
+            if (exc != NULL && tb != NULL)
+                PyException_SetTraceback(exc, tb);
+            v = exc == NULL ? NULL :
+                PyObject_CallMethodObjArgs(self->progress, s_fail, req, exc, NULL);
+            Py_XDECREF(type);
+            Py_XDECREF(exc);
+            Py_XDECREF(tb);
+            if (v == NULL)
+                goto out;
+            Py_CLEAR(v);
+        } else if (v == NULL) {
+            goto out;
+        } else {
+            put(req, o[PL_RESULT], v);
+            v = NULL;
+        }
+    }
+    ok = 0;
+out:
+    Py_XDECREF(v);
+    Py_XDECREF(finish);
+    Py_DECREF(comp);
+    Py_DECREF(req);
+    if (ok < 0)
+        return NULL;
+    Py_RETURN_TRUE;
+}
+
+static PyMethodDef IRestart_methods[] = {
+    {"close", (PyCFunction)IRestart_close, METH_O,
+     "close(plan): step the only request in flight; end it when its rounds are done (see recall.c)"},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyTypeObject IRestartType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dualmpi_recall.IRestart",
+    .tp_basicsize = sizeof(IRestart),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A repeated nonblocking collective started and ended in C (see dualmpi/engine/recall.c)",
+    .tp_new = IRestart_new,
+    .tp_dealloc = (destructor)IRestart_dealloc,
+    .tp_vectorcall_offset = offsetof(IRestart, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_methods = IRestart_methods,
+};
+
 static PyMethodDef module_functions[] = {
     {"same", (PyCFunction)(void (*)(void))recall_same, METH_FASTCALL,
      "same(template, args): True when args are what the template was made of"},
@@ -722,6 +1434,9 @@ static PyMethodDef Recall_methods[] = {
      "match(call, held, checks, engine, epoch): a matcher running ``call`` (see recall.c)"},
     {"like", (PyCFunction)Recall_like, METH_VARARGS | METH_CLASS,
      "like(call, template, engine, epoch): a matcher of arguments by value (see recall.c)"},
+    {"start", (PyCFunction)Recall_start, METH_VARARGS | METH_CLASS,
+     "start(start, repeat, what, alarm, template, engine, epoch): a nonblocking repeat's "
+     "matcher, returning start(repeat, what)'s request or None (see recall.c)"},
     {"chain", (PyCFunction)Recall_chain, METH_VARARGS | METH_CLASS,
      "chain(matchers): the first matcher of the tuple whose arguments match (see recall.c)"},
     {NULL, NULL, 0, NULL}
@@ -752,10 +1467,27 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
     str_state = PyUnicode_InternFromString("state");
     str_evictions = PyUnicode_InternFromString("evictions");
     str_handle = PyUnicode_InternFromString("handle");
-    if (str_state == NULL || str_evictions == NULL || str_handle == NULL ||
+    str_broken = PyUnicode_InternFromString("broken");
+    if (str_state == NULL || str_evictions == NULL || str_handle == NULL || str_broken == NULL ||
             PyType_Ready(&RecallType) < 0 || PyType_Ready(&VRecallType) < 0 ||
-            PyType_Ready(&CFuncType) < 0)
+            PyType_Ready(&CFuncType) < 0 || PyType_Ready(&IRestartType) < 0)
         return NULL;
+    {
+        static struct { PyObject **at; const char *name; } names[] = {
+            {&s_c, "c"}, {&s_key, "key"}, {&s_z_c, "z_c"}, {&s_z_comp, "z_comp"},
+            {&s_z_addr, "z_addr"}, {&s_c_addr, "c_addr"}, {&s_comp, "comp"},
+            {&s_comp_key, "comp_key"}, {&s_retired, "retired"}, {&s_pool, "pool"},
+            {&s_users, "users"}, {&s_rounds, "rounds"}, {&s_signature, "signature"},
+            {&s_combine, "combine"}, {&s_check, "check"}, {&s_finish, "finish"},
+            {&s_flat, "flat"}, {&s_seq_attr, "_seq"}, {&s_restarts, "restarts"},
+            {&s_zero_copy, "zero_copy"}, {&s_move_to_end, "move_to_end"}, {&s_poll, "poll"},
+            {&s_advance, "_advance"}, {&s_restart_failed, "_restart_failed"},
+            {&s_cache, "_cache"}, {&s_free, "free"}, {&s_fail, "_fail"}, {&s_tracker, "_tracker"}, {&s_waited, "_waited"},
+        };
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if ((*names[i].at = PyUnicode_InternFromString(names[i].name)) == NULL)
+                return NULL;
+    }
     PyObject *m = PyModule_Create(&recall_module);
     if (m == NULL)
         return NULL;
@@ -774,6 +1506,12 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
     Py_INCREF(&CFuncType);
     if (PyModule_AddObject(m, "CFunc", (PyObject *)&CFuncType) < 0) {
         Py_DECREF(&CFuncType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&IRestartType);
+    if (PyModule_AddObject(m, "IRestart", (PyObject *)&IRestartType) < 0) {
+        Py_DECREF(&IRestartType);
         Py_DECREF(m);
         return NULL;
     }

@@ -31,6 +31,18 @@ does the same steps in one call:
   runs ``exchange`` (the count table's allgather into ``table``), then, when the table holds
   the bytes ``seen``, ``data`` (the call's plan), and returns True; None when the table
   changed (the Python path goes on with it); False, running nothing, otherwise;
+* ``Recall.start(start, repeat, what, alarm, template, engine, epoch)`` is a matcher of a
+  fixed-count nonblocking method (``Comm._mIbcast``: :func:`dualmpi.calls._install_start`):
+  arguments equal to what ``template`` was made of, the cache unchanged and ``alarm.broken``
+  None, it returns ``start(repeat, what)``'s request; otherwise (or when the start declines)
+  None, and :func:`dualmpi.calls.icollective` starts the call;
+* ``IRestart(progress, ...)`` starts a repeat of a fixed-count nonblocking call as
+  :meth:`Progress.restart <dualmpi.engine.nonblocking.Progress.restart>` does, its
+  ``PlanRequest`` and the user's request made in C (their ``__slots__`` written at their
+  offsets), and ``IRestart.close(plan)``, the head of :meth:`Progress.wait
+  <dualmpi.engine.nonblocking.Progress.wait>`, steps the only request in flight and ends it
+  when its rounds are done (the run back to its pool, ``finish()`` run): Python's frames on
+  that path cost more than the messages (docs/performance.md, "A nonblocking repeat in C");
 * ``CFunc(address, nargs, release)`` calls a C function of the round loop's library
   (``nargs`` int64 arguments, an int back; ``release``: without the GIL, for one that
   blocks) as its ctypes function does, without ctypes' argument conversions: the nonblocking
@@ -70,6 +82,6 @@ def load():
     """Return the extension module, or None with :func:`reason` set (once per process).
 
     >>> load() is None or sorted(n for n in dir(load()) if not n.startswith("_"))
-    ['CFunc', 'Recall', 'VRecall', 'same']
+    ['CFunc', 'IRestart', 'Recall', 'VRecall', 'same']
     """
     return cloop.extension(_library, "PyInit_dualmpi_recall", "DUALMPI_RECALL", _loaded)

@@ -248,9 +248,9 @@ int dualmpi_run(const int64_t *a)
  *
  * A run started in C (dualmpi_istart, below) also carries rank 0's *mode* messages: s[S_NMODE]
  * requests from s[S_MODE_AT] on in the request array (after the round's messages and the spare
- * slot of the alarm line).  On rank 0 they are its synchronous sends of [1, vector] to every other
- * rank, done with the last round (so rank 0 is never more calls ahead of a rank than the requests
- * the program holds); on another rank the receive of rank 0's mode into s[S_MODE], which round 0
+ * slot of the alarm line).  On rank 0 they are its sends of [1, vector] to every other rank, done
+ * with the last round, every MODE_SYNC-th request's synchronous (so rank 0 is never more than
+ * MODE_SYNC calls ahead of a rank beyond the requests the program holds); on another rank the receive of rank 0's mode into s[S_MODE], which round 0
  * waits for (k == K_MODE): a mode that says "skip" with this rank's own vector (s[S_VEC],
  * s[S_NVEC] words) lets the rounds run; anything else stops the run at K_HEARD and returns
  * DUALMPI_MODE, every time, until Python has read the mode (dualmpi/engine/nonblocking.py: the
@@ -448,13 +448,19 @@ int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
  * + 1, noted in the history, its note in future cleared), the notices are sent (rank 0 to every
  * rank, the others to rank 0: [NONBLOCKING, t, rank, 0...]), the run is set up (signature,
  * trailers cleared, copies in, combine), and the modes posted: rank 0 sends every rank [1,
- * vector] (MPI_Issend, done with the last round), another rank receives rank 0's (round 0 waits
+ * vector] (MPI_Isend, MPI_Issend when seq % MODE_SYNC == 0; done with the last round), another rank receives rank 0's (round 0 waits
  * for it: dualmpi_istep).  Then the run is stepped.  Returns what dualmpi_istep returns. */
 enum { X_RANK, X_SIZE, X_ACOMM, X_CTL, X_I64, X_LONG, X_NOTES, X_NOTE_REQS, X_NOTE_BUF, X_FIELDS };
 enum { M_VEC, M_NVEC, M_CIN, M_NCIN, M_COUT, M_NCOUT, M_SIG, M_SIGAT, M_SIZE, M_OP, M_TYPE,
        M_ITEM, M_FIELDS };
 #define DUALMPI_PYTHON (-2147483644)
 #define ALARM_TAG 9
+/* Rank 0 sends the mode of every MODE_SYNC-th request (seq % MODE_SYNC == 0) synchronously:
+ * that request ends only once every rank has started it, so rank 0 is never more than
+ * MODE_SYNC calls ahead of a rank beyond the requests the program holds (nonblocking.py). */
+#define MODE_SYNC 64
+
+int dualmpi_mode_sync(void) { return MODE_SYNC; }
 
 int dualmpi_start_fields(void) { return X_FIELDS * 100 + M_FIELDS; }
 int dualmpi_python_code(void) { return DUALMPI_PYTHON; }
@@ -555,7 +561,9 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, const int64_t
             mode[0] = 1;
             memcpy(mode + 1, (const void *)(intptr_t)m[M_VEC], (size_t)n * sizeof(int64_t));
             for (int r = 1; r < size; r++) {
-                err = MPI_Issend(mode, n + 1, mtype, r, (int)tag, ctl, at + r - 1);
+                err = seq % MODE_SYNC
+                    ? MPI_Isend(mode, n + 1, mtype, r, (int)tag, ctl, at + r - 1)
+                    : MPI_Issend(mode, n + 1, mtype, r, (int)tag, ctl, at + r - 1);
                 if (err != MPI_SUCCESS)
                     return err;
                 s[S_NMODE] = r;

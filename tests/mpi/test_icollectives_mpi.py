@@ -230,6 +230,43 @@ def test_thousands_of_requests_held_then_waited(net_i):
     assert _agree(ok), err
 
 
+@pytest.mark.mpi
+def test_rank_0_runs_ahead_until_a_synchronous_mode():
+    """Rank 0 sends the mode of a repeat synchronously every ``MODE_SYNC``-th request only: a
+    loop of broadcasts from rank 0, each waited for, while the other ranks sleep, runs ahead
+    to the next request whose number is a multiple of ``MODE_SYNC`` and waits there until
+    they start it (so rank 0 is never more than ``MODE_SYNC`` calls ahead); every buffer then
+    holds rank 0's data, as ``MPI.COMM_WORLD``'s ``Ibcast`` gives.  One node per rank: the
+    root's rank only sends (with several, the tree may come back through another rank)."""
+    from dualmpi.engine.nonblocking import MODE_SYNC
+
+    if SIZE == 1:
+        pytest.skip("one rank: no mode to send")
+    net = _net(0)
+    x = np.zeros(2)
+    net.Ibcast(x, 0).Wait()  # agreed: its repeats skip the agreement
+    n = 2 * MODE_SYNC
+    ref = np.zeros((n, 2))
+    if RANK == 0:
+        ref[:] = np.arange(n)[:, None]
+    WORLD.Barrier()
+    first = net._nb._seq
+    free = (-first) % MODE_SYNC  # the requests before the next synchronous one
+    t0, done, got = time.monotonic(), [], np.zeros((n, 2))
+    if RANK != 0:
+        time.sleep(1.0)
+    for k in range(n):
+        x[:] = k if RANK == 0 else -1
+        net.Ibcast(x, 0).Wait()
+        done.append(time.monotonic() - t0)
+        got[k] = x
+    WORLD.Bcast(ref, 0)
+    ok = np.array_equal(got, ref)
+    if RANK == 0:  # ran ahead to the synchronous request, and waited there
+        ok = ok and (free == 0 or done[free - 1] < 0.9) and done[free] >= 0.9
+    assert _agree(ok), (first, free, done[:2], done[max(free - 1, 0):free + 1])
+
+
 def _repeats(root, n=3):
     """name -> (start(net), reference()) on buffers made once: every call repeats the last
     (``n`` elements a block: from :data:`LARGE` the fixed-count repeats run zero-copy)."""
