@@ -1161,6 +1161,13 @@ def icollective(comm, imethod, method, read, args=None):
                 return Request.from_plan(progress, preq)
         elif req is not None:
             return req
+    if memo is not None and memo.counts_repeat is not None and \
+            comm._transport.alarm.broken is None:
+        # a v-variant's repeat: its count table's request restarted in C (_Chain, t None)
+        progress = comm._progress()
+        return Request.from_plan(progress, _Chain(comm, progress, imethod, method,
+                                                  registry.by_mpi(method), memo.call, None,
+                                                  None, memo))
     # a call number, and a notice to the others (a rank that makes this call blocking hears it)
     t = comm._transport.alarm.nonblocking(imethod)
     desc = registry.by_mpi(method)
@@ -1179,8 +1186,11 @@ def icollective(comm, imethod, method, read, args=None):
                 not any(m.packed for m in call.sends + call.recvs):
             template = template_of(args)
             if template is not None:
-                comm._i_memo[imethod] = _IMemo(template, args, None, None, None, None, None,
-                                               comm._engine.evictions, call, chain.row)
+                memo = comm._i_memo[imethod] = _IMemo(template, args, None, None, None, None,
+                                                      None, comm._engine.evictions, call,
+                                                      chain.row)
+                memo.counts = chain.setup
+                memo.count_table(comm)
         return Request.from_plan(progress, chain)
     name = short = None
     if call is not None:
@@ -1245,17 +1255,32 @@ class _IMemo:
     of it starts with in C; of a v-variant its read ``call`` and count-table ``row``, and once a
     call has run (:class:`_Chain`) the ``table`` it was planned for and the ``data``
     arguments of :meth:`Progress.start <dualmpi.engine.nonblocking.Progress.start>` for
-    that table."""
+    that table, and the ``counts`` its count-table requests start with
+    (:func:`_counts_setup`)."""
 
     __slots__ = ("template", "args", "bound", "flat", "check", "sig", "start", "epoch", "call",
-                 "row", "table", "data", "repeat")
+                 "row", "table", "data", "repeat", "counts", "counts_repeat", "table_buf",
+                 "table_busy", "sink")
 
     def __init__(self, template, args, bound, flat, check, sig, start, epoch, call=None,
                  row=None):
         self.template, self.args, self.bound, self.flat = template, args, bound, flat
         self.check, self.sig, self.start, self.epoch = check, sig, start, epoch
         self.call, self.row, self.table, self.data = call, row, None, None
-        self.repeat = None
+        self.repeat = self.counts = self.counts_repeat = self.table_buf = None
+        self.table_busy, self.sink = False, [None]
+
+    def count_table(self, comm):
+        """Make :attr:`counts_repeat`, the :class:`~dualmpi.engine.nonblocking.Repeat` a
+        v-variant's count-table request restarts with (:class:`_Chain`): the row it sends,
+        the table :attr:`table_buf` it fills, its ``finish`` the running call's (``sink``)."""
+        ring, flat, bound, sig, check, cost = self.counts
+        self.table_buf = np.zeros((comm.size, self.row.size), dtype=np.int64)
+        sink = self.sink
+        self.counts_repeat = Repeat(
+            bound, flat, check, sig, send=self.row.view(np.uint8),
+            recv=self.table_buf.view(np.uint8).reshape(-1),
+            finish=_count_then(comm._nb_tally, bound, cost, lambda: sink[0]()))
 
 
 class _Chain:
@@ -1264,6 +1289,10 @@ class _Chain:
     Quacks like a :class:`~dualmpi.engine.nonblocking.PlanRequest` for
     :class:`dualmpi.Request` and the progress engine: ``done``, ``what``, ``seq``,
     ``progress``, ``outcome()`` and ``waiting()``; ``current`` is the request it runs now.
+    A repeat not given its call number (``t`` None) restarts the table's request in C
+    (:meth:`Progress.restart <dualmpi.engine.nonblocking.Progress.restart>` of the memo's
+    ``counts_repeat``, on the memo's table: ``owns`` while it reads it), else starts it in
+    Python, taking the call number then.
     """
 
     def __init__(self, comm, progress, imethod, method, desc, call, problem, t, memo=None):
@@ -1274,25 +1303,40 @@ class _Chain:
             row, self.problem = memo.row, None
         else:
             row, self.problem = _row(comm, method, desc, call, problem)
-        self.table = np.zeros((comm.size, row.size), dtype=np.int64)
         self.row = row
-        flat = _check_vector(comm, method + " counts", (row.size,), None, None)
         ring = comm.algorithms.get("allgather")  # the blocking table's (Comm._runner)
-        bound, sig = comm._engine.bind(comm.rank, "allgather", row.nbytes, 0, comm.variant, ring,
-                                       salt=_salt(method + " counts"))
+        setup = memo.counts if memo is not None else None
+        if setup is None or setup[0] != ring:  # (a repeat's: made by its first call)
+            setup = self.setup = _counts_setup(comm, imethod, method, row, ring)
+            if memo is not None:
+                memo.counts, memo.counts_repeat = setup, None
+        else:
+            self.setup = setup
+        _, flat, bound, sig, check, cost = setup
         #: the data's tag, taken now (before the counts' request, which may finish at once):
         #: the ranks' counts arrive in other orders
         self.data_seq = progress.reserve()
-
-        def check(hi, lo):
-            verdict(imethod, hi, lo, ())
-
-        self.counts = progress.start(bound, send=row.view(np.uint8),
-                                     recv=self.table.view(np.uint8).reshape(-1),
-                                     agree=flat, check=check,
-                                     finish=_counted(comm, bound, "allgather", row.nbytes, 0,
-                                                     ring, 1, self._sizes),
-                                     signature=sig, what=f"{imethod} (its counts)", call=t)
+        # a repeat not given its call number yet (t None) restarts its counts' request in C
+        # (Progress.restart, the call number and notices taken there) on the memo's table,
+        # unless another call of the memo holds that table
+        repeat = memo.counts_repeat if memo is not None and t is None else None
+        self.owns = repeat is not None and not memo.table_busy
+        self.counts = None
+        if self.owns:
+            memo.table_busy, memo.sink[0] = True, self._sizes
+            self.table = memo.table_buf
+            self.counts = progress.restart(repeat, f"{imethod} (its counts)")
+        else:
+            self.table = np.zeros((comm.size, row.size), dtype=np.int64)
+        if self.counts is None:
+            if t is None:  # (a call number, and a notice to the others: as icollective's)
+                t = comm._transport.alarm.nonblocking(imethod)
+            self.counts = progress.start(bound, send=row.view(np.uint8),
+                                         recv=self.table.view(np.uint8).reshape(-1),
+                                         agree=flat, check=check,
+                                         finish=_count_then(comm._nb_tally, bound, cost,
+                                                            self._sizes),
+                                         signature=sig, what=f"{imethod} (its counts)", call=t)
         self.seq = self.counts.seq
 
     def _sizes(self):
@@ -1300,6 +1344,9 @@ class _Chain:
         try:
             comm, call, desc, memo = self.comm, self.call, self.desc, self.memo
             table = self.table.tobytes()
+            if self.owns:  # (the memo's table is free again, read: the next call may take it)
+                self.table = self.table.copy()
+                memo.table_busy, memo.sink[0], self.owns = False, None, False
             if memo is not None and memo.table == table:  # the table the memo's plan is for
                 self.data = self.progress.start(*memo.data[0], seq=self.data_seq, **memo.data[1])
                 return
@@ -1346,19 +1393,38 @@ class _Chain:
         return self.current.waiting()
 
 
+def _counts_setup(comm, imethod, method, row, ring):
+    """Return what a v-variant's count-table request starts with: ``(ring, flat, bound, sig,
+    check, cost)`` — the allgather algorithm it was made for, the argument vector, the bound
+    plan and its signature, the verdict and the plan's cost (kept by a repeat: ``_IMemo.counts``)."""
+    flat = _check_vector(comm, method + " counts", (row.size,), None, None)
+    bound, sig = comm._engine.bind(comm.rank, "allgather", row.nbytes, 0, comm.variant, ring,
+                                   salt=_salt(method + " counts"))
+    cost = comm._engine.cost("allgather", row.nbytes, 0, comm.variant, ring, 1)
+
+    def check(hi, lo):
+        verdict(imethod, hi, lo, ())
+
+    return ring, flat, bound, sig, check, cost
+
+
 # -- what the nonblocking calls sent (stats) -----------------------------------------------------
 def _counted(comm, bound, name, nbytes, root, algorithm, itemsize, finish):
     """Return the ``finish`` of a nonblocking call's request: count the call in ``comm``'s
     :class:`Tally` (as the blocking runner counts its calls), then run ``finish`` (None:
     nothing to unpack, the count alone)."""
-    rounds, steps, step_bytes = comm._engine.cost(name, nbytes, root, comm.variant, algorithm,
-                                                  itemsize)
-    tally = comm._nb_tally
+    cost = comm._engine.cost(name, nbytes, root, comm.variant, algorithm, itemsize)
+    return _count_then(comm._nb_tally, bound, cost, finish)
+
+
+def _count_then(tally, bound, cost, finish):
+    """Return a ``finish`` that counts a call of ``bound`` (``cost``: its rounds, steps and step
+    bytes) in ``tally``, then runs ``finish`` (None: the count alone)."""
     if finish is None:  # (a partial: no Python frame of its own)
-        return functools.partial(tally.add, bound, rounds, steps, step_bytes)
+        return functools.partial(tally.add, bound, *cost)
 
     def counted():
-        tally.add(bound, rounds, steps, step_bytes)
+        tally.add(bound, *cost)
         return finish()
 
     return counted

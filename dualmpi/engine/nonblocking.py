@@ -1135,16 +1135,8 @@ class Progress:
     def wait(self, req):
         """Advance the requests until ``req`` is done (blocking meanwhile: :func:`block`, or in C
         when ``req`` is the only request in flight: :meth:`_c_wait`)."""
-        # the only request in flight: a step (which ends a run started in C: IRestart.close),
-        # then the C wait
-        err = self._close(req) if self._close is not None else self._first_step(req)
-        if err is True:
+        if self._alone(req) is True:
             return True
-        if err is not None and err is not False:  # (False: waited for in C, not ended there)
-            if err or req.c_state[_S_K] >= len(req.compiled.rounds):
-                self._advance(req, err)
-            else:
-                self._c_wait(req)
         while not req.done:
             poll_all()
             if req.done:
@@ -1154,10 +1146,24 @@ class Progress:
             now = req if type(req) is PlanRequest else getattr(req, "current", None)
             if type(now) is PlanRequest and now.stage == _CROUNDS and self.active == [now] and \
                     not any(prog.active for prog in _LIVE if prog is not self):
-                self._c_wait(now)
+                if self._alone(now) is None:
+                    self._c_wait(now)
             else:
                 block((), req)
         return req.done
+
+    def _alone(self, req):
+        """When ``req`` is the only request in flight, in its compiled rounds: step it, then wait
+        for its rounds in C and end it (in C where it can: ``IRestart.close``); return True
+        when it ended in C, None when it was not stepped (not alone), else False."""
+        err = self._close(req) if self._close is not None else self._first_step(req)
+        if err is None or err is True or err is False:  # (False: waited for in C, not ended)
+            return err
+        if err or req.c_state[_S_K] >= len(req.compiled.rounds):
+            self._advance(req, err)
+        else:
+            self._c_wait(req)
+        return False
 
     def _first_step(self, req):
         """Step ``req`` when it is the only request in flight, in its compiled rounds; return
