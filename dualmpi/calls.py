@@ -1260,7 +1260,7 @@ class _IMemo:
 
     __slots__ = ("template", "args", "bound", "flat", "check", "sig", "start", "epoch", "call",
                  "row", "table", "data", "repeat", "counts", "counts_repeat", "table_buf",
-                 "table_busy", "sink")
+                 "table_busy", "sink", "data_repeat")
 
     def __init__(self, template, args, bound, flat, check, sig, start, epoch, call=None,
                  row=None):
@@ -1268,7 +1268,7 @@ class _IMemo:
         self.check, self.sig, self.start, self.epoch = check, sig, start, epoch
         self.call, self.row, self.table, self.data = call, row, None, None
         self.repeat = self.counts = self.counts_repeat = self.table_buf = None
-        self.table_busy, self.sink = False, [None]
+        self.table_busy, self.sink, self.data_repeat = False, [None], None
 
     def count_table(self, comm):
         """Make :attr:`counts_repeat`, the :class:`~dualmpi.engine.nonblocking.Repeat` a
@@ -1348,7 +1348,13 @@ class _Chain:
                 self.table = self.table.copy()
                 memo.table_busy, memo.sink[0], self.owns = False, None, False
             if memo is not None and memo.table == table:  # the table the memo's plan is for
-                self.data = self.progress.start(*memo.data[0], seq=self.data_seq, **memo.data[1])
+                # (started in C when it can: Progress.restart of the memo's plain Repeat)
+                rep = memo.data_repeat
+                self.data = None if rep is None else \
+                    self.progress.restart(rep, self.what, seq=self.data_seq)
+                if self.data is None:
+                    self.data = self.progress.start(*memo.data[0], seq=self.data_seq,
+                                                    **memo.data[1])
                 return
             nbytes, root, sdispls, rdispls = table_verdict(comm, self.method, desc, call,
                                                            self.table, self.problem)
@@ -1365,6 +1371,9 @@ class _Chain:
             memo = comm._i_memo.get(self.what)
             if memo is not None and memo.call is call:  # (this call's, or a repeat's)
                 memo.table, memo.data = table, ((bound,), start)
+                memo.data_repeat = None if sig is None else Repeat(
+                    bound, np.zeros(0, np.int64), None, sig, send=call.send, recv=call.recv,
+                    combine=start["combine"], finish=finish, plain=True)
             self.data = self.progress.start(bound, seq=self.data_seq, **start)
         except (InputError, DualmpiError) as exc:
             self.error = exc

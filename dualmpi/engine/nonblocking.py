@@ -118,7 +118,7 @@ _K_MODE = -2
 _X_RANK, _X_SIZE, _X_ACOMM, _X_CTL, _X_I64, _X_LONG, _X_NOTES, _X_NOTE_REQS, _X_NOTE_BUF, \
     _X_FIELDS = range(10)
 _M_VEC, _M_NVEC, _M_CIN, _M_NCIN, _M_COUT, _M_NCOUT, _M_SIG, _M_SIGAT, _M_SIZE, _M_OP, \
-    _M_TYPE, _M_ITEM, _M_FIELDS = range(13)
+    _M_TYPE, _M_ITEM, _M_PLAIN, _M_FIELDS = range(14)
 _R_FIELDS = 9
 _W_WBUF, _W_RING, _W_SEQ, _W_HIST, _W_LINE, _W_FUTURE, _W_FIELDS = range(7)
 _STEP_FIELDS = _W_FIELDS * 10000 + _P_FIELDS * 1000 + _S_FIELDS * 10 + _R_FIELDS
@@ -252,15 +252,17 @@ class Repeat:
     same call in flight, legal where the rank only sends) copies through a store of its own.
     ``comp`` is the :class:`_Compiled` a copying start last ran (``comp_key`` its key in the
     cache), which the start in C (:class:`~dualmpi.engine.recall` ``IRestart``) takes a run of.
+    A ``plain`` repeat is of a request without an agreement (``flat`` empty: a v-variant's
+    data), started by :meth:`Progress.restart` with the number reserved for it.
     """
 
     __slots__ = ("bound", "flat", "key", "check", "signature", "send", "recv", "combine",
                  "finish", "c", "c_addr", "_cin", "_cout", "zero", "z_c", "z_addr", "z_comp",
-                 "_zin", "_zout", "comp", "comp_key")
+                 "_zin", "_zout", "comp", "comp_key", "plain")
 
     def __init__(self, bound, flat, check, signature, send=None, recv=None, combine=None,
-                 finish=None, zero=None):
-        self.bound, self.check, self.finish = bound, check, finish
+                 finish=None, zero=None, plain=False):
+        self.bound, self.check, self.finish, self.plain = bound, check, finish, bool(plain)
         self.flat = np.ascontiguousarray(flat, dtype=np.int64).reshape(-1)
         self.key = self.flat.tobytes()
         sig = signature & ((1 << 64) - 1)
@@ -305,6 +307,7 @@ class Repeat:
         nrecv = sum(len(rnd.recvs) for rnd in bound.rounds)
         c[_M_SIZE] = at + bound.nbytes + 8 + 8 * nrecv
         c[_M_OP], c[_M_TYPE], c[_M_ITEM] = c_op
+        c[_M_PLAIN] = self.plain
         return c, cin, cout
 
 
@@ -538,7 +541,8 @@ class Progress:
                 self, PlanRequest, wrap, self.active, self.known if self.rank == 0 else None,
                 IN_FLIGHT, transport.alarm.seq, transport.alarm, transport.watchdog, *addrs,
                 self._w_addr, self._x_addr, self.tag_ub,
-                (self._python_code, self._alarm_code, self._mode_code, _CROUNDS, _DONE, _K_MODE),
+                (self._python_code, self._alarm_code, self._mode_code, _CROUNDS, _DONE, _K_MODE,
+                 _S_K, _S_BAD_ROUND),
                 POOL_SIZE)
             self._close = self.crestart.close
         # an alarm leaves the communicator unusable: its requests fail with the alarm's text
@@ -635,9 +639,14 @@ class Progress:
         self._advance(req)
         return req
 
-    def restart(self, call, what):
+    def restart(self, call, what, seq=None):
         """Start a repeat of a fixed-count call in one C call (``rounds.c``'s ``dualmpi_istart``);
         return its :class:`PlanRequest`, or None when it must start in Python (nothing done).
+
+        With ``seq`` (a number taken with :meth:`reserve`; ``call`` a plain :class:`Repeat`)
+        it starts a request without an agreement, as :meth:`start` does without ``agree``:
+        no call number, notices nor mode, the copies in and the first round only (a
+        v-variant's data).
 
         ``call`` is a :class:`Repeat` of the call (the plan, argument vector, buffers).  What
         :meth:`~dualmpi.engine.alarm.Alarm.nonblocking`, :meth:`start` and :meth:`_open` do
@@ -649,9 +658,9 @@ class Progress:
         holds messages about later calls or brought one Python must read (read here: it may
         raise), or when the notices of earlier calls are not done yet.
         """
-        if self._istart is None or call.c is None:
+        if self._istart is None or call.c is None or (seq is None) == call.plain:
             return None
-        if self.rank == 0:
+        if self.rank == 0 and seq is None:
             if call.key not in self.known:
                 return None
             self.known.move_to_end(call.key)
@@ -667,7 +676,8 @@ class Progress:
                 run = self._new_run(comp)
             else:
                 return None
-        seq = self._seq
+        plain = seq is not None
+        seq = self._seq if seq is None else seq
         tag = seq % self.tag_ub
         err = self._istart(comp.c_addr, run[3], self._w_addr, self._x_addr, c_addr, seq, tag)
         if err == self._python_code or err == self._alarm_code:
@@ -676,7 +686,9 @@ class Progress:
             if err == self._alarm_code:
                 self.transport.alarm.poll(what)
             return None
-        self._seq, self.restarts = seq + 1, self.restarts + 1
+        if not plain:
+            self._seq = seq + 1
+        self.restarts += 1
         if c_addr == call.z_addr:
             self.zero_copy += 1
         req = PlanRequest()
@@ -684,12 +696,13 @@ class Progress:
         req.store, req.c_state, req.c_reqs, req.c_addr, req.c_mode = run
         # (the compiled step copies the result out: dualmpi_istep)
         req.signature, req.recv, req.combine = call.signature, None, call.combine
-        req.check, req.finish, req.agree_out = call.check, call.finish, call.flat
+        req.check, req.finish = call.check, call.finish
+        req.agree_out = None if plain else call.flat
         req.c_call = call
         req.done = False
         req.error = req.result = req.bad = req.agree_in = req.known = req.store_mode = None
         req.reqs, req.peers, req.modes = [], (), ()
-        req.call = int(self.transport.alarm.seq[0])
+        req.call = None if plain else int(self.transport.alarm.seq[0])
         req.stage, req.since = _CROUNDS, time.monotonic()
         req.k = None
         comp.users += 1

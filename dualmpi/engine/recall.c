@@ -195,8 +195,9 @@ static PyObject *Recall_vectorcall(PyObject *obj, PyObject *const *args, size_t 
         PyObject *broken = PyObject_GetAttr(PyTuple_GET_ITEM(t, 3), str_broken);
         if (broken == NULL)
             return NULL;
+        int raised = broken != Py_None;
         Py_DECREF(broken);
-        if (broken != Py_None)
+        if (raised)
             Py_RETURN_NONE;
         PyObject *out = PyObject_Vectorcall(PyTuple_GET_ITEM(t, 0), &PyTuple_GET_ITEM(t, 1), 2,
                                             NULL);
@@ -787,7 +788,8 @@ static PyTypeObject CFuncType = {
  *       beginning (Alarm.nonblocking: the start in C declined, the line read), and
  *       NotImplemented, having done nothing, when Progress.restart must do it (no run in
  *       the pool, a _Compiled retired or not known yet, a vector rank 0 has not seen agreed).
- *       ``codes``: (python, alarm, mode, CROUNDS, DONE, K_MODE) of nonblocking.py and rounds.c.
+ *       ``codes``: (python, alarm, mode, CROUNDS, DONE, K_MODE, S_K, S_BAD_ROUND) of
+ *       nonblocking.py and rounds.c.
  *
  *   IRestart.close(plan)
  *       the head of Progress.wait: when ``plan`` is the only request in flight, a
@@ -818,9 +820,9 @@ static const char *plan_slots[PL_SLOTS] = {
 };
 enum { WR_PROGRESS, WR_PLAN, WR_ACTIVE, WR_SLOTS };
 static const char *wrap_slots[WR_SLOTS] = {"_progress", "_plan", "_active"};
-/* the run's state fields dualmpi_istep keeps (rounds.c: S_K, S_BAD_ROUND) */
-#define ST_K 0
-#define ST_BAD_ROUND 5
+/* the run's state fields dualmpi_istep keeps (rounds.c: S_K, S_BAD_ROUND), given in ``codes`` */
+#define ST_K (self->st_k)
+#define ST_BAD_ROUND (self->st_bad)
 
 typedef int (*istart_fn)(const int64_t *, int64_t *, const int64_t *, const int64_t *,
                          const int64_t *, int64_t, int64_t);
@@ -839,7 +841,7 @@ typedef struct {
     int64_t tag_ub, *inflight_at;
     const int64_t *seq_at;
     int python_code, alarm_code, mode_code;
-    long crounds, done_stage, k_mode;
+    long crounds, done_stage, k_mode, st_k, st_bad;
     Py_ssize_t pool_size;
     Py_ssize_t plan_off[PL_SLOTS], wrap_off[WR_SLOTS];
     PyObject *crounds_obj, *done_obj, *empty_tuple, *mode_peers;
@@ -848,7 +850,7 @@ typedef struct {
 static PyObject *s_c, *s_key, *s_z_c, *s_z_comp, *s_z_addr, *s_c_addr, *s_comp, *s_comp_key,
     *s_retired, *s_pool, *s_users, *s_rounds, *s_signature, *s_combine, *s_check, *s_finish,
     *s_flat, *s_seq_attr, *s_restarts, *s_zero_copy, *s_move_to_end, *s_poll, *s_advance,
-    *s_restart_failed, *s_cache, *s_free, *s_fail, *s_tracker, *s_waited;
+    *s_restart_failed, *s_cache, *s_free, *s_fail, *s_tracker, *s_waited, *s_plain;
 
 static void IRestart_dealloc(IRestart *self)
 {
@@ -928,7 +930,7 @@ static PyObject *IRestart_new(PyTypeObject *type, PyObject *args, PyObject *kw)
                                         &pool_size))
         return NULL;
     if (!PyType_Check(plan_type) || !PyType_Check(wrap) || !PyList_CheckExact(active) ||
-            !PyTuple_Check(codes) || PyTuple_GET_SIZE(codes) != 6 || !istart || !step ||
+            !PyTuple_Check(codes) || PyTuple_GET_SIZE(codes) != 8 || !istart || !step ||
             !iwait || !w || !x || tag_ub <= 0) {
         PyErr_SetString(PyExc_TypeError, "IRestart: bad arguments");
         return NULL;
@@ -953,8 +955,8 @@ static PyObject *IRestart_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     self->x = (const int64_t *)(uintptr_t)x;
     self->tag_ub = tag_ub;
     self->pool_size = pool_size;
-    long c[6];
-    for (int i = 0; i < 6; i++) {
+    long c[8];
+    for (int i = 0; i < 8; i++) {
         c[i] = PyLong_AsLong(PyTuple_GET_ITEM(codes, i));
         if (c[i] == -1 && PyErr_Occurred()) {
             Py_DECREF(self);
@@ -967,6 +969,13 @@ static PyObject *IRestart_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     self->crounds = c[3];
     self->done_stage = c[4];
     self->k_mode = c[5];
+    self->st_k = c[6];
+    self->st_bad = c[7];
+    if (c[6] < 0 || c[6] >= 64 || c[7] < 0 || c[7] >= 64) {
+        Py_DECREF(self);
+        PyErr_SetString(PyExc_ValueError, "IRestart: bad state fields");
+        return NULL;
+    }
     self->crounds_obj = PyLong_FromLong(c[3]);
     self->done_obj = PyLong_FromLong(c[4]);
     self->empty_tuple = PyTuple_New(0);
@@ -1058,6 +1067,15 @@ static PyObject *irestart(IRestart *self, PyObject *call, PyObject *what)
 
     if ((none = attr_is_none(call, s_c, NULL)) != 0)
         return none < 0 ? NULL : Py_NewRef(Py_None);
+    {  /* (a plain repeat, without an agreement, is Progress.restart's with its number) */
+        PyObject *plain = PyObject_GetAttr(call, s_plain);
+        if (plain == NULL)
+            return NULL;
+        int is_plain = PyObject_IsTrue(plain);
+        Py_DECREF(plain);
+        if (is_plain)
+            return is_plain < 0 ? NULL : Py_NewRef(Py_None);
+    }
     if (self->known != Py_None) {  /* rank 0: a vector it has seen agreed? */
         PyObject *key = PyObject_GetAttr(call, s_key);
         if (key == NULL)
@@ -1482,7 +1500,7 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
             {&s_flat, "flat"}, {&s_seq_attr, "_seq"}, {&s_restarts, "restarts"},
             {&s_zero_copy, "zero_copy"}, {&s_move_to_end, "move_to_end"}, {&s_poll, "poll"},
             {&s_advance, "_advance"}, {&s_restart_failed, "_restart_failed"},
-            {&s_cache, "_cache"}, {&s_free, "free"}, {&s_fail, "_fail"}, {&s_tracker, "_tracker"}, {&s_waited, "_waited"},
+            {&s_cache, "_cache"}, {&s_free, "free"}, {&s_fail, "_fail"}, {&s_tracker, "_tracker"}, {&s_waited, "_waited"}, {&s_plain, "plain"},
         };
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
             if ((*names[i].at = PyUnicode_InternFromString(names[i].name)) == NULL)

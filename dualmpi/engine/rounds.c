@@ -449,10 +449,13 @@ int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
  * rank, the others to rank 0: [NONBLOCKING, t, rank, 0...]), the run is set up (signature,
  * trailers cleared, copies in, combine), and the modes posted: rank 0 sends every rank [1,
  * vector] (MPI_Isend, MPI_Issend when seq % MODE_SYNC == 0; done with the last round), another rank receives rank 0's (round 0 waits
- * for it: dualmpi_istep).  Then the run is stepped.  Returns what dualmpi_istep returns. */
+ * for it: dualmpi_istep).  Then the run is stepped.  Returns what dualmpi_istep returns.
+ * With m[M_PLAIN] the start is that of a request without an agreement (Progress.start with no
+ * vector: a v-variant's data): no line drained, no call number, notices nor mode; the run is
+ * set up and stepped. */
 enum { X_RANK, X_SIZE, X_ACOMM, X_CTL, X_I64, X_LONG, X_NOTES, X_NOTE_REQS, X_NOTE_BUF, X_FIELDS };
 enum { M_VEC, M_NVEC, M_CIN, M_NCIN, M_COUT, M_NCOUT, M_SIG, M_SIGAT, M_SIZE, M_OP, M_TYPE,
-       M_ITEM, M_FIELDS };
+       M_ITEM, M_PLAIN, M_FIELDS };
 #define DUALMPI_PYTHON (-2147483644)
 #define ALARM_TAG 9
 /* Rank 0 sends the mode of every MODE_SYNC-th request (seq % MODE_SYNC == 0) synchronously:
@@ -471,9 +474,10 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, const int64_t
     const int rank = (int)x[X_RANK], size = (int)x[X_SIZE];
     int64_t *seqp = (int64_t *)(intptr_t)w[W_SEQ];
     MPI_Request *notes = (MPI_Request *)(intptr_t)x[X_NOTE_REQS];
+    const int talk = size > 1 && !m[M_PLAIN];  /* (a plain start: no line, notices nor mode) */
     int err, flag;
 
-    if (size > 1) {
+    if (talk) {
         int64_t *ring = (int64_t *)(intptr_t)w[W_RING];
         const int64_t *wbuf = (const int64_t *)(intptr_t)w[W_WBUF];
         const int64_t *hist = (const int64_t *)(intptr_t)w[W_HIST];
@@ -507,8 +511,9 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, const int64_t
             return DUALMPI_PYTHON;
     }
     const int64_t t = *seqp + 1;
-    *seqp = t;
-    if (size > 1) {
+    if (!m[M_PLAIN])  /* (the call number: a plain start's call took it) */
+        *seqp = t;
+    if (talk) {
         const MPI_Datatype i64 = (MPI_Datatype)(intptr_t)x[X_I64];
         const MPI_Comm acomm = (MPI_Comm)(intptr_t)x[X_ACOMM];
         int64_t *hist = (int64_t *)(intptr_t)w[W_HIST], *future = (int64_t *)(intptr_t)w[W_FUTURE];
@@ -531,7 +536,7 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, const int64_t
     }
     char *store = (char *)(intptr_t)s[S_STORE];
     MPI_Request *reqs = (MPI_Request *)(intptr_t)s[S_REQS];
-    s[S_K] = (rank == 0 || size == 1) ? -1 : K_MODE;
+    s[S_K] = (rank == 0 || !talk) ? -1 : K_MODE;
     s[S_BAD_ROUND] = -1;
     s[S_TAG] = tag;
     s[S_RUN] = seq;
@@ -549,7 +554,7 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, const int64_t
     const int64_t *cin = (const int64_t *)(intptr_t)m[M_CIN];
     for (int64_t i = 0; i < m[M_NCIN]; i++, cin += 3)
         memcpy(store + cin[0], (const void *)(intptr_t)cin[1], (size_t)cin[2]);
-    if (size > 1) {
+    if (talk) {
         const MPI_Comm ctl = (MPI_Comm)(intptr_t)x[X_CTL];
         const MPI_Datatype mtype = (MPI_Datatype)(intptr_t)x[X_LONG];
         int64_t *mode = (int64_t *)(intptr_t)s[S_MODE];
