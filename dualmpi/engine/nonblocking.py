@@ -277,14 +277,15 @@ class Repeat:
             c_op = _mpi_op(combine) if combine is not None else None
         if c_op is None or self.flat.size >= MODE_WORDS or not bound.rounds:
             return
+        # (as start and _finish: no buffer, no copies)
         user, at, length = bound.copy_in
-        base = send.ctypes.data if send is not None else 0
-        cin = [(a, base + u, n) for a, u, n in zip(at.tolist(), user.tolist(), length.tolist())
-               if n]
+        cin = [] if send is None else [
+            (a, send.ctypes.data + u, n)
+            for a, u, n in zip(at.tolist(), user.tolist(), length.tolist()) if n]
         user, at, length = bound.copy_out
-        base = recv.ctypes.data if recv is not None else 0
-        cout = [(base + u, a, n) for u, a, n in zip(user.tolist(), at.tolist(), length.tolist())
-                if n]
+        cout = [] if recv is None else [
+            (recv.ctypes.data + u, a, n)
+            for u, a, n in zip(user.tolist(), at.tolist(), length.tolist()) if n]
         self.c, self._cin, self._cout = self._table(bound, 0, cin, cout, sig, c_op)
         self.c_addr = self.c.ctypes.data
         if zero is not None:  # (Engine.bind_buffers: the plan at addresses, its store, copies)

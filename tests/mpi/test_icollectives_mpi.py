@@ -482,6 +482,40 @@ def test_a_repeat_bound_to_its_buffers_in_flight_twice_copies_the_second():
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("net_i", [0, 1])
+def test_repeated_in_place_v_variants_match_mpi(net_i):
+    """``Iallgatherv`` and the root's ``Igatherv`` with ``MPI.IN_PLACE``, repeated on the same
+    objects with new contents (the count table and the data's request restarted in C, on a
+    send side that is the receive buffer): each call equals ``MPI.COMM_WORLD``'s."""
+    net = _net(net_i)
+    counts = [r + 2 for r in range(SIZE)]
+    displs = [sum(counts[:r]) for r in range(SIZE)]
+    total = sum(counts)
+    mine, ref = np.zeros(total), np.zeros(total)
+    gmine, gref = np.zeros(total), np.zeros(total)
+    spec, gspec = [mine, (counts, displs), MPI.DOUBLE], [gmine, (counts, displs), MPI.DOUBLE]
+    send = np.zeros(counts[RANK])
+    bad = []
+    for k in range(4):
+        for buf in (mine, ref):
+            buf[:] = -1
+            buf[displs[RANK]:displs[RANK] + counts[RANK]] = 10 * k + RANK
+        send[:] = 10 * k + RANK
+        gmine[:], gref[:] = -1, -1
+        if RANK == 0:
+            gmine[:counts[0]] = gref[:counts[0]] = send
+        net.Iallgatherv(MPI.IN_PLACE, spec).Wait()
+        net.Igatherv(MPI.IN_PLACE if RANK == 0 else send, gspec if RANK == 0 else None,
+                     0).Wait()
+        WORLD.Allgatherv(MPI.IN_PLACE, [ref, (counts, displs), MPI.DOUBLE])
+        WORLD.Gatherv(MPI.IN_PLACE if RANK == 0 else send,
+                      [gref, (counts, displs), MPI.DOUBLE] if RANK == 0 else None, 0)
+        if not np.array_equal(mine, ref) or not np.array_equal(gmine, gref):
+            bad.append(k)
+    assert _agree(not bad), bad
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("net_i", [0, 1])
 def test_a_v_variant_repeat_in_flight_twice_takes_its_own_table(net_i):
     """``Igatherv`` from every rank but the root on the same objects in two requests in flight
     at once (legal: a send buffer is only read; the root gathers into two buffers): the first
