@@ -228,8 +228,8 @@ class Comm(p2p.PointToPoint):
         """Drop every remembered call (:meth:`_remember`)."""
         for name in (*self._codes, *neighbor.REMEMBERED):
             setattr(self, "_m" + name, calls.no_match)
-        for name in _FIXED_NONBLOCKING:  # (a repeat started in C: calls._install_start)
-            setattr(self, "_m" + name, calls.no_start)
+        for name in (*_FIXED_NONBLOCKING, *neighbor.IREMEMBERED):  # (a repeat started in C:
+            setattr(self, "_m" + name, calls.no_start)  # calls._install_start, neighbor._ifast)
         #: the remembered calls of each fixed-count method (:meth:`_remember`)
         self._recalls = {}
         self._v_memo = {}
@@ -677,22 +677,37 @@ class Comm(p2p.PointToPoint):
 
     def Ineighbor_allgather(self, sendbuf, recvbuf):
         """Start :meth:`Neighbor_allgather`; return a :class:`dualmpi.Request`."""
+        req = self._mIneighbor_allgather(sendbuf, recvbuf)
+        if req is not None:  # (a repeat started in C: dualmpi.neighbor._ifast)
+            return req
         return neighbor.Ineighbor_allgather(self, sendbuf, recvbuf)
 
     def Ineighbor_allgatherv(self, sendbuf, recvbuf):
         """Start :meth:`Neighbor_allgatherv`; return a :class:`dualmpi.Request`."""
+        req = self._mIneighbor_allgatherv(sendbuf, recvbuf)
+        if req is not None:  # (a repeat started in C: dualmpi.neighbor._ifast)
+            return req
         return neighbor.Ineighbor_allgatherv(self, sendbuf, recvbuf)
 
     def Ineighbor_alltoall(self, sendbuf, recvbuf):
         """Start :meth:`Neighbor_alltoall`; return a :class:`dualmpi.Request`."""
+        req = self._mIneighbor_alltoall(sendbuf, recvbuf)
+        if req is not None:  # (a repeat started in C: dualmpi.neighbor._ifast)
+            return req
         return neighbor.Ineighbor_alltoall(self, sendbuf, recvbuf)
 
     def Ineighbor_alltoallv(self, sendbuf, recvbuf):
         """Start :meth:`Neighbor_alltoallv`; return a :class:`dualmpi.Request`."""
+        req = self._mIneighbor_alltoallv(sendbuf, recvbuf)
+        if req is not None:  # (a repeat started in C: dualmpi.neighbor._ifast)
+            return req
         return neighbor.Ineighbor_alltoallv(self, sendbuf, recvbuf)
 
     def Ineighbor_alltoallw(self, sendbuf, recvbuf):
         """Start :meth:`Neighbor_alltoallw`; return a :class:`dualmpi.Request`."""
+        req = self._mIneighbor_alltoallw(sendbuf, recvbuf)
+        if req is not None:  # (a repeat started in C: dualmpi.neighbor._ifast)
+            return req
         return neighbor.Ineighbor_alltoallw(self, sendbuf, recvbuf)
 
     def neighbor_allgather(self, sendobj):

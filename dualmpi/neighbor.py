@@ -13,6 +13,7 @@ import numpy as np
 
 from . import msgbuffer
 from .engine import recall
+from .engine.inflight import IN_FLIGHT
 from .errors import DualmpiError, InputError
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "attach",
     "free",
     "REMEMBERED",
+    "IREMEMBERED",
     "NX_MAX",
 ]
 
@@ -70,10 +72,10 @@ _ALONE = 16
 TAGS = 32000
 
 #: The most neighbours a compiled exchange (:class:`_Fast`) takes; the fields of its argument
-#: array and its two codes other than an MPI error (``rounds.c``: ``dualmpi_nexchange``).
+#: array and its three codes other than an MPI error (``rounds.c``: ``dualmpi_nexchange``).
 NX_MAX = 30
-_NX_FIELDS = 20
-_NX_BUSY, _NX_CHECK = -1, -2
+_NX_FIELDS = 22
+_NX_BUSY, _NX_CHECK, _NX_PENDING = -1, -2, -3
 _INT_MAX = 2 ** 31 - 1  # (the compiled exchange counts a payload sent alone in bytes, an int)
 
 _CODES = {
@@ -92,6 +94,9 @@ _BUFFER_CODES = 5
 #: (``net._m<method>``, installed by :func:`_fast`).
 REMEMBERED = ("Neighbor_allgather", "Neighbor_allgatherv", "Neighbor_alltoall",
               "Neighbor_alltoallv", "Neighbor_alltoallw")
+#: The nonblocking methods whose repeats :class:`dualmpi.Comm` starts from a matcher in C
+#: (``net._m<method>``, installed by :func:`_ifast`; None: not matched).
+IREMEMBERED = tuple("I" + m[0].lower() + m[1:] for m in REMEMBERED)
 
 
 _MPI = []
@@ -292,6 +297,9 @@ class _Progress:
         messages are waited for together (:func:`~dualmpi.engine.nonblocking.block`), a
         message of unknown size is probed for with a short pause in between.
         """
+        if type(ex) is _CExchange and IN_FLIGHT[0] == 1 and not ex.done:
+            ex.block()  # (the only request in flight on the rank: waited for in C)
+            return True
         nb = self.nb
         ex.since = time.monotonic()  # the watchdog times the wait, not the computing before it
         while not ex.done:
@@ -800,11 +808,13 @@ class _Memo:
     or more is sent after its header, two specs in ``send_specs`` (made nonblocking:
     :data:`ISPLIT` bytes, ``send_specs_i``, whose headers are ``out_i``).  ``good`` holds the
     headers the last call that checked out received: a blocking repeat that gets them again
-    needs no check (:class:`_Fast`, made on the memo's first blocking repeat: ``fast``).
+    needs no check (:class:`_Fast`, made on the memo's first blocking repeat: ``fast``; its
+    nonblocking form on the first nonblocking repeat: ``ifast``).
     """
 
     __slots__ = ("template", "args", "sends", "recvs", "out", "out_i", "inp", "send_specs",
-                 "send_specs_i", "recv_specs", "types", "send_types", "busy", "good", "fast")
+                 "send_specs_i", "recv_specs", "types", "send_types", "busy", "good", "fast",
+                 "ifast")
 
     def __init__(self, template, args, code, sends, recvs):
         MPI = _mpi()
@@ -815,7 +825,7 @@ class _Memo:
         self.inp = np.zeros((n, HEADER_WORDS), dtype=np.int64)
         self.good = np.full((n, HEADER_WORDS), -3, dtype=np.int64)  # (no header is that)
         self.send_specs, self.recv_specs, self.types, self.busy = [], [], [], False
-        self.send_types, self.fast, self.send_specs_i = [], None, []
+        self.send_types, self.fast, self.ifast, self.send_specs_i = [], None, None, []
         for j in range(n):
             payload, target = sends[j][0], recvs[j][0]
             alone, alone_i = _split(code, payload.size), _split(code, payload.size, True)
@@ -841,41 +851,51 @@ class _Memo:
 
     def free(self):
         """Free the datatypes (MPI keeps them for messages still in flight) and the compiled
-        exchange (its counts join the hub's)."""
-        if self.fast:
-            self.fast.free()
-        self.fast = False
+        exchanges (their counts join the hub's)."""
+        for fast in (self.fast, self.ifast):
+            if fast:
+                fast.free()
+        self.fast = self.ifast = False
         for dtype in self.types:
             dtype.Free()
         self.types = []
 
 
 class _Fast:
-    """A memo's blocking repeat in one C call: ``rounds.c``'s ``dualmpi_nexchange`` run by the
+    """A memo's repeats in C: ``rounds.c``'s ``dualmpi_nexchange`` (blocking) run by the
     remembered-call extension's bound call (:mod:`dualmpi.engine.recall`), matched in C by
-    ``net._m<method>`` (``Recall.like`` on the memo's template).
+    ``net._m<method>`` (``Recall.like`` on the memo's template); made ``nonblocking``, the
+    requests of ``Ineighbor_*`` repeats (:class:`_CExchange`: ``dualmpi_npost``,
+    ``dualmpi_ntest`` and ``dualmpi_nwait``, matched by ``net._mI<method>``: ``Recall.start``).
 
-    The same messages as a Python repeat (the memo's datatypes, the call's tag from the
-    wire's count), waited for one at a time under the watchdog, which names the neighbours
-    still waited for; the link counts kept in an array that joins the hub's
-    (:class:`~dualmpi.engine.router._Links`' lanes) until :meth:`free` adds them to its
-    dict.  The C call returns at once when other requests are in flight on the rank
-    (:data:`~dualmpi.engine.inflight.IN_FLIGHT`: they must advance while it waits), and
-    when a header differs from the memo's ``good`` ones; :meth:`failed` then runs the call in
-    Python, or checks the headers.
+    The same messages as a Python repeat (the memo's datatypes, the headers of its blocking or
+    nonblocking form, the call's tag from the wire's count), waited for one at a time under
+    the watchdog, which names the neighbours still waited for; the link counts kept in an
+    array that joins the hub's (:class:`~dualmpi.engine.router._Links`' lanes) until
+    :meth:`free` adds them to its dict.  The blocking C call returns at once when other
+    requests are in flight on the rank (:data:`~dualmpi.engine.inflight.IN_FLIGHT`: they must
+    advance while it waits), and when a header differs from the memo's ``good`` ones;
+    :meth:`failed` then runs the call in Python, or checks the headers.  One exchange of a
+    memo is in flight at a time (the memo is ``busy`` meanwhile): its requests are ``reqs``
+    (handles), its state ``state`` (``rounds.c``).
     """
 
-    def __init__(self, net, method, memo, lib, module):
-        from .engine.inflight import IN_FLIGHT
+    def __init__(self, net, method, memo, lib, module, nonblocking=False):
         from .engine.watchdog import Watchdog
 
+        MPI = _mpi()
         ranks, links = _peers(net)
         n = len(ranks)
         self.method, self.memo, self.ranks = method, memo, ranks
         self.net = weakref.ref(net)  # (no cycle through the C objects, which are not collected)
         wire, hub = _wire(net, method), net._router.hub
         self.peers = np.array(ranks, dtype=np.int64)
-        self.stypes = np.array([t.handle for t in memo.send_types], dtype=np.int64)
+        if nonblocking:  # (a header and payload of ISPLIT bytes or more go apart: no datatype)
+            out, split = memo.out_i, ISPLIT
+            stypes = [spec[0][2].handle if len(spec) == 1 else 0 for spec in memo.send_specs_i]
+        else:
+            out, split, stypes = memo.out, SPLIT, [t.handle for t in memo.send_types]
+        self.stypes = np.array(stypes, dtype=np.int64)
         self.rtypes = np.array([spec[2].handle for spec in memo.recv_specs], dtype=np.int64)
         # a large payload after its header (SPLIT), and the receives of such payloads
         self.saddr = np.array([memo.sends[j][0].ctypes.data for j in range(n)], dtype=np.int64)
@@ -884,34 +904,51 @@ class _Fast:
         self.sizes = np.array([memo.sends[j][0].size for j in range(n)], dtype=np.int64)
         self.counts = np.zeros((n, 2), dtype=np.int64)
         self.track = np.zeros(2, dtype=np.int64)
+        self.reqs = np.full(4 * n, MPI.REQUEST_NULL.handle, dtype=np.int64)
+        self.state = np.zeros(2 + n, dtype=np.int64)
         self.hops = [(links[j],) for j in range(n)]
         self.hub = hub
         hub.links.lanes.append((self.counts, self.hops))
-        x = np.array((wire.comm.handle, wire.count.ctypes.data, TAGS, n, self.peers.ctypes.data,
-                      self.stypes.ctypes.data, self.rtypes.ctypes.data, self.track.ctypes.data,
-                      memo.inp.ctypes.data, memo.good.ctypes.data, self.counts.ctypes.data,
-                      self.sizes.ctypes.data, IN_FLIGHT.ctypes.data, memo.out.ctypes.data,
-                      self.saddr.ctypes.data, self.raddr.ctypes.data, self.rsize.ctypes.data,
-                      _mpi().BYTE.handle, SPLIT, _ALONE), dtype=np.int64)
+        x = self.x = np.array((
+            wire.comm.handle, wire.count.ctypes.data, TAGS, n, self.peers.ctypes.data,
+            self.stypes.ctypes.data, self.rtypes.ctypes.data, self.track.ctypes.data,
+            memo.inp.ctypes.data, memo.good.ctypes.data, self.counts.ctypes.data,
+            self.sizes.ctypes.data, IN_FLIGHT.ctypes.data, out.ctypes.data,
+            self.saddr.ctypes.data, self.raddr.ctypes.data, self.rsize.ctypes.data,
+            MPI.BYTE.handle, split, _ALONE, self.reqs.ctypes.data, self.state.ctypes.data),
+            dtype=np.int64)
         assert x.size == _NX_FIELDS
-        fn = lib.dualmpi_nexchange
+        self.xaddr = x.ctypes.data
+        fn = lib.dualmpi_nwait if nonblocking else lib.dualmpi_nexchange
         wd = net._transport.watchdog
         me = weakref.ref(self)
+        #: the code of the last wait in C (nonblocking: its exchange settles with it)
+        self.last = 0
+        self.nonblocking = nonblocking
 
         def failed(err):
             fast = me()
             if fast is not None:
                 fast.failed(err)
-        self.call = module.Recall(ctypes.cast(fn, ctypes.c_void_p).value, x.ctypes.data,
-                                  (fn, x, wire, memo, self.peers, self.stypes, self.rtypes,
-                                   self.sizes, self.counts, self.track, IN_FLIGHT, self.saddr,
-                                   self.raddr, self.rsize),
+        keep = (fn, x, wire, memo, out, self.peers, self.stypes, self.rtypes, self.sizes,
+                self.counts, self.track, IN_FLIGHT, self.saddr, self.raddr, self.rsize,
+                self.reqs, self.state)
+        self.call = module.Recall(ctypes.cast(fn, ctypes.c_void_p).value, x.ctypes.data, keep,
                                   wd if wd.deadline > 0 else None,
-                                  Watchdog.tracker(self.track, _Waited(method, ranks, self.track)),
+                                  Watchdog.tracker(self.track, _Waited(
+                                      "I" + method[0].lower() + method[1:] if nonblocking
+                                      else method, ranks, self.track)),
                                   failed)
+        if nonblocking:
+            self.progress = _progress(net)
+            self.post, self.test = (module.CFunc(ctypes.cast(f, ctypes.c_void_p).value, 1, False)
+                                    for f in (lib.dualmpi_npost, lib.dualmpi_ntest))
 
     def failed(self, err):
         """The C call did not settle the call: ``err`` says why (see :class:`_Fast`)."""
+        if self.nonblocking:  # (the exchange settles with it: _CExchange.block)
+            self.last = err
+            return
         net, memo, method = self.net(), self.memo, self.method
         if err == _NX_BUSY:  # other requests in flight: the call in Python (advancing them)
             if memo.busy:  # (one of them runs on the memo: this call with messages of its own)
@@ -929,9 +966,115 @@ class _Fast:
         self.hub.retire_lane(self.counts)
         net = self.net()
         if net is not None:
-            from .calls import no_match
+            from .calls import no_match, no_start
 
-            setattr(net, "_m" + self.method, no_match)
+            if self.nonblocking:
+                setattr(net, "_mI" + self.method[0].lower() + self.method[1:], no_start)
+            else:
+                setattr(net, "_m" + self.method, no_match)
+
+
+class _CExchange:
+    """A nonblocking repeat of a memo in flight, its messages posted, advanced and waited for in
+    C (a nonblocking :class:`_Fast`; the plan of its :class:`~dualmpi.request.Request`).
+
+    What :class:`_Exchange` offers the progress engines: :meth:`poll` (``dualmpi_ntest``),
+    :meth:`block` (``dualmpi_nwait``, under the watchdog: the only request in flight),
+    :meth:`posted` and :meth:`handed_back` (its requests as ``MPI.Request`` objects for a
+    wait with the others: :func:`dualmpi.engine.nonblocking.block`), :meth:`failed`,
+    :meth:`waiting` and :meth:`outcome`.
+    """
+
+    __slots__ = ("fast", "progress", "what", "seq", "since", "done", "failure", "fault")
+    #: (no message of unknown size: nothing is probed for)
+    pending = ()
+    error = None
+    #: its requests are handles (:meth:`posted`), not a list of ``MPI.Request`` objects
+    handed = True
+
+    def __init__(self, fast, what):
+        self.fast, self.what, self.progress = fast, what, fast.progress
+        self.done, self.failure, self.fault = False, None, None
+        self.since = time.monotonic()
+        fast.memo.busy = True
+        fast.post(fast.xaddr)  # (a failure to post is the exchange's result: rounds.c)
+        self.seq = int(fast.track[1])
+        self.progress.active.append(self)
+        IN_FLIGHT[0] += 1
+
+    def posted(self):
+        """Return the requests not done as ``MPI.Request`` objects on their handles, and where
+        they are in the exchange's handles."""
+        MPI = _mpi()
+        null = MPI.REQUEST_NULL.handle
+        handles = self.fast.reqs.tolist()
+        at = [i for i, h in enumerate(handles) if h != null]
+        return [MPI.Request.fromhandle(handles[i]) for i in at], at
+
+    def handed_back(self, objs, at):
+        """Write the handles of :meth:`posted`'s requests back after a wait."""
+        for obj, i in zip(objs, at):
+            self.fast.reqs[i] = obj.handle
+
+    def poll(self):
+        """Advance without blocking; return True once done (its outcome then settled)."""
+        if self.done:
+            return True
+        code = self.fast.test(self.fast.xaddr)
+        if code == _NX_PENDING:
+            return False
+        self._settle(code)
+        return True
+
+    def block(self):
+        """Wait in C for every message of the exchange (the watchdog naming the neighbours)."""
+        fast = self.fast
+        fast.last = 0
+        fast.call()
+        self._settle(fast.last)
+
+    def failed(self, exc):
+        """A message failed in a wait from Python (``exc``): a truncation is found by the header
+        check; another error is the exchange's (``rounds.c``'s state)."""
+        MPI = _mpi()
+        if exc.Get_error_class() == MPI.ERR_TRUNCATE:
+            self.fast.state[1] = 1
+        elif self.fault is None:
+            self.fault = exc
+            if not self.fast.state[0]:
+                self.fast.state[0] = exc.Get_error_code() or MPI.ERR_OTHER
+
+    def waiting(self):
+        """Return ``(where, peers, since, grace)`` of what this exchange waits for (watchdog)."""
+        fast, null = self.fast, _mpi().REQUEST_NULL.handle
+        n = len(fast.ranks)
+        peers = sorted({fast.ranks[i % n] for i, h in enumerate(fast.reqs.tolist()) if h != null})
+        return (f"{self.what} (neighbourhood call {self.seq})", tuple(peers), self.since, 1.0)
+
+    def _settle(self, code):
+        """Every message is in: keep the outcome of ``code`` (``rounds.c``); leave the lists."""
+        fast = self.fast
+        memo = fast.memo
+        self.done, memo.busy = True, False
+        try:
+            self.progress.active.remove(self)
+            IN_FLIGHT[0] -= 1
+        except ValueError:
+            pass
+        try:
+            if code == _NX_CHECK:  # a header differs from the last good call's, or was cut
+                net = fast.net()
+                _verdict(fast.method, net.rank, fast.ranks, memo.inp, memo.sends, memo.recvs)
+                memo.good[...] = memo.inp
+            elif code:
+                raise _fault(fast.method, fast.net().rank, self.fault or _mpi().Exception(code))
+        except Exception as exc:  # noqa: BLE001 - raised by outcome(), from the wait
+            self.failure = exc
+
+    def outcome(self):
+        """Return None (a buffer call) once done, or raise its error."""
+        if self.failure is not None:
+            raise self.failure
 
 
 class _Waited:
@@ -953,19 +1096,25 @@ class _Waited:
         return (f"{self.what} (neighbourhood call {int(self.track[1])})", tuple(peers), 1.0)
 
 
+def _compiled(net, method, memo, nonblocking):
+    """Return ``memo``'s compiled exchange (:class:`_Fast`), or False when there is none (no
+    compiled loop or extension, more neighbours than it takes, a message over an int)."""
+    lib = getattr(net._transport, "cloop", None)
+    module = recall.load()
+    if lib is not None and module is not None and \
+            lib.dualmpi_nx_fields() == _NX_FIELDS * 10000 + NX_MAX * 10 + HEADER_WORDS and \
+            len(memo.sends) <= NX_MAX and \
+            all(b[0].size <= _INT_MAX for b in (*memo.sends, *memo.recvs)):
+        return _Fast(net, method, memo, lib, module, nonblocking)
+    return False
+
+
 def _fast(net, method, memo):
     """Run a blocking repeat of ``memo`` by its compiled exchange (made now on the first
     repeat, its matcher installed); return False when there is none (no compiled loop or
     extension, or more neighbours than it takes)."""
     if memo.fast is None:
-        memo.fast = False
-        lib = getattr(net._transport, "cloop", None)
-        module = recall.load()
-        if lib is not None and module is not None and \
-                lib.dualmpi_nx_fields() == _NX_FIELDS * 10000 + NX_MAX * 10 + HEADER_WORDS and \
-                len(memo.sends) <= NX_MAX and \
-                all(b[0].size <= _INT_MAX for b in (*memo.sends, *memo.recvs)):
-            memo.fast = _Fast(net, method, memo, lib, module)
+        memo.fast = _compiled(net, method, memo, False)
     if not memo.fast:
         return False
     engine = net._engine
@@ -973,6 +1122,36 @@ def _fast(net, method, memo):
                                                           engine.evictions))
     memo.fast.call()
     return True
+
+
+def _ifast(net, method, memo, what):
+    """Start a nonblocking repeat of ``memo`` in C (the nonblocking :class:`_Fast` made now on
+    the first one, ``net._m<what>`` installed); return its :class:`_CExchange`, or None when
+    there is no compiled exchange (no compiled loop or extension, or too many neighbours)."""
+    if memo.ifast is None:
+        memo.ifast = _compiled(net, method, memo, True)
+    if not memo.ifast:
+        return None
+    if not _REQUEST:
+        from .request import Request
+
+        _REQUEST.append(Request)
+    engine = net._engine
+    setattr(net, "_m" + what, recall.load().Recall.start(
+        _istart, memo.ifast, what, net._transport.alarm, memo.template, engine,
+        engine.evictions))
+    return _CExchange(memo.ifast, what)
+
+
+def _istart(fast, what):
+    """``net._m<what>``'s start of a repeat matched in C: its :class:`~dualmpi.request.Request`,
+    or NotImplemented (the Python path then) while the memo's last exchange is in flight."""
+    if fast.memo.busy:
+        return NotImplemented
+    return _REQUEST[0](fast.progress, _CExchange(fast, what))
+
+
+_REQUEST = []
 
 
 def _start(net, method, sendbuf, recvbuf, what=None):
@@ -989,7 +1168,8 @@ def _start(net, method, sendbuf, recvbuf, what=None):
     if memo is not None and not memo.busy and same(memo.template, (sendbuf, recvbuf)):
         if what is None and _fast(net, method, memo):  # a blocking repeat, run in C
             return None
-        return _Exchange(net, method, None, None, None, None, what, memo)
+        ex = None if what is None else _ifast(net, method, memo, what)  # a nonblocking one
+        return ex or _Exchange(net, method, None, None, None, None, what, memo)
     sends = recvs = finish = error = None
     try:
         send, recv, sends, recvs = _read(net, method, sendbuf, recvbuf)
@@ -1027,9 +1207,11 @@ def _nonblocking(ex):
     """
     if ex.error is not None:
         _blocking(ex)
-    from .request import Request
+    if not _REQUEST:
+        from .request import Request
 
-    return Request.from_plan(ex.progress, ex)
+        _REQUEST.append(Request)  # (the class of the requests: imported once)
+    return _REQUEST[0](ex.progress, ex)
 
 
 def Neighbor_allgather(net, sendbuf, recvbuf):

@@ -37,7 +37,8 @@ SOURCE = Path(__file__).with_name("rounds.c")
 SYMBOLS = ("dualmpi_request_size", "dualmpi_fields", "dualmpi_run", "dualmpi_step_fields",
            "dualmpi_istart", "dualmpi_start_fields", "dualmpi_mode_code", "dualmpi_python_code",
            "dualmpi_istep", "dualmpi_iwait", "dualmpi_alarm_code", "dualmpi_hook_code",
-           "dualmpi_future", "dualmpi_nx_fields", "dualmpi_nexchange")
+           "dualmpi_future", "dualmpi_nx_fields", "dualmpi_nexchange",
+           "dualmpi_npost", "dualmpi_ntest", "dualmpi_nwait")
 
 
 class Library:
@@ -121,8 +122,8 @@ def load(library_version=""):
         lib.dualmpi_hook_code.restype = ctypes.c_int
         lib.dualmpi_future.restype = ctypes.c_int
         lib.dualmpi_nx_fields.restype = ctypes.c_int
-        lib.dualmpi_nexchange.restype = ctypes.c_int
-        lib.dualmpi_nexchange.argtypes = [ctypes.c_void_p]
+        for fn in (lib.dualmpi_nexchange, lib.dualmpi_npost, lib.dualmpi_ntest, lib.dualmpi_nwait):
+            fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_void_p]
     _loaded.update(lib=lib, reason=why)
     return lib
 

@@ -1293,8 +1293,10 @@ def block(extra=(), watch=None, status=None):
     lines = {req.handle for req in extra} if extra else ()
     for prog in _LIVE:
         for req in prog.active:
-            if type(req) is PlanRequest and req.stage == _CROUNDS:  # (its round's requests,
-                # made from the compiled step's handles; other kinds of request hold a list)
+            if type(req) is PlanRequest and req.stage == _CROUNDS or \
+                    getattr(req, "handed", False):  # (its round's requests, made from the
+                # compiled step's handles, or a compiled neighbourhood exchange's; other kinds of
+                # request hold a list)
                 objs, at = req.posted()
                 handed.append((req, objs, at))
                 reqs += objs

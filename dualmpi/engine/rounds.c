@@ -583,133 +583,203 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, const int64_t
     return dualmpi_istep(p, s);
 }
 
-/* A repeated blocking neighbourhood collective in one C call (dualmpi/neighbor.py: _Fast): one
- * message to and one from every neighbour, [header | payload], posted with the call's tag (1 +
- * the wire's call count % N_TAGS; the count advances).  A payload of N_SPLIT bytes or more goes
- * as a message of its own after its header (contiguous: a large hindexed message is copied
- * through MPI's buffers); a smaller one with its header, by a committed hindexed datatype at
- * absolute addresses (MPI_BOTTOM).  A receive takes [header | payload] as one datatype; when the
- * header that came says the sender split (its code is the call's plus N_ALONE: a nonblocking
- * sender splits at a size of its own), the payload's receive is posted then, into the same
- * place.  The messages are waited
- * for with MPI_Waitany one at a time, so the watchdog names the neighbours still waited for:
- * track[0] is 1 + the mask of the messages not yet in (bit j: to neighbour j, bit n + j: from
- * it), track[1] the call's number.  Every message posted is waited for, whatever fails.
- * Returns 0 when every header received is the one the last checked call received (the
- * arguments of both ends unchanged); NX_CHECK when one differs or a message was truncated (the
- * caller checks the headers); NX_BUSY, posting nothing, when other requests are in flight on
- * the rank (*flight: they must advance while this rank waits, from Python); else the MPI error
- * of a failed message. */
+/* A repeated neighbourhood collective in C (dualmpi/neighbor.py: _Fast, blocking, and _IFast,
+ * nonblocking): one message to and one from every neighbour, [header | payload], posted with the
+ * call's tag (1 + the wire's call count % N_TAGS; the count advances).  A payload of N_SPLIT
+ * bytes or more goes as a message of its own after its header (contiguous: a large hindexed
+ * message is copied through MPI's buffers); a smaller one with its header, by a committed
+ * hindexed datatype at absolute addresses (MPI_BOTTOM).  A receive takes [header | payload] as
+ * one datatype; when the header that came says the sender split (its code is the call's plus
+ * N_ALONE: a nonblocking sender splits at a size of its own), the payload's receive is posted
+ * then, into the same place.
+ *
+ * The exchange's requests are x[N_REQS] (4n handles; per neighbour j: [j] the send, header and
+ * payload or both in one, [n + j] the receive, [2n + j] a payload sent on its own, [3n + j] one
+ * received on its own), a request done when its handle is MPI_REQUEST_NULL, whoever completed
+ * it (a wait from Python writes the handles back); x[N_STATE] holds [the first MPI error other
+ * than a truncation, 1 if a message was truncated, per neighbour 1 once its header was read].
+ * The messages are waited for with MPI_Waitany one at a time, so the watchdog names the
+ * neighbours still waited for: track[0] is 1 + the mask of the messages not yet in (bit j: to
+ * neighbour j, bit n + j: from it), track[1] the call's number.  Every message posted is waited
+ * for, whatever fails.  An exchange's result: 0 when every header received is the one the last
+ * checked call received (the arguments of both ends unchanged); NX_CHECK when one differs or a
+ * message was truncated (the caller checks the headers); else the MPI error of a failed message.
+ *
+ * dualmpi_nexchange (blocking) posts and waits, and returns NX_BUSY, posting nothing, when
+ * other requests are in flight on the rank (*flight: they must advance while this rank waits,
+ * from Python); dualmpi_npost posts (a failure to post is the exchange's result), dualmpi_ntest
+ * advances without blocking (NX_PENDING until every message is in, then the result) and
+ * dualmpi_nwait waits for the rest (the result). */
 enum { N_COMM, N_WIRE, N_TAGS, N_N, N_PEERS, N_STYPES, N_RTYPES, N_TRACK, N_INP, N_GOOD,
        N_COUNTS, N_SIZES, N_FLIGHT, N_OUT, N_SADDR, N_RADDR, N_RSIZE, N_BYTE, N_SPLIT, N_ALONE,
-       N_FIELDS };
+       N_REQS, N_STATE, N_FIELDS };
 #define NX_BUSY (-1)
 #define NX_CHECK (-2)
+#define NX_PENDING (-3)
 #define NX_MAX 30
 #define NX_HEADER 5
 
 int dualmpi_nx_fields(void) { return N_FIELDS * 10000 + NX_MAX * 10 + NX_HEADER; }
 
-int dualmpi_nexchange(const int64_t *x)
+static int nx_post(const int64_t *x)
 {
     const MPI_Comm comm = (MPI_Comm)(intptr_t)x[N_COMM];
     const MPI_Datatype byte = (MPI_Datatype)(intptr_t)x[N_BYTE];
     const int n = (int)x[N_N];
-    const int64_t split = x[N_SPLIT], alone = x[N_ALONE];
+    const int64_t split = x[N_SPLIT];
     const int64_t *peers = (const int64_t *)(intptr_t)x[N_PEERS];
     const int64_t *stypes = (const int64_t *)(intptr_t)x[N_STYPES];
     const int64_t *rtypes = (const int64_t *)(intptr_t)x[N_RTYPES];
     const int64_t *sizes = (const int64_t *)(intptr_t)x[N_SIZES];
     const int64_t *saddr = (const int64_t *)(intptr_t)x[N_SADDR];
-    const int64_t *raddr = (const int64_t *)(intptr_t)x[N_RADDR];
-    const int64_t *rsize = (const int64_t *)(intptr_t)x[N_RSIZE];
-    const int64_t *inp = (const int64_t *)(intptr_t)x[N_INP];
     int64_t *out = (int64_t *)(intptr_t)x[N_OUT];
     int64_t *wire = (int64_t *)(intptr_t)x[N_WIRE];
-    int64_t *track = (int64_t *)(intptr_t)x[N_TRACK];
     int64_t *counts = (int64_t *)(intptr_t)x[N_COUNTS];
-    /* per neighbour j: [j] the send (header and payload, or both in one), [n + j] the receive,
-     * [2n + j] a payload sent on its own, [3n + j] one received on its own */
-    MPI_Request reqs[4 * NX_MAX];
-    int pending[2 * NX_MAX];  /* the requests of each message not done (send j, receive n + j) */
-    int err = MPI_SUCCESS, fault = MPI_SUCCESS, truncated = 0, left = 0;
+    int64_t *st = (int64_t *)(intptr_t)x[N_STATE];
+    MPI_Request *reqs = (MPI_Request *)(intptr_t)x[N_REQS];
+    int fault = MPI_SUCCESS;
 
-    if (*(const int64_t *)(intptr_t)x[N_FLIGHT] != 0 || n > NX_MAX)
-        return NX_BUSY;
     const int64_t seq = wire[0]++;
     const int tag = 1 + (int)(seq % x[N_TAGS]);
     for (int j = 0; j < 4 * n; j++)
         reqs[j] = MPI_REQUEST_NULL;
-    for (int j = 0; j < 2 * n; j++)
-        pending[j] = 0;
-    for (int j = 0; j < n && fault == MPI_SUCCESS; j++) {
+    for (int j = 0; j < 2 + n; j++)
+        st[j] = 0;
+    for (int j = 0; j < n && fault == MPI_SUCCESS; j++)
         fault = MPI_Irecv(MPI_BOTTOM, 1, (MPI_Datatype)(intptr_t)rtypes[j], (int)peers[j], tag,
                           comm, reqs + n + j);
-        pending[n + j] += fault == MPI_SUCCESS;
-    }
     for (int j = 0; j < n && fault == MPI_SUCCESS; j++) {
         if (sizes[j] >= split) {
             fault = MPI_Isend(out + j * NX_HEADER, NX_HEADER * (int)sizeof(int64_t), byte,
                               (int)peers[j], tag, comm, reqs + j);
-            pending[j] += fault == MPI_SUCCESS;
-            if (fault == MPI_SUCCESS) {
+            if (fault == MPI_SUCCESS)
                 fault = MPI_Isend((void *)(intptr_t)saddr[j], (int)sizes[j], byte, (int)peers[j],
                                   tag, comm, reqs + 2 * n + j);
-                pending[j] += fault == MPI_SUCCESS;
-            }
         } else {
             fault = MPI_Isend(MPI_BOTTOM, 1, (MPI_Datatype)(intptr_t)stypes[j], (int)peers[j],
                               tag, comm, reqs + j);
-            pending[j] += fault == MPI_SUCCESS;
         }
         if (fault == MPI_SUCCESS) {
             counts[2 * j] += 1;
             counts[2 * j + 1] += sizes[j];
         }
     }
-    for (int j = 0; j < 2 * n; j++)
-        left += pending[j];
-    track[1] = seq;
-    while (left > 0) {
-        int index = MPI_UNDEFINED;
-        int64_t mask = 0;
-        for (int j = 0; j < 2 * n; j++)
-            mask |= (int64_t)(pending[j] > 0) << j;
-        track[0] = 1 + mask;
-        err = MPI_Waitany(4 * n, reqs, &index, MPI_STATUS_IGNORE);
-        if (index == MPI_UNDEFINED || index < 0 || index >= 4 * n) {
-            if (fault == MPI_SUCCESS)
-                fault = err != MPI_SUCCESS ? err : MPI_ERR_REQUEST;
-            break;
-        }
-        reqs[index] = MPI_REQUEST_NULL;
-        pending[index % (2 * n)]--;
-        left--;
-        if (err != MPI_SUCCESS) {
-            int cls = err;
-            MPI_Error_class(err, &cls);
-            if (cls == MPI_ERR_TRUNCATE)
-                truncated = 1;
-            else if (fault == MPI_SUCCESS)
-                fault = err;
-        }
-        if (index >= n && index < 2 * n && fault == MPI_SUCCESS) {
-            const int j = index - n;  /* a header is in: does its payload follow on its own? */
-            if (inp[j * NX_HEADER] > alone) {
-                fault = MPI_Irecv((void *)(intptr_t)raddr[j], (int)rsize[j], byte,
-                                  (int)peers[j], tag, comm, reqs + 3 * n + j);
-                if (fault == MPI_SUCCESS) {
-                    pending[n + j]++;
-                    left++;
-                }
+    st[0] = fault;
+    ((int64_t *)(intptr_t)x[N_TRACK])[1] = seq;
+    return fault;
+}
+
+/* The headers in since the last look: post the receive of each payload that comes on its own;
+ * return the mask of the messages not yet in (0: the exchange is done). */
+static int64_t nx_follow(const int64_t *x)
+{
+    const int n = (int)x[N_N];
+    const int64_t *inp = (const int64_t *)(intptr_t)x[N_INP];
+    const int64_t *peers = (const int64_t *)(intptr_t)x[N_PEERS];
+    const int64_t *raddr = (const int64_t *)(intptr_t)x[N_RADDR];
+    const int64_t *rsize = (const int64_t *)(intptr_t)x[N_RSIZE];
+    int64_t *st = (int64_t *)(intptr_t)x[N_STATE];
+    MPI_Request *reqs = (MPI_Request *)(intptr_t)x[N_REQS];
+    const int tag = 1 + (int)(((int64_t *)(intptr_t)x[N_TRACK])[1] % x[N_TAGS]);
+    int64_t mask = 0;
+
+    for (int j = 0; j < n; j++) {
+        if (!st[2 + j] && reqs[n + j] == MPI_REQUEST_NULL) {
+            st[2 + j] = 1;  /* (a receive never posted, after a fault, reads no header) */
+            if (st[0] == MPI_SUCCESS && inp[j * NX_HEADER] > x[N_ALONE]) {
+                int err = MPI_Irecv((void *)(intptr_t)raddr[j], (int)rsize[j],
+                                    (MPI_Datatype)(intptr_t)x[N_BYTE], (int)peers[j], tag,
+                                    (MPI_Comm)(intptr_t)x[N_COMM], reqs + 3 * n + j);
+                if (err != MPI_SUCCESS)
+                    st[0] = err;
             }
         }
+        mask |= (int64_t)(reqs[j] != MPI_REQUEST_NULL || reqs[2 * n + j] != MPI_REQUEST_NULL) << j;
+        mask |= (int64_t)(reqs[n + j] != MPI_REQUEST_NULL || reqs[3 * n + j] != MPI_REQUEST_NULL)
+                << (n + j);
     }
-    track[0] = 0;
-    if (fault != MPI_SUCCESS)
-        return fault;
-    if (truncated || memcmp(inp, (const void *)(intptr_t)x[N_GOOD],
-                            (size_t)n * NX_HEADER * sizeof(int64_t)) != 0)
+    return mask;
+}
+
+/* Request ``index`` is done with ``err``: note a truncation or the first other error. */
+static void nx_done(const int64_t *x, int index, int err)
+{
+    int64_t *st = (int64_t *)(intptr_t)x[N_STATE];
+    ((MPI_Request *)(intptr_t)x[N_REQS])[index] = MPI_REQUEST_NULL;
+    if (err != MPI_SUCCESS) {
+        int cls = err;
+        MPI_Error_class(err, &cls);
+        if (cls == MPI_ERR_TRUNCATE)
+            st[1] = 1;
+        else if (st[0] == MPI_SUCCESS)
+            st[0] = err;
+    }
+}
+
+static int nx_result(const int64_t *x)
+{
+    const int64_t *st = (const int64_t *)(intptr_t)x[N_STATE];
+    if (st[0] != MPI_SUCCESS)
+        return (int)st[0];
+    if (st[1] || memcmp((const void *)(intptr_t)x[N_INP], (const void *)(intptr_t)x[N_GOOD],
+                        (size_t)x[N_N] * NX_HEADER * sizeof(int64_t)) != 0)
         return NX_CHECK;
     return MPI_SUCCESS;
+}
+
+int dualmpi_nwait(const int64_t *x)
+{
+    const int n = (int)x[N_N];
+    int64_t *track = (int64_t *)(intptr_t)x[N_TRACK];
+    int64_t *st = (int64_t *)(intptr_t)x[N_STATE];
+    MPI_Request *reqs = (MPI_Request *)(intptr_t)x[N_REQS];
+    int64_t mask;
+
+    while ((mask = nx_follow(x)) != 0) {
+        int index = MPI_UNDEFINED;
+        track[0] = 1 + mask;
+        int err = MPI_Waitany(4 * n, reqs, &index, MPI_STATUS_IGNORE);
+        if (index == MPI_UNDEFINED || index < 0 || index >= 4 * n) {
+            if (st[0] == MPI_SUCCESS)
+                st[0] = err != MPI_SUCCESS ? err : MPI_ERR_REQUEST;
+            break;
+        }
+        nx_done(x, index, err);
+    }
+    track[0] = 0;
+    return nx_result(x);
+}
+
+int dualmpi_ntest(const int64_t *x)
+{
+    const int n = (int)x[N_N];
+    int64_t *st = (int64_t *)(intptr_t)x[N_STATE];
+    MPI_Request *reqs = (MPI_Request *)(intptr_t)x[N_REQS];
+
+    while (nx_follow(x) != 0) {
+        int index = MPI_UNDEFINED, flag = 0;
+        int err = MPI_Testany(4 * n, reqs, &index, &flag, MPI_STATUS_IGNORE);
+        if (err == MPI_SUCCESS && !flag)
+            return NX_PENDING;
+        if (index == MPI_UNDEFINED || index < 0 || index >= 4 * n) {
+            if (st[0] == MPI_SUCCESS)
+                st[0] = err != MPI_SUCCESS ? err : MPI_ERR_REQUEST;
+            break;
+        }
+        nx_done(x, index, err);
+    }
+    return nx_result(x);
+}
+
+int dualmpi_npost(const int64_t *x)
+{
+    return (int)x[N_N] > NX_MAX ? NX_BUSY : nx_post(x);
+}
+
+int dualmpi_nexchange(const int64_t *x)
+{
+    if (*(const int64_t *)(intptr_t)x[N_FLIGHT] != 0 || (int)x[N_N] > NX_MAX)
+        return NX_BUSY;
+    nx_post(x);  /* (a failure to post: what was posted is waited for, the failure returned) */
+    return dualmpi_nwait(x);
 }
