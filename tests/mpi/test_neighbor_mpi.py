@@ -419,7 +419,8 @@ def _compiled(net):
     return net.net._transport.cloop is not None and recall.load() is not None
 
 
-def test_stats_of_repeated_calls(net):
+@pytest.mark.parametrize("nonblocking", [False, True], ids=["blocking", "nonblocking"])
+def test_stats_of_repeated_calls(net, nonblocking):
     """Repeats counted as the first call (those run in C too), and kept when the remembered
     call is replaced: one link message per neighbour per call."""
     d = len(net.nbrs)
@@ -429,13 +430,19 @@ def test_stats_of_repeated_calls(net):
     _, links = nb.neighbors(net.topo, net.q, RANK)
     got = []
 
+    def call(r):
+        if nonblocking:
+            net.net.Ineighbor_alltoall(send, r).Wait()
+        else:
+            net.net.Neighbor_alltoall(send, r)
+
     def calls_():
         for _ in range(5):
-            net.net.Neighbor_alltoall(send, recv)
+            call(recv)
         got.append(net.net.stats())
-        net.net.Neighbor_alltoall(send, other)  # another buffer: the memo is replaced
+        call(other)  # another buffer: the memo is replaced
         got.append(net.net.stats())
-        net.net.Neighbor_alltoall(send, other)
+        call(other)
         got.append(net.net.stats())
 
     _, exc = _attempt(calls_)
