@@ -998,7 +998,7 @@ class _CExchange:
         self.since = time.monotonic()
         fast.memo.busy = True
         fast.post(fast.xaddr)  # (a failure to post is the exchange's result: rounds.c)
-        self.seq = int(fast.track[1])
+        self.seq = fast.track.item(1)
         self.progress.active.append(self)
         IN_FLIGHT[0] += 1
 
@@ -1031,7 +1031,13 @@ class _CExchange:
         fast = self.fast
         fast.last = 0
         fast.call()
-        self._settle(fast.last)
+        if fast.last:
+            self._settle(fast.last)
+        else:  # (the common case: _settle's, inline)
+            self.done = True
+            fast.memo.busy = False
+            self.progress.active.remove(self)
+            IN_FLIGHT[0] -= 1
 
     def failed(self, exc):
         """A message failed in a wait from Python (``exc``): a truncation is found by the header
