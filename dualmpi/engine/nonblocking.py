@@ -1152,12 +1152,16 @@ class Progress:
         if self._alone(req) is True:
             return True
         while not req.done:
-            poll_all()
-            if req.done:
-                break
             # (a request of several parts, e.g. a v-variant's count table then its data, names
-            # the part it runs now: ``current``)
+            # the part it runs now: ``current``; the only request in flight on the rank needs
+            # no round of progress for the others first)
             now = req if type(req) is PlanRequest else getattr(req, "current", None)
+            if IN_FLIGHT[0] != 1 or type(now) is not PlanRequest or now.stage != _CROUNDS or \
+                    self.active != [now]:
+                poll_all()
+                if req.done:
+                    break
+                now = req if type(req) is PlanRequest else getattr(req, "current", None)
             if type(now) is PlanRequest and now.stage == _CROUNDS and self.active == [now] and \
                     not any(prog.active for prog in _LIVE if prog is not self):
                 if self._alone(now) is None:
