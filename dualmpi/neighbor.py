@@ -95,7 +95,8 @@ _BUFFER_CODES = 5
 REMEMBERED = ("Neighbor_allgather", "Neighbor_allgatherv", "Neighbor_alltoall",
               "Neighbor_alltoallv", "Neighbor_alltoallw")
 #: The nonblocking methods whose repeats :class:`dualmpi.Comm` starts from a matcher in C
-#: (``net._m<method>``, installed by :func:`_ifast`; None: not matched).
+#: (``net._m<method>``, installed by :func:`_ifast`; it returns the request, or None when the
+#: call is not the remembered one).
 IREMEMBERED = tuple("I" + m[0].lower() + m[1:] for m in REMEMBERED)
 
 
@@ -1068,12 +1069,12 @@ class _CExchange:
         except ValueError:
             pass
         try:
+            rank = self.progress.rank
             if code == _NX_CHECK:  # a header differs from the last good call's, or was cut
-                net = fast.net()
-                _verdict(fast.method, net.rank, fast.ranks, memo.inp, memo.sends, memo.recvs)
+                _verdict(fast.method, rank, fast.ranks, memo.inp, memo.sends, memo.recvs)
                 memo.good[...] = memo.inp
             elif code:
-                raise _fault(fast.method, fast.net().rank, self.fault or _mpi().Exception(code))
+                raise _fault(fast.method, rank, self.fault or _mpi().Exception(code))
         except Exception as exc:  # noqa: BLE001 - raised by outcome(), from the wait
             self.failure = exc
 
