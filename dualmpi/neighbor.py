@@ -272,6 +272,9 @@ class _Progress:
         self.transport, self.rank = transport, transport.rank
         self.active = []
         self._busy = False
+        #: the start and the head of the wait of a nonblocking repeat in C (the extension's
+        #: NStart, made with the first compiled nonblocking exchange: :class:`_Fast`)
+        self.cstart = self.cclose = None
         nonblocking._LIVE.append(self)
 
     def poll(self):
@@ -298,9 +301,8 @@ class _Progress:
         messages are waited for together (:func:`~dualmpi.engine.nonblocking.block`), a
         message of unknown size is probed for with a short pause in between.
         """
-        if type(ex) is _CExchange and IN_FLIGHT[0] == 1 and not ex.done:
-            ex.block()  # (the only request in flight on the rank: waited for in C)
-            return True
+        if self.cclose is not None and self.cclose(ex):
+            return True  # (a compiled exchange, the only request in flight: waited for in C)
         nb = self.nb
         ex.since = time.monotonic()  # the watchdog times the wait, not the computing before it
         while not ex.done:
@@ -941,9 +943,15 @@ class _Fast:
                                       else method, ranks, self.track)),
                                   failed)
         if nonblocking:
-            self.progress = _progress(net)
-            self.post, self.test = (module.CFunc(ctypes.cast(f, ctypes.c_void_p).value, 1, False)
-                                    for f in (lib.dualmpi_npost, lib.dualmpi_ntest))
+            self.track_addr = self.track.ctypes.data
+            self.test = module.CFunc(ctypes.cast(lib.dualmpi_ntest, ctypes.c_void_p).value, 1,
+                                     False)
+            prog = self.progress = _progress(net)
+            if prog.cstart is None:
+                prog.cstart = module.NStart(prog, _CExchange, _request_class(), prog.active,
+                                            IN_FLIGHT,
+                                            ctypes.cast(lib.dualmpi_npost, ctypes.c_void_p).value)
+                prog.cclose = prog.cstart.close
 
     def failed(self, err):
         """The C call did not settle the call: ``err`` says why (see :class:`_Fast`)."""
@@ -979,6 +987,11 @@ class _CExchange:
     """A nonblocking repeat of a memo in flight, its messages posted, advanced and waited for in
     C (a nonblocking :class:`_Fast`; the plan of its :class:`~dualmpi.request.Request`).
 
+    Made in C with its request (the extension's ``NStart``, ``_Progress.cstart``: the memo
+    busy, the messages posted by ``rounds.c``'s ``dualmpi_npost``, the exchange in the progress
+    engine's ``active`` list and counted in :data:`~dualmpi.engine.inflight.IN_FLIGHT`); a
+    wait for it alone in flight runs in C too (``_Progress.cclose``).
+
     What :class:`_Exchange` offers the progress engines: :meth:`poll` (``dualmpi_ntest``),
     :meth:`block` (``dualmpi_nwait``, under the watchdog: the only request in flight),
     :meth:`posted` and :meth:`handed_back` (its requests as ``MPI.Request`` objects for a
@@ -992,16 +1005,6 @@ class _CExchange:
     error = None
     #: its requests are handles (:meth:`posted`), not a list of ``MPI.Request`` objects
     handed = True
-
-    def __init__(self, fast, what):
-        self.fast, self.what, self.progress = fast, what, fast.progress
-        self.done, self.failure, self.fault = False, None, None
-        self.since = time.monotonic()
-        fast.memo.busy = True
-        fast.post(fast.xaddr)  # (a failure to post is the exchange's result: rounds.c)
-        self.seq = fast.track.item(1)
-        self.progress.active.append(self)
-        IN_FLIGHT[0] += 1
 
     def posted(self):
         """Return the requests not done as ``MPI.Request`` objects on their handles, and where
@@ -1132,33 +1135,31 @@ def _fast(net, method, memo):
 
 
 def _ifast(net, method, memo, what):
-    """Start a nonblocking repeat of ``memo`` in C (the nonblocking :class:`_Fast` made now on
-    the first one, ``net._m<what>`` installed); return its :class:`_CExchange`, or None when
+    """Start a nonblocking repeat of ``memo`` (not busy) in C (the nonblocking :class:`_Fast`
+    made now on the first one, ``net._m<what>`` installed: ``Recall.start`` of the progress
+    engine's ``cstart``, which returns NotImplemented, the Python path then, while the memo's
+    last exchange is in flight); return its :class:`~dualmpi.request.Request`, or None when
     there is no compiled exchange (no compiled loop or extension, or too many neighbours)."""
     if memo.ifast is None:
         memo.ifast = _compiled(net, method, memo, True)
     if not memo.ifast:
         return None
+    start, engine = memo.ifast.progress.cstart, net._engine
+    setattr(net, "_m" + what, recall.load().Recall.start(
+        start, memo.ifast, what, net._transport.alarm, memo.template, engine, engine.evictions))
+    return start(memo.ifast, what)
+
+
+_REQUEST = []
+
+
+def _request_class():
+    """Return :class:`dualmpi.request.Request` (imported once, on first use)."""
     if not _REQUEST:
         from .request import Request
 
         _REQUEST.append(Request)
-    engine = net._engine
-    setattr(net, "_m" + what, recall.load().Recall.start(
-        _istart, memo.ifast, what, net._transport.alarm, memo.template, engine,
-        engine.evictions))
-    return _CExchange(memo.ifast, what)
-
-
-def _istart(fast, what):
-    """``net._m<what>``'s start of a repeat matched in C: its :class:`~dualmpi.request.Request`,
-    or NotImplemented (the Python path then) while the memo's last exchange is in flight."""
-    if fast.memo.busy:
-        return NotImplemented
-    return _REQUEST[0](fast.progress, _CExchange(fast, what))
-
-
-_REQUEST = []
+    return _REQUEST[0]
 
 
 def _start(net, method, sendbuf, recvbuf, what=None):
@@ -1175,8 +1176,10 @@ def _start(net, method, sendbuf, recvbuf, what=None):
     if memo is not None and not memo.busy and same(memo.template, (sendbuf, recvbuf)):
         if what is None and _fast(net, method, memo):  # a blocking repeat, run in C
             return None
-        ex = None if what is None else _ifast(net, method, memo, what)  # a nonblocking one
-        return ex or _Exchange(net, method, None, None, None, None, what, memo)
+        req = None if what is None else _ifast(net, method, memo, what)  # a nonblocking one
+        if req is not None:  # (its request, started in C)
+            return req
+        return _Exchange(net, method, None, None, None, None, what, memo)
     sends = recvs = finish = error = None
     try:
         send, recv, sends, recvs = _read(net, method, sendbuf, recvbuf)
@@ -1207,18 +1210,18 @@ def _blocking(ex):
 
 
 def _nonblocking(ex):
-    """Return the :class:`~dualmpi.request.Request` of ``ex``.
+    """Return the :class:`~dualmpi.request.Request` of ``ex`` (``ex`` itself when it is one: a
+    repeat started in C).
 
     A rank whose arguments were rejected takes its neighbours' messages first (so none is
     left waiting) and raises here, at the call, as mpi4py does.
     """
+    request = _request_class()
+    if type(ex) is request:
+        return ex
     if ex.error is not None:
         _blocking(ex)
-    if not _REQUEST:
-        from .request import Request
-
-        _REQUEST.append(Request)  # (the class of the requests: imported once)
-    return _REQUEST[0](ex.progress, ex)
+    return request(ex.progress, ex)
 
 
 def Neighbor_allgather(net, sendbuf, recvbuf):

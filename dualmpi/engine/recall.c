@@ -1441,6 +1441,230 @@ static PyTypeObject IRestartType = {
     .tp_methods = IRestart_methods,
 };
 
+/* A repeated nonblocking neighbourhood call started and waited for in C (dualmpi/neighbor.py:
+ * what _Fast's start and the head of _Progress.wait do for the common case).
+ *
+ *   NStart(progress, exchange_type, wrap, active, inflight, post)
+ *       per neighbourhood progress engine (neighbor._Progress): calling it with (fast, what)
+ *       (``fast`` a nonblocking neighbor._Fast) starts a repeat of ``fast.memo``:
+ *       NotImplemented while the memo is busy (its last exchange in flight); else the memo
+ *       busy, the messages posted (``post``, rounds.c's dualmpi_npost, on ``fast.xaddr``: a
+ *       failure to post is the exchange's result), the neighbor._CExchange made (its
+ *       __slots__ written at their offsets; its number ``fast.track_addr[1]``), counted in
+ *       ``active`` and ``inflight``, and returned as ``wrap(progress, exchange)`` does (the
+ *       slots _progress, _plan and _active of dualmpi.Request).
+ *
+ *   NStart.close(exchange)
+ *       the head of _Progress.wait: when ``exchange`` is a _CExchange not done and the only
+ *       request in flight on the rank, it waits for it in C (``fast.call``: the bound
+ *       dualmpi_nwait, under the watchdog; its code in ``fast.last``) and ends it as
+ *       _CExchange.block does (another code than 0: ``exchange._settle(code)``); returns
+ *       True.  Otherwise None (the Python wait then).
+ */
+enum { CX_FAST, CX_PROGRESS, CX_WHAT, CX_SEQ, CX_SINCE, CX_DONE, CX_FAILURE, CX_FAULT, CX_SLOTS };
+static const char *cx_slots[CX_SLOTS] = {
+    "fast", "progress", "what", "seq", "since", "done", "failure", "fault"
+};
+
+typedef int (*npost_fn)(const int64_t *);
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *progress, *ex_type, *wrap, *active, *inflight;
+    int64_t *inflight_at;
+    npost_fn post;
+    Py_ssize_t cx_off[CX_SLOTS], wrap_off[WR_SLOTS];
+} NStart;
+
+static PyObject *s_memo, *s_busy, *s_xaddr, *s_track_addr, *s_call, *s_last, *s_settle;
+
+static void NStart_dealloc(NStart *self)
+{
+    Py_XDECREF(self->progress);
+    Py_XDECREF(self->ex_type);
+    Py_XDECREF(self->wrap);
+    Py_XDECREF(self->active);
+    Py_XDECREF(self->inflight);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *NStart_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf,
+                                   PyObject *kwnames);
+
+static PyObject *NStart_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    PyObject *progress, *ex_type, *wrap, *active, *inflight;
+    unsigned long long post;
+    if (kw != NULL || !PyArg_ParseTuple(args, "OOOOOK", &progress, &ex_type, &wrap, &active,
+                                        &inflight, &post))
+        return NULL;
+    if (!PyType_Check(ex_type) || !PyType_Check(wrap) || !PyList_CheckExact(active) || !post) {
+        PyErr_SetString(PyExc_TypeError, "NStart: bad arguments");
+        return NULL;
+    }
+    NStart *self = (NStart *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = NULL;
+    Py_INCREF(progress); self->progress = progress;
+    Py_INCREF(ex_type); self->ex_type = ex_type;
+    Py_INCREF(wrap); self->wrap = wrap;
+    Py_INCREF(active); self->active = active;
+    Py_INCREF(inflight); self->inflight = inflight;
+    self->post = (npost_fn)(uintptr_t)post;
+    if ((self->inflight_at = array_data(inflight, "inflight")) == NULL ||
+            slot_offsets(ex_type, cx_slots, CX_SLOTS, self->cx_off) < 0 ||
+            slot_offsets(wrap, wrap_slots, WR_SLOTS, self->wrap_off) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->vectorcall = NStart_vectorcall;
+    return (PyObject *)self;
+}
+
+static PyObject *nstart(NStart *self, PyObject *fast, PyObject *what)
+{
+    PyObject *memo = PyObject_GetAttr(fast, s_memo), *ex = NULL, *wrapped = NULL;
+    if (memo == NULL)
+        return NULL;
+    PyObject *busy = PyObject_GetAttr(memo, s_busy);
+    int is_busy = busy == NULL ? -1 : PyObject_IsTrue(busy);
+    Py_XDECREF(busy);
+    if (is_busy) {
+        Py_DECREF(memo);
+        if (is_busy < 0)
+            return NULL;
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    long long x = attr_ll(fast, s_xaddr);
+    if (x == -1 && PyErr_Occurred())
+        goto fail;
+    long long track = attr_ll(fast, s_track_addr);
+    if ((track == -1 && PyErr_Occurred()) || !x || !track) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "NStart: no exchange");
+        goto fail;
+    }
+    PyTypeObject *et = (PyTypeObject *)self->ex_type, *wt = (PyTypeObject *)self->wrap;
+    ex = et->tp_alloc(et, 0);
+    wrapped = ex == NULL ? NULL : wt->tp_alloc(wt, 0);
+    if (wrapped == NULL)
+        goto fail;
+    if (PyObject_SetAttr(memo, s_busy, Py_True) < 0)
+        goto fail;
+    self->post((const int64_t *)(intptr_t)x);  /* (a failure to post: the exchange's result) */
+    const Py_ssize_t *o = self->cx_off;
+    for (int i = 0; i < CX_SLOTS; i++)
+        put_ref(ex, o[i], Py_None);
+    put_ref(ex, o[CX_FAST], fast);
+    put_ref(ex, o[CX_PROGRESS], self->progress);
+    put_ref(ex, o[CX_WHAT], what);
+    put(ex, o[CX_SEQ], PyLong_FromLongLong(((const int64_t *)(intptr_t)track)[1]));
+    put(ex, o[CX_SINCE], PyFloat_FromDouble(monotonic()));
+    put_ref(ex, o[CX_DONE], Py_False);
+    if (SLOT(ex, o[CX_SEQ]) == NULL || SLOT(ex, o[CX_SINCE]) == NULL ||
+            PyList_Append(self->active, ex) < 0)
+        goto fail;  /* (MemoryError: the messages posted stay unwaited for) */
+    self->inflight_at[0] += 1;
+    put_ref(wrapped, self->wrap_off[WR_PROGRESS], self->progress);
+    put_ref(wrapped, self->wrap_off[WR_PLAN], ex);
+    put_ref(wrapped, self->wrap_off[WR_ACTIVE], Py_True);
+    Py_DECREF(ex);
+    Py_DECREF(memo);
+    return wrapped;
+fail:
+    Py_XDECREF(wrapped);
+    Py_XDECREF(ex);
+    Py_DECREF(memo);
+    return NULL;
+}
+
+static PyObject *NStart_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf,
+                                   PyObject *kwnames)
+{
+    if (kwnames != NULL || PyVectorcall_NARGS(nargsf) != 2) {
+        PyErr_SetString(PyExc_TypeError, "NStart(fast, what)");
+        return NULL;
+    }
+    return nstart((NStart *)obj, args[0], args[1]);
+}
+
+static PyObject *NStart_close(NStart *self, PyObject *ex)
+{
+    if (self->inflight_at[0] != 1 || Py_TYPE(ex) != (PyTypeObject *)self->ex_type)
+        Py_RETURN_NONE;
+    const Py_ssize_t *o = self->cx_off;
+    PyObject *fast = SLOT(ex, o[CX_FAST]);
+    if (SLOT(ex, o[CX_DONE]) != Py_False || fast == NULL || fast == Py_None)
+        Py_RETURN_NONE;
+    Py_INCREF(ex);
+    Py_INCREF(fast);
+    PyObject *zero = PyLong_FromLong(0), *call = NULL, *v = NULL, *memo = NULL;
+    int ok = -1;
+    if (zero == NULL || PyObject_SetAttr(fast, s_last, zero) < 0)
+        goto out;
+    if ((call = PyObject_GetAttr(fast, s_call)) == NULL)
+        goto out;
+    if ((v = PyObject_CallNoArgs(call)) == NULL)
+        goto out;
+    Py_CLEAR(v);
+    long long last = attr_ll(fast, s_last);
+    if (last == -1 && PyErr_Occurred())
+        goto out;
+    if (last) {  /* (a header to check, an error: _settle's) */
+        PyObject *code = PyLong_FromLongLong(last);
+        v = code == NULL ? NULL : PyObject_CallMethodOneArg(ex, s_settle, code);
+        Py_XDECREF(code);
+        if (v == NULL)
+            goto out;
+        Py_CLEAR(v);
+        ok = 0;
+        goto out;
+    }
+    put_ref(ex, o[CX_DONE], Py_True);
+    if ((memo = PyObject_GetAttr(fast, s_memo)) == NULL ||
+            PyObject_SetAttr(memo, s_busy, Py_False) < 0)
+        goto out;
+    for (Py_ssize_t i = PyList_GET_SIZE(self->active) - 1; i >= 0; i--)
+        if (PyList_GET_ITEM(self->active, i) == ex) {
+            if (PyList_SetSlice(self->active, i, i + 1, NULL) < 0)
+                goto out;
+            self->inflight_at[0] -= 1;
+            break;
+        }
+    ok = 0;
+out:
+    Py_XDECREF(zero);
+    Py_XDECREF(call);
+    Py_XDECREF(memo);
+    Py_DECREF(fast);
+    Py_DECREF(ex);
+    if (ok < 0)
+        return NULL;
+    Py_RETURN_TRUE;
+}
+
+static PyMethodDef NStart_methods[] = {
+    {"close", (PyCFunction)NStart_close, METH_O,
+     "close(exchange): wait in C for the only request in flight and end it (see recall.c)"},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyTypeObject NStartType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dualmpi_recall.NStart",
+    .tp_basicsize = sizeof(NStart),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A repeated nonblocking neighbourhood call started and ended in C (see "
+              "dualmpi/engine/recall.c)",
+    .tp_new = NStart_new,
+    .tp_dealloc = (destructor)NStart_dealloc,
+    .tp_vectorcall_offset = offsetof(NStart, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_methods = NStart_methods,
+};
+
 static PyMethodDef module_functions[] = {
     {"same", (PyCFunction)(void (*)(void))recall_same, METH_FASTCALL,
      "same(template, args): True when args are what the template was made of"},
@@ -1488,7 +1712,8 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
     str_broken = PyUnicode_InternFromString("broken");
     if (str_state == NULL || str_evictions == NULL || str_handle == NULL || str_broken == NULL ||
             PyType_Ready(&RecallType) < 0 || PyType_Ready(&VRecallType) < 0 ||
-            PyType_Ready(&CFuncType) < 0 || PyType_Ready(&IRestartType) < 0)
+            PyType_Ready(&CFuncType) < 0 || PyType_Ready(&IRestartType) < 0 ||
+            PyType_Ready(&NStartType) < 0)
         return NULL;
     {
         static struct { PyObject **at; const char *name; } names[] = {
@@ -1501,6 +1726,9 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
             {&s_zero_copy, "zero_copy"}, {&s_move_to_end, "move_to_end"}, {&s_poll, "poll"},
             {&s_advance, "_advance"}, {&s_restart_failed, "_restart_failed"},
             {&s_cache, "_cache"}, {&s_free, "free"}, {&s_fail, "_fail"}, {&s_tracker, "_tracker"}, {&s_waited, "_waited"}, {&s_plain, "plain"},
+            {&s_memo, "memo"}, {&s_busy, "busy"}, {&s_xaddr, "xaddr"},
+            {&s_track_addr, "track_addr"}, {&s_call, "call"}, {&s_last, "last"},
+            {&s_settle, "_settle"},
         };
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
             if ((*names[i].at = PyUnicode_InternFromString(names[i].name)) == NULL)
@@ -1530,6 +1758,12 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
     Py_INCREF(&IRestartType);
     if (PyModule_AddObject(m, "IRestart", (PyObject *)&IRestartType) < 0) {
         Py_DECREF(&IRestartType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&NStartType);
+    if (PyModule_AddObject(m, "NStart", (PyObject *)&NStartType) < 0) {
+        Py_DECREF(&NStartType);
         Py_DECREF(m);
         return NULL;
     }
