@@ -334,6 +334,7 @@ class _Progress:
         """Finish the exchanges in flight; leave the engine's list."""
         for ex in tuple(self.active):
             self.wait(ex)
+        self.cstart = self.cclose = None  # (they hold this engine: no cycle left behind)
         if self in self.nb._LIVE:
             self.nb._LIVE.remove(self)
 

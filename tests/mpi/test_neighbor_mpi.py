@@ -830,3 +830,22 @@ def test_a_remembered_call_against_other_counts(net, nonblocking, size):
     ok = ok and (RANK == b or net.net._neighbor_memos["Neighbor_alltoallv"] is remembered)
     _fail_unless(ok, f"raised on {sorted(raised)}, expected {[a, b]}; here {exc!r}")
     _still_works(net)
+
+
+def test_a_freed_communicator_leaves_no_neighbourhood_engine():
+    """Nonblocking repeats (started in C, their engine's start and wait held by the engine),
+    then Free: the communicator's neighbourhood progress engine is collected, on every rank."""
+    import gc
+    import weakref
+
+    spec = CONFIGS[0][0]
+    comm = dualmpi.Comm(WORLD, spec, nodes_per_rank=CONFIGS[0][1])
+    d = len(comm.Get_dist_neighbors()[0])
+    send, recv = _data(2 * d, np.int32), np.zeros(2 * d, np.int32)
+    _, exc = _attempt(lambda: [comm.Ineighbor_alltoall(send, recv).Wait() for _ in range(3)])
+    engine = weakref.ref(comm.__dict__["_neighbor_progress"])
+    comm.Free()
+    del comm
+    gc.collect()
+    _fail_unless(exc is None and engine() is None,
+                 f"{exc!r}" if exc else "the neighbourhood progress engine outlived Free")
