@@ -994,7 +994,8 @@ class _CExchange:
     wait for it alone in flight runs in C too (``_Progress.cclose``).
 
     What :class:`_Exchange` offers the progress engines: :meth:`poll` (``dualmpi_ntest``),
-    :meth:`block` (``dualmpi_nwait``, under the watchdog: the only request in flight),
+    :meth:`block` (``dualmpi_nwait``, under the watchdog: the only request in flight, by
+    ``NStart.close``),
     :meth:`posted` and :meth:`handed_back` (its requests as ``MPI.Request`` objects for a
     wait with the others: :func:`dualmpi.engine.nonblocking.block`), :meth:`failed`,
     :meth:`waiting` and :meth:`outcome`.
@@ -1032,17 +1033,9 @@ class _CExchange:
         return True
 
     def block(self):
-        """Wait in C for every message of the exchange (the watchdog naming the neighbours)."""
-        fast = self.fast
-        fast.last = 0
-        fast.call()
-        if fast.last:
-            self._settle(fast.last)
-        else:  # (the common case: _settle's, inline)
-            self.done = True
-            fast.memo.busy = False
-            self.progress.active.remove(self)
-            IN_FLIGHT[0] -= 1
+        """Wait in C for every message of the exchange, the only request in flight (the
+        watchdog naming the neighbours), and end it: ``_Progress.cclose``."""
+        self.progress.cclose(self)
 
     def failed(self, exc):
         """A message failed in a wait from Python (``exc``): a truncation is found by the header
