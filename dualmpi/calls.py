@@ -21,6 +21,7 @@ hand off to module functions.  Both:
 """
 
 import functools
+import weakref
 import zlib
 from collections import OrderedDict
 
@@ -811,6 +812,44 @@ def fixed_nonblocking():
                  if d.mpi and d.counts == "fixed")
 
 
+def vector_nonblocking():
+    """Return the names of the nonblocking v-variant methods (``Iscatterv``, ...), whose
+    repeats :func:`_install_vstart` matches in C."""
+    descs = [registry.get(n) for n in registry.names()]
+    return tuple("I" + d.mpi[0].lower() + d.mpi[1:] for d in descs
+                 if d.mpi and d.counts != "fixed")
+
+
+def _install_vstart(comm, imethod, method, memo):
+    """Make ``comm._m<imethod>`` start a repeat of ``memo``'s v-variant call: ``Recall.start``
+    compares the arguments with the memo's template in C, as :func:`icollective` does, and
+    returns the request :func:`_vrestart` starts (its count table restarted in C), or None
+    (the Python path then)."""
+    module = recall.load()
+    if module is None or comm._nb is None or comm._nb.crestart is None or \
+            memo.counts_repeat is None:
+        setattr(comm, "_m" + imethod, no_start)
+        return
+    # (the communicator weakly: it holds the matcher, which the collector cannot look into)
+    setattr(comm, "_m" + imethod, module.Recall.start(
+        functools.partial(_vrestart, weakref.ref(comm), method, registry.by_mpi(method)), memo,
+        imethod, comm._transport.alarm, memo.template, comm._engine, memo.epoch))
+
+
+def _vrestart(ref, method, desc, memo, imethod):
+    """Start a repeat of the v-variant call ``memo`` remembers (``Recall.start``'s start: the
+    arguments matched, the engine's cache and the alarm line as they were), or return None
+    (another call of the memo holds its table, or it is no longer the method's memo: the
+    Python path, :func:`icollective`)."""
+    comm = ref()
+    if comm is None or memo.table_busy or memo.counts_repeat is None or \
+            comm._i_memo.get(imethod) is not memo or comm._nb is None:
+        return None
+    progress = comm._nb
+    return Request.from_plan(progress, _Chain(comm, progress, imethod, method, desc, memo.call,
+                                              None, None, memo))
+
+
 def _install_start(comm, imethod, memo):
     """Make ``comm._m<imethod>`` start a repeat of ``memo``'s call in C: ``Recall.start``
     (:mod:`dualmpi.engine.recall`) compares the arguments with the memo's template as
@@ -1190,7 +1229,8 @@ def icollective(comm, imethod, method, read, args=None):
                                                       None, comm._engine.evictions, call,
                                                       chain.row)
                 memo.counts = chain.setup
-                memo.count_table(comm)
+                memo.count_table(comm, imethod)
+                _install_vstart(comm, imethod, method, memo)
         return Request.from_plan(progress, chain)
     name = short = None
     if call is not None:
@@ -1260,7 +1300,7 @@ class _IMemo:
 
     __slots__ = ("template", "args", "bound", "flat", "check", "sig", "start", "epoch", "call",
                  "row", "table", "data", "repeat", "counts", "counts_repeat", "table_buf",
-                 "table_busy", "sink", "data_repeat")
+                 "table_busy", "sink", "data_repeat", "counts_what")
 
     def __init__(self, template, args, bound, flat, check, sig, start, epoch, call=None,
                  row=None):
@@ -1269,12 +1309,14 @@ class _IMemo:
         self.call, self.row, self.table, self.data = call, row, None, None
         self.repeat = self.counts = self.counts_repeat = self.table_buf = None
         self.table_busy, self.sink, self.data_repeat = False, [None], None
+        self.counts_what = None
 
-    def count_table(self, comm):
+    def count_table(self, comm, imethod):
         """Make :attr:`counts_repeat`, the :class:`~dualmpi.engine.nonblocking.Repeat` a
         v-variant's count-table request restarts with (:class:`_Chain`): the row it sends,
         the table :attr:`table_buf` it fills, its ``finish`` the running call's (``sink``)."""
         ring, flat, bound, sig, check, cost = self.counts
+        self.counts_what = f"{imethod} (its counts)"
         self.table_buf = np.zeros((comm.size, self.row.size), dtype=np.int64)
         sink = self.sink
         self.counts_repeat = Repeat(
@@ -1325,7 +1367,7 @@ class _Chain:
         if self.owns:
             memo.table_busy, memo.sink[0] = True, self._sizes
             self.table = memo.table_buf
-            self.counts = progress.restart(repeat, f"{imethod} (its counts)")
+            self.counts = progress.part(repeat, memo.counts_what)
         else:
             self.table = np.zeros((comm.size, row.size), dtype=np.int64)
         if self.counts is None:
@@ -1351,7 +1393,7 @@ class _Chain:
                 # (started in C when it can: Progress.restart of the memo's plain Repeat)
                 rep = memo.data_repeat
                 self.data = None if rep is None else \
-                    self.progress.restart(rep, self.what, seq=self.data_seq)
+                    self.progress.part(rep, self.what, self.data_seq)
                 if self.data is None:
                     self.data = self.progress.start(*memo.data[0], seq=self.data_seq,
                                                     **memo.data[1])

@@ -34,8 +34,10 @@ __all__ = ["Comm", "PACKETS_ABOVE", "REMEMBERED", "REMEMBERED_BYTES"]
 #: Calls of one method remembered at once, the most recent first (:meth:`Comm._remember`).
 REMEMBERED = 4
 #: The fixed-count nonblocking methods: a repeat is matched and started in C
-#: (``Comm._m<name>``: :func:`dualmpi.calls._install_start`).
+#: (``Comm._m<name>``: :func:`dualmpi.calls._install_start`), and the v-variants: a repeat is
+#: matched in C and its count table restarted there (:func:`dualmpi.calls._install_vstart`).
 _FIXED_NONBLOCKING = calls.fixed_nonblocking()
+_VECTOR_NONBLOCKING = calls.vector_nonblocking()
 
 #: An older remembered call not repeated yet is dropped when its arrays hold more than this
 #: many bytes (it would keep them alive: :meth:`Comm._remember`).
@@ -228,8 +230,9 @@ class Comm(p2p.PointToPoint):
         """Drop every remembered call (:meth:`_remember`)."""
         for name in (*self._codes, *neighbor.REMEMBERED):
             setattr(self, "_m" + name, calls.no_match)
-        for name in (*_FIXED_NONBLOCKING, *neighbor.IREMEMBERED):  # (a repeat started in C:
-            setattr(self, "_m" + name, calls.no_start)  # calls._install_start, neighbor._ifast)
+        for name in (*_FIXED_NONBLOCKING, *_VECTOR_NONBLOCKING, *neighbor.IREMEMBERED):
+            # (a repeat started in C: calls._install_start, _install_vstart, neighbor._ifast)
+            setattr(self, "_m" + name, calls.no_start)
         #: the remembered calls of each fixed-count method (:meth:`_remember`)
         self._recalls = {}
         self._v_memo = {}
@@ -532,6 +535,9 @@ class Comm(p2p.PointToPoint):
 
     def Iscatterv(self, sendbuf, recvbuf, root=0):
         """Start a scatter of one size per rank (mirrors ``Comm.Iscatterv``)."""
+        req = self._mIscatterv(sendbuf, recvbuf, root)
+        if req is not None:
+            return req
         return calls.icollective(self, "Iscatterv", "Scatterv", lambda: arguments.scatter(
             sendbuf, recvbuf, root, self.rank, self.size, v=True), (sendbuf, recvbuf, root))
 
@@ -545,6 +551,9 @@ class Comm(p2p.PointToPoint):
 
     def Igatherv(self, sendbuf, recvbuf, root=0):
         """Start a gather of one size per rank (mirrors ``Comm.Igatherv``)."""
+        req = self._mIgatherv(sendbuf, recvbuf, root)
+        if req is not None:
+            return req
         return calls.icollective(self, "Igatherv", "Gatherv", lambda: arguments.gather(
             sendbuf, recvbuf, root, self.rank, self.size, v=True), (sendbuf, recvbuf, root))
 
@@ -558,6 +567,9 @@ class Comm(p2p.PointToPoint):
 
     def Iallgatherv(self, sendbuf, recvbuf):
         """Start an allgather of one size per rank (mirrors ``Comm.Iallgatherv``)."""
+        req = self._mIallgatherv(sendbuf, recvbuf)
+        if req is not None:
+            return req
         return calls.icollective(self, "Iallgatherv", "Allgatherv", lambda: arguments.allgather(
             sendbuf, recvbuf, self.rank, self.size, v=True), (sendbuf, recvbuf))
 
@@ -571,11 +583,17 @@ class Comm(p2p.PointToPoint):
 
     def Ialltoallv(self, sendbuf, recvbuf):
         """Start a total exchange with a count per pair (mirrors ``Comm.Ialltoallv``)."""
+        req = self._mIalltoallv(sendbuf, recvbuf)
+        if req is not None:
+            return req
         return calls.icollective(self, "Ialltoallv", "Alltoallv", lambda: arguments.alltoall(
             sendbuf, recvbuf, self.rank, self.size, v=True), (sendbuf, recvbuf))
 
     def Ialltoallw(self, sendbuf, recvbuf):
         """Start a total exchange with a count and datatype per pair (``Comm.Ialltoallw``)."""
+        req = self._mIalltoallw(sendbuf, recvbuf)
+        if req is not None:
+            return req
         return calls.icollective(self, "Ialltoallw", "Alltoallw", lambda: arguments.alltoallw(
             sendbuf, recvbuf, self.rank, self.size), (sendbuf, recvbuf))
 
@@ -608,6 +626,9 @@ class Comm(p2p.PointToPoint):
 
     def Ireduce_scatter(self, sendbuf, recvbuf, recvcounts=None, op=None):
         """Start a reduce-scatter (mirrors ``Comm.Ireduce_scatter``)."""
+        req = self._mIreduce_scatter(sendbuf, recvbuf, recvcounts, op)
+        if req is not None:
+            return req
         return calls.icollective(self, "Ireduce_scatter", "Reduce_scatter",
                                  lambda: calls.with_op(self, arguments.reduce_scatter(
                                      sendbuf, recvbuf, recvcounts, self.rank, self.size), op,

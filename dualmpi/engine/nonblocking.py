@@ -716,6 +716,18 @@ class Progress:
             self._restart_failed(req, err)
         return req
 
+    def part(self, call, what, seq=None):
+        """Start a part of a request of several (:class:`dualmpi.calls._Chain`: a v-variant's
+        count table, ``seq`` None, or its data, ``call`` a plain :class:`Repeat` with the number
+        ``seq`` reserved for it) as :meth:`restart` does, in C when it can (:attr:`crestart`
+        with ``seq``: the :class:`PlanRequest` made there too); return its request, or None
+        when it must start in Python (nothing done)."""
+        if self.crestart is not None:
+            req = self.crestart(call, what, seq)
+            if req is not NotImplemented:
+                return req
+        return self.restart(call, what, seq=seq)
+
     def _restart_failed(self, req, err):
         """The start in C of ``req`` returned the MPI error ``err``: the request fails."""
         self._fail(req, self._mpi_error(req, MPI.Exception(err)))
@@ -1151,6 +1163,12 @@ class Progress:
         when ``req`` is the only request in flight: :meth:`_c_wait`)."""
         if self._alone(req) is True:
             return True
+        while type(req) is not PlanRequest and not req.done:
+            # (a request of several parts alone in flight: each part waited for and ended in C
+            # in turn, the next started by the last one's finish)
+            now = getattr(req, "current", None)
+            if type(now) is not PlanRequest or now.done or self._alone(now) is not True:
+                break
         while not req.done:
             # (a request of several parts, e.g. a v-variant's count table then its data, names
             # the part it runs now: ``current``; the only request in flight on the rank needs

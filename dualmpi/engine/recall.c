@@ -789,7 +789,10 @@ static PyTypeObject CFuncType = {
  *       NotImplemented, having done nothing, when Progress.restart must do it (no run in
  *       the pool, a _Compiled retired or not known yet, a vector rank 0 has not seen agreed).
  *       ``codes``: (python, alarm, mode, CROUNDS, DONE, K_MODE, S_K, S_BAD_ROUND) of
- *       nonblocking.py and rounds.c.
+ *       nonblocking.py and rounds.c.  Called with (call, what, seq) it returns the PlanRequest
+ *       itself, not wrapped (a part of a request of several: a v-variant's count table, seq
+ *       None, or its data, ``call`` a plain Repeat and ``seq`` the number reserved for it, as
+ *       Progress.restart's ``seq``: no call number taken, nothing agreed).
  *
  *   IRestart.close(plan)
  *       the head of Progress.wait: when ``plan`` is the only request in flight, a
@@ -1060,23 +1063,36 @@ static PyObject *round_peers(IRestart *self, PyObject *comp, long long k)
     return out;
 }
 
-static PyObject *irestart(IRestart *self, PyObject *call, PyObject *what)
+static PyObject *irestart(IRestart *self, PyObject *call, PyObject *what, PyObject *seq_obj,
+                          int raw)
 {
     PyObject *comp = NULL, *pool = NULL, *run = NULL, *req = NULL, *wrapped = NULL, *v;
-    int zero = 0, none;
+    int zero = 0, none, is_plain;
+    long long given = -1;
 
     if ((none = attr_is_none(call, s_c, NULL)) != 0)
         return none < 0 ? NULL : Py_NewRef(Py_None);
-    {  /* (a plain repeat, without an agreement, is Progress.restart's with its number) */
+    {  /* (a plain repeat, without an agreement, is started with the number reserved for it) */
         PyObject *plain = PyObject_GetAttr(call, s_plain);
         if (plain == NULL)
             return NULL;
-        int is_plain = PyObject_IsTrue(plain);
+        is_plain = PyObject_IsTrue(plain);
         Py_DECREF(plain);
-        if (is_plain)
-            return is_plain < 0 ? NULL : Py_NewRef(Py_None);
+        if (is_plain < 0)
+            return NULL;
+        if (is_plain != (seq_obj != NULL && seq_obj != Py_None))
+            return Py_NewRef(Py_None);
+        if (is_plain) {
+            given = PyLong_AsLongLong(seq_obj);
+            if (given == -1 && PyErr_Occurred())
+                return NULL;
+            if (given < 0) {
+                PyErr_SetString(PyExc_ValueError, "IRestart: a negative sequence number");
+                return NULL;
+            }
+        }
     }
-    if (self->known != Py_None) {  /* rank 0: a vector it has seen agreed? */
+    if (!is_plain && self->known != Py_None) {  /* rank 0: a vector it has seen agreed? */
         PyObject *key = PyObject_GetAttr(call, s_key);
         if (key == NULL)
             return NULL;
@@ -1138,7 +1154,7 @@ static PyObject *irestart(IRestart *self, PyObject *call, PyObject *what)
     long long m = attr_ll(call, zero ? s_z_addr : s_c_addr);
     if (m == -1 && PyErr_Occurred())
         goto fail;
-    long long seq = attr_ll(self->progress, s_seq_attr);
+    long long seq = is_plain ? given : attr_ll(self->progress, s_seq_attr);
     if (seq == -1 && PyErr_Occurred())
         goto fail;
     long long tag = seq % self->tag_ub;
@@ -1159,8 +1175,8 @@ static PyObject *irestart(IRestart *self, PyObject *call, PyObject *what)
         return Py_NewRef(Py_None);
     }
     {
-        PyObject *n = PyLong_FromLongLong(seq + 1);
-        int bad = n == NULL || PyObject_SetAttr(self->progress, s_seq_attr, n) < 0;
+        PyObject *n = is_plain ? NULL : PyLong_FromLongLong(seq + 1);
+        int bad = !is_plain && (n == NULL || PyObject_SetAttr(self->progress, s_seq_attr, n) < 0);
         Py_XDECREF(n);
         if (bad || add_attr(self->progress, s_restarts, 1) < 0 ||
                 (zero && add_attr(self->progress, s_zero_copy, 1) < 0))
@@ -1187,7 +1203,7 @@ static PyObject *irestart(IRestart *self, PyObject *call, PyObject *what)
     {
         static PyObject **from[] = {&s_signature, &s_combine, &s_check, &s_finish, &s_flat};
         static const int to[] = {PL_SIGNATURE, PL_COMBINE, PL_CHECK, PL_FINISH, PL_AGREE_OUT};
-        for (int i = 0; i < 5; i++) {
+        for (int i = 0; i < (is_plain ? 4 : 5); i++) {  /* (a plain one agrees on nothing) */
             if ((v = PyObject_GetAttr(call, *from[i])) == NULL)
                 goto fail;
             put(req, o[to[i]], v);
@@ -1198,7 +1214,8 @@ static PyObject *irestart(IRestart *self, PyObject *call, PyObject *what)
     put(req, o[PL_REQS], PyList_New(0));
     put_ref(req, o[PL_PEERS], self->empty_tuple);
     put_ref(req, o[PL_MODES], self->empty_tuple);
-    put(req, o[PL_CALL], PyLong_FromLongLong(self->seq_at[0]));
+    if (!is_plain)  /* (a plain one takes no call number) */
+        put(req, o[PL_CALL], PyLong_FromLongLong(self->seq_at[0]));
     put_ref(req, o[PL_STAGE], self->crounds_obj);
     put(req, o[PL_SINCE], PyFloat_FromDouble(monotonic()));
     for (int i = 0; i < PL_SLOTS; i++)
@@ -1230,6 +1247,12 @@ static PyObject *irestart(IRestart *self, PyObject *call, PyObject *what)
     if (v == NULL)
         goto fail;
     Py_DECREF(v);
+    if (raw) {  /* the PlanRequest itself (a part of a request of several: calls._Chain) */
+        Py_DECREF(run);
+        Py_DECREF(pool);
+        Py_DECREF(comp);
+        return req;
+    }
     /* wrap(progress, req): the user's request */
     PyTypeObject *wt = (PyTypeObject *)self->wrap;
     wrapped = wt->tp_alloc(wt, 0);
@@ -1258,11 +1281,12 @@ fail:
 static PyObject *IRestart_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf,
                                      PyObject *kwnames)
 {
-    if (kwnames != NULL || PyVectorcall_NARGS(nargsf) != 2) {
-        PyErr_SetString(PyExc_TypeError, "IRestart(call, what)");
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames != NULL || (nargs != 2 && nargs != 3)) {
+        PyErr_SetString(PyExc_TypeError, "IRestart(call, what[, seq])");
         return NULL;
     }
-    return irestart((IRestart *)obj, args[0], args[1]);
+    return irestart((IRestart *)obj, args[0], args[1], nargs == 3 ? args[2] : NULL, nargs == 3);
 }
 
 /* Whether a request whose rounds are done ends in C (IRestart.close): no mode messages of

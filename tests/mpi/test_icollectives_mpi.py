@@ -634,6 +634,51 @@ def test_repeats_start_in_c_and_match_mpi(net_i, n):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("net_i", [0, 1])
+def test_v_variant_repeats_are_matched_and_started_in_c(net_i, monkeypatch):
+    """A nonblocking v-variant repeated on the same objects is matched in C (``Comm._m<name>``:
+    ``calls._install_vstart``) and both its parts start in C (``IRestart`` with a sequence
+    number: the count table, then the data with the number reserved for it), so neither
+    ``calls.icollective`` nor ``Progress.restart`` runs for it; alone and with a barrier in
+    flight beside it, each call equals MPI's."""
+    from dualmpi import calls
+    from dualmpi.engine import recall
+
+    net = _net(net_i)
+    root = SIZE - 1
+    cases, got, refill = _repeats(root)
+    vector = [name for name in cases if name in calls.vector_nonblocking()]
+    progress = net._progress()
+    for k in range(3):  # agreed, then repeated (the parts' plans compiled by Progress.restart)
+        refill(k)
+        for name in vector:
+            dualmpi.Request.Waitall([cases[name][0](net)] + [net.Ibarrier()] * (k % 2))
+            cases[name][1]()
+    python = []
+    icollective, restart = calls.icollective, progress.restart
+    monkeypatch.setattr(calls, "icollective",
+                        lambda *a, **kw: python.append(a[1]) or icollective(*a, **kw))
+    monkeypatch.setattr(progress, "restart",
+                        lambda *a, **kw: python.append(a[1]) or restart(*a, **kw))
+    bad = []
+    for k in range(3, 7):
+        refill(k)
+        for name in vector:
+            if k % 2:
+                other = net.Ibarrier()  # (not a v-variant: matched in C too)
+                dualmpi.Request.Waitall([cases[name][0](net), other])
+            else:
+                cases[name][0](net).Wait()
+            cases[name][1]()
+            if not _equal(got, name, root):
+                bad.append((k, name))
+    monkeypatch.undo()
+    in_c = recall.load() is not None and _compiled_start(net) and SIZE > 1
+    ok = not bad and (not python or not in_c)
+    assert _agree(ok), (bad, python[:8], in_c)
+
+
+@pytest.mark.mpi
 def test_a_repeat_rank_0_agrees_again_is_agreed_by_every_rank(monkeypatch):
     """Rank 0 keeps no agreed vector (KNOWN_SIZE 0), so it agrees every call while the others
     start their repeats in C: their compiled step hears rank 0's mode "agree" and hands the
