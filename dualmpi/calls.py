@@ -846,8 +846,8 @@ def _vrestart(ref, method, desc, memo, imethod):
             comm._i_memo.get(imethod) is not memo or comm._nb is None:
         return None
     progress = comm._nb
-    return Request.from_plan(progress, _Chain(comm, progress, imethod, method, desc, memo.call,
-                                              None, None, memo))
+    chain = _Chain.repeat(comm, progress, imethod, method, desc, memo)
+    return None if chain is None else Request.from_plan(progress, chain)
 
 
 def _install_start(comm, imethod, memo):
@@ -1334,8 +1334,27 @@ class _Chain:
     A repeat not given its call number (``t`` None) restarts the table's request in C
     (:meth:`Progress.restart <dualmpi.engine.nonblocking.Progress.restart>` of the memo's
     ``counts_repeat``, on the memo's table: ``owns`` while it reads it), else starts it in
-    Python, taking the call number then.
+    Python, taking the call number then (:meth:`repeat`: a repeat matched in C).
     """
+
+    __slots__ = ("comm", "progress", "what", "method", "desc", "call", "error", "data", "memo",
+                 "problem", "row", "setup", "data_seq", "owns", "counts", "table", "seq")
+
+    @classmethod
+    def repeat(cls, comm, progress, imethod, method, desc, memo):
+        """Start a repeat of ``memo``'s call whose count table restarts in C on the memo's table
+        (:func:`_vrestart`: the memo's table free, its ``counts_repeat`` made for the algorithm
+        of the communicator's allgather); None when that start must be Python's (nothing
+        done)."""
+        if memo.counts[0] != comm.algorithms.get("allgather"):
+            return None
+        self = cls.__new__(cls)
+        self.comm, self.progress, self.what, self.method, self.desc = \
+            comm, progress, imethod, method, desc
+        self.call, self.error, self.data, self.memo, self.problem = memo.call, None, None, memo, None
+        self.row, self.setup = memo.row, memo.counts
+        self._begin(comm, progress, imethod, memo.counts_repeat, None)
+        return self
 
     def __init__(self, comm, progress, imethod, method, desc, call, problem, t, memo=None):
         self.comm, self.progress, self.what = comm, progress, imethod
@@ -1354,14 +1373,22 @@ class _Chain:
                 memo.counts, memo.counts_repeat = setup, None
         else:
             self.setup = setup
-        _, flat, bound, sig, check, cost = setup
-        #: the data's tag, taken now (before the counts' request, which may finish at once):
-        #: the ranks' counts arrive in other orders
-        self.data_seq = progress.reserve()
         # a repeat not given its call number yet (t None) restarts its counts' request in C
-        # (Progress.restart, the call number and notices taken there) on the memo's table,
-        # unless another call of the memo holds that table
-        repeat = memo.counts_repeat if memo is not None and t is None else None
+        self._begin(comm, progress, imethod,
+                    memo.counts_repeat if memo is not None and t is None else None, t)
+
+    def _begin(self, comm, progress, imethod, repeat, t):
+        """Take the data's number, then start the count table's request: ``repeat`` (the memo's
+        ``counts_repeat``) restarts it in C (:meth:`Progress.part
+        <dualmpi.engine.nonblocking.Progress.part>`, the call number and notices taken there)
+        on the memo's table, unless another call of the memo holds that table or the start in
+        C declines; else Python starts it on a table of its own, taking call number ``t``
+        (None: now)."""
+        memo = self.memo
+        _, flat, bound, sig, check, cost = self.setup
+        # the data's tag, taken now (before the counts' request, which may finish at once):
+        # the ranks' counts arrive in other orders
+        self.data_seq = progress.reserve()
         self.owns = repeat is not None and not memo.table_busy
         self.counts = None
         if self.owns:
@@ -1369,11 +1396,11 @@ class _Chain:
             self.table = memo.table_buf
             self.counts = progress.part(repeat, memo.counts_what)
         else:
-            self.table = np.zeros((comm.size, row.size), dtype=np.int64)
+            self.table = np.zeros((comm.size, self.row.size), dtype=np.int64)
         if self.counts is None:
             if t is None:  # (a call number, and a notice to the others: as icollective's)
                 t = comm._transport.alarm.nonblocking(imethod)
-            self.counts = progress.start(bound, send=row.view(np.uint8),
+            self.counts = progress.start(bound, send=self.row.view(np.uint8),
                                          recv=self.table.view(np.uint8).reshape(-1),
                                          agree=flat, check=check,
                                          finish=_count_then(comm._nb_tally, bound, cost,
@@ -1387,8 +1414,9 @@ class _Chain:
             comm, call, desc, memo = self.comm, self.call, self.desc, self.memo
             table = self.table.tobytes()
             if self.owns:  # (the memo's table is free again, read: the next call may take it)
-                self.table = self.table.copy()
                 memo.table_busy, memo.sink[0], self.owns = False, None, False
+                if memo.table != table:  # (read below)
+                    self.table = self.table.copy()
             if memo is not None and memo.table == table:  # the table the memo's plan is for
                 # (started in C when it can: Progress.restart of the memo's plain Repeat)
                 rep = memo.data_repeat
@@ -1405,8 +1433,9 @@ class _Chain:
                                            sdispls=sdispls, rdispls=rdispls,
                                            itemsize=call.itemsize, combines=desc.combines,
                                            salt=_salt(self.what))
+            packed = any(m.packed for m in call.sends + call.recvs)
             finish = _counted(comm, bound, desc.name, nbytes, root, None, call.itemsize,
-                              call.unpack)
+                              call.unpack if packed else None)
             start = dict(send=call.send, recv=call.recv,
                          combine=None if call.op is None else call.op[2], finish=finish,
                          signature=sig, what=self.what)

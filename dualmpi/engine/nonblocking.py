@@ -1309,6 +1309,11 @@ def block(extra=(), watch=None, status=None):
     reports only ``MPI_ERR_IN_STATUS``, so the failed one (the request that became null)
     could not be told from those that succeeded; its plan request fails here, an error
     of a request of ``extra`` is raised.
+
+    A plan request with nothing posted (its rounds ended in the start in C, or a round's
+    messages all done) waits for nothing but a step: then this returns -1 at once, so the
+    caller's next :func:`poll_all` advances it, rather than waiting for the other requests
+    (which may wait for ranks that have left, having finished the one waited for).
     """
     reqs, owners, alarms, handed = [], [], [], []
     # (a line among ``extra`` is the caller's: a blocking call waits on it, and reads it)
@@ -1323,9 +1328,14 @@ def block(extra=(), watch=None, status=None):
                 handed.append((req, objs, at))
                 reqs += objs
                 owners += [req] * len(objs)
-                continue
-            reqs += req.reqs
-            owners += [req] * len(req.reqs)
+            else:
+                objs = req.reqs
+                reqs += objs
+                owners += [req] * len(objs)
+            if not objs and type(req) is PlanRequest and not req.done and not prog._busy:
+                for own, objs, at in handed:  # ready for a step: none of it is waited for
+                    own.handed_back(objs, at)
+                return -1
         alarm = prog.transport.alarm
         if prog.active and alarm.line is not None and alarm not in alarms and \
                 alarm.line.handle not in lines:

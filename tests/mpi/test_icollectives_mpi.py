@@ -652,14 +652,16 @@ def test_v_variant_repeats_are_matched_and_started_in_c(net_i, monkeypatch):
     for k in range(3):  # agreed, then repeated (the parts' plans compiled by Progress.restart)
         refill(k)
         for name in vector:
-            dualmpi.Request.Waitall([cases[name][0](net)] + [net.Ibarrier()] * (k % 2))
+            dualmpi.Request.Waitall([cases[name][0](net)] + ([net.Ibarrier()] if k % 2 else []))
             cases[name][1]()
     python = []
     icollective, restart = calls.icollective, progress.restart
-    monkeypatch.setattr(calls, "icollective",
-                        lambda *a, **kw: python.append(a[1]) or icollective(*a, **kw))
-    monkeypatch.setattr(progress, "restart",
-                        lambda *a, **kw: python.append(a[1]) or restart(*a, **kw))
+    # (the barrier's repeat may start in Python: a C start declines when the line holds a
+    # message about a later call, as it may here with ranks sharing cores)
+    monkeypatch.setattr(calls, "icollective", lambda *a, **kw: (
+        a[1] != "Ibarrier" and python.append(a[1])) or icollective(*a, **kw))
+    monkeypatch.setattr(progress, "restart", lambda *a, **kw: (
+        a[1] != "Ibarrier" and python.append(a[1])) or restart(*a, **kw))
     bad = []
     for k in range(3, 7):
         refill(k)
