@@ -1310,8 +1310,10 @@ def block(extra=(), watch=None, status=None):
     could not be told from those that succeeded; its plan request fails here, an error
     of a request of ``extra`` is raised.
 
-    A plan request with nothing posted (its rounds ended in the start in C, or a round's
-    messages all done) waits for nothing but a step: then this returns -1 at once, so the
+    A plan request or compiled neighbourhood exchange with nothing posted (its rounds ended in
+    the start in C, or every message it posted done: its next round, or a payload sent after
+    its header, still to be posted) waits for nothing but a step: then this returns -1 at once,
+    so the
     caller's next :func:`poll_all` advances it, rather than waiting for the other requests
     (which may wait for ranks that have left, having finished the one waited for).
     """
@@ -1328,11 +1330,13 @@ def block(extra=(), watch=None, status=None):
                 handed.append((req, objs, at))
                 reqs += objs
                 owners += [req] * len(objs)
+                ready = not objs
             else:
                 objs = req.reqs
                 reqs += objs
                 owners += [req] * len(objs)
-            if not objs and type(req) is PlanRequest and not req.done and not prog._busy:
+                ready = not objs and type(req) is PlanRequest
+            if ready and not req.done and not prog._busy:
                 for own, objs, at in handed:  # ready for a step: none of it is waited for
                     own.handed_back(objs, at)
                 return -1

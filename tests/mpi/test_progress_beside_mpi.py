@@ -343,13 +343,28 @@ def test_an_alarm_of_another_communicator_fails_its_requests_not_the_blocking_ca
     assert agree(ok), f"rank {RANK}: {y}, {errors}, {z}"
 
 
-def test_a_request_ready_for_a_step_is_not_left_behind_a_wait_on_another():
+class _ReadyExchange:
+    """A compiled neighbourhood exchange whose posted messages are all done (``posted`` empty):
+    the interface ``nonblocking.block`` reads (``neighbor._CExchange``'s)."""
+
+    handed, done = True, False
+
+    def posted(self):
+        return [], []
+
+    def handed_back(self, objs, at):
+        pass
+
+
+@pytest.mark.parametrize("kind", ["plan", "exchange"])
+def test_a_request_ready_for_a_step_is_not_left_behind_a_wait_on_another(kind):
     """``nonblocking.block`` waits on the posted messages of every request in flight; a plan
     request with nothing posted (its rounds ended in its start in C, as a v-variant's data part
-    started from a finish may) waits only for a step, so ``block`` returns at once for the
-    caller to poll, instead of waiting on another request, whose messages may come from ranks
-    that finished the waited call and left (a hang before).  Here the other request is a
-    receive that only a timer thread completes, 10 s later: ``block`` must return before it."""
+    started from a finish may), or a compiled neighbourhood exchange whose messages are all
+    done, waits only for a step, so ``block`` returns at once for the caller to poll, instead of
+    waiting on another request, whose messages may come from ranks that finished the waited
+    call and left (a hang before).  Here the other request is a receive that only a timer
+    thread completes, 10 s later: ``block`` must return before it."""
     import threading
 
     from dualmpi.engine import nonblocking
@@ -359,10 +374,14 @@ def test_a_request_ready_for_a_step_is_not_left_behind_a_wait_on_another():
     net = _net(0) if NETS else dualmpi.Comm(WORLD, "hypercube:n=0" if SIZE == 1 else
                                             "dualcube:r=1", nodes_per_rank=max(1, 2 // SIZE))
     progress, own = net._progress(), WORLD.Dup()
-    stuck, ready = nonblocking.PlanRequest(), nonblocking.PlanRequest()
+    stuck = nonblocking.PlanRequest()
     box = np.zeros(1, np.int64)
     stuck.reqs, stuck.stage, stuck.done = [own.Irecv(box, RANK, 7)], nonblocking._MODE, False
-    ready.reqs, ready.stage, ready.done = [], nonblocking._START, False
+    if kind == "plan":
+        ready = nonblocking.PlanRequest()
+        ready.reqs, ready.stage, ready.done = [], nonblocking._START, False
+    else:
+        ready = _ReadyExchange()
     fired = []
     timer = threading.Timer(10, lambda: fired.append(1) or own.Send(box, RANK, 7))
     progress.active += [stuck, ready]
