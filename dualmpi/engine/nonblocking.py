@@ -1313,9 +1313,8 @@ def block(extra=(), watch=None, status=None):
     A plan request or compiled neighbourhood exchange with nothing posted (its rounds ended in
     the start in C, or every message it posted done: its next round, or a payload sent after
     its header, still to be posted) waits for nothing but a step: then this returns -1 at once,
-    so the
-    caller's next :func:`poll_all` advances it, rather than waiting for the other requests
-    (which may wait for ranks that have left, having finished the one waited for).
+    so the caller's next :func:`poll_all` advances it, rather than waiting for the other
+    requests (which may wait for ranks that have left, having finished the one waited for).
     """
     reqs, owners, alarms, handed = [], [], [], []
     # (a line among ``extra`` is the caller's: a blocking call waits on it, and reads it)
