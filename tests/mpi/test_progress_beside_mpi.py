@@ -371,8 +371,12 @@ def test_a_request_ready_for_a_step_is_not_left_behind_a_wait_on_another(kind):
 
     if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
         pytest.skip("the timer thread calls MPI")
-    net = _net(0) if NETS else dualmpi.Comm(WORLD, "hypercube:n=0" if SIZE == 1 else
-                                            "dualcube:r=1", nodes_per_rank=max(1, 2 // SIZE))
+    if NETS:
+        net, made = _net(0), None
+    elif SIZE & (SIZE - 1) == 0:  # (a rank count this file has no network for: Q_n)
+        net = made = dualmpi.Comm(WORLD, f"hypercube:n={SIZE.bit_length() - 1}", watchdog=60)
+    else:
+        pytest.skip(f"no network of {SIZE} ranks here")
     progress, own = net._progress(), WORLD.Dup()
     stuck = nonblocking.PlanRequest()
     box = np.zeros(1, np.int64)
@@ -398,4 +402,6 @@ def test_a_request_ready_for_a_step_is_not_left_behind_a_wait_on_another(kind):
             own.Send(box, RANK, 7)
         stuck.reqs[0].Wait()
         own.Free()
+        if made is not None:
+            made.Free()
     assert agree(got == -1 and not late), (got, late)
