@@ -1500,8 +1500,8 @@ def _counted(comm, bound, name, nbytes, root, algorithm, itemsize, finish):
 def _count_then(tally, bound, cost, finish):
     """Return a ``finish`` that counts a call of ``bound`` (``cost``: its rounds, steps and step
     bytes) in ``tally``, then runs ``finish`` (None: the count alone)."""
-    if finish is None:  # (a partial: no Python frame of its own)
-        return functools.partial(tally.add, bound, *cost)
+    if finish is None:  # (no Python frame of its own: Tally.adder)
+        return tally.adder(bound, *cost)
 
     def counted():
         tally.add(bound, *cost)
@@ -1549,6 +1549,24 @@ class Tally:
             while len(self._plans) > self.KEEP:
                 self._fold(self._plans.popitem(last=False)[1])
         entry[4] += 1
+
+    def adder(self, bound, rounds, steps, step_bytes):
+        """Return a callable of no argument that counts one completed call of ``bound`` as
+        :meth:`add` does: ``recall.c``'s ``Tick`` (no Python frame) when the extension is
+        loaded, else a :func:`functools.partial` of :meth:`add`.
+
+        >>> from types import SimpleNamespace as NS
+        >>> plan = NS(link_src=np.array([0]), link_dst=np.array([1]),
+        ...           link_messages=np.array([2]), link_bytes=np.array([64]))
+        >>> t = Tally(); tick = t.adder(plan, 3, 3, 96); tick(); tick()
+        >>> t.counts()[0]
+        {(0, 1): (4, 128)}
+        """
+        add = functools.partial(self.add, bound, rounds, steps, step_bytes)
+        ext = recall.load()
+        if ext is None:
+            return add
+        return ext.Tick(self._plans, id(bound.link_src), add)
 
     def _fold(self, entry):
         src, dst, msgs, nbytes, calls, rounds, steps, step_bytes = entry

@@ -21,7 +21,7 @@ import zlib
 
 import numpy as np
 
-from . import arguments, calls, derived, neighbor, objects, p2p
+from . import arguments, calls, derived, neighbor, objects, p2p, request
 from .collectives import registry
 from .engine import recall
 from .errors import DualmpiError, InputError, RankCountError
@@ -139,9 +139,11 @@ class Comm(p2p.PointToPoint):
         #: communicator, made now (collective): made by a first nonblocking call, they would
         #: make it wait for every rank, which MPI does not (a rank may start an Ibcast, then
         #: wait for a message another rank sends before its own Ibcast)
-        from .engine.nonblocking import Progress
+        from .engine.nonblocking import PlanRequest, Progress
 
         self._nb = Progress(self._transport, wrap=calls.Request)
+        if self._nb.crestart is not None:  # (Request.Wait of a request it ends in C: recall.c)
+            request.use_c_wait(recall.load(), PlanRequest)
         #: what the completed nonblocking collectives sent (stats())
         self._nb_tally = calls.Tally()
         neighbor.attach(self)

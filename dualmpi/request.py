@@ -22,7 +22,7 @@ Importing this module does not import mpi4py.
 
 from .errors import InputError
 
-__all__ = ["Request"]
+__all__ = ["Request", "use_c_wait"]
 
 
 def _mpi():
@@ -515,3 +515,17 @@ def _copy(src, dst):
     dst.source, dst.tag, dst.error = src.source, src.tag, src.error
     dst.Set_elements(MPI.BYTE, src.Get_elements(MPI.BYTE))
     dst.Set_cancelled(src.Is_cancelled())
+
+
+#: :meth:`Request.Wait` as Python defines it (what the one in C falls back on)
+_PYTHON_WAIT = Request.Wait
+
+
+def use_c_wait(ext, plan_type):
+    """Make :meth:`Request.Wait` the one of ``ext`` (:mod:`dualmpi.engine.recall`'s extension:
+    ``wait_method``), once per process: a request whose plan (a ``plan_type``, the
+    :class:`~dualmpi.engine.nonblocking.PlanRequest`) its progress ends in C (``IRestart.close``)
+    is waited for and made inactive without a Python frame; any other call of it is the Python
+    :meth:`Request.Wait`'s (``_PYTHON_WAIT``)."""
+    if Request.__dict__["Wait"] is _PYTHON_WAIT:
+        Request.Wait = ext.wait_method(Request, plan_type, _PYTHON_WAIT, _PYTHON_WAIT.__doc__)

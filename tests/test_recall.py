@@ -420,3 +420,33 @@ def test_repeated_calls_equal_mpi_with_and_without_the_extension(tmp_path, switc
         assert not {"Recall", "VRecall"} & set(out["kinds"]), out
     else:
         assert {"Recall", "VRecall"} <= set(out["kinds"]), out
+
+
+def test_the_module_examples_run():
+    import doctest
+
+    assert doctest.testmod(recall).failed == 0
+
+
+@needs_c
+def test_a_tick_counts_a_plan_with_an_entry_and_adds_one_without():
+    """``Tick(plans, key, add)`` is ``Tally.add`` without its frame: one more in the entry's call
+    count (item 4) when ``plans`` has it, else ``add()``; an entry of another shape is an error."""
+    from dualmpi.calls import Tally
+    from types import SimpleNamespace as NS
+
+    plan = NS(link_src=np.array([0]), link_dst=np.array([1]), link_messages=np.array([2]),
+              link_bytes=np.array([64]))
+    tally = Tally()
+    tick = tally.adder(plan, 3, 4, 96)
+    assert type(tick) is MODULE.Tick
+    tick()  # (no entry yet: Tally.add makes it)
+    tick()
+    tick()
+    links, totals = tally.counts()
+    assert links == {(0, 1): (6, 192)}
+    assert totals == {"collectives": 3, "rounds": 9, "steps": 12, "step_bytes": 288}
+    with pytest.raises(TypeError, match="not Tally.add's"):
+        MODULE.Tick({1: [0, 1]}, 1, lambda: None)()
+    with pytest.raises(TypeError):
+        tick(1)

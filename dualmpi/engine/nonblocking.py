@@ -31,7 +31,9 @@ same rounds and messages are posted and tested from Python.
 
 A fixed-count call repeated on the same argument objects, whose vector rank 0 has seen agreed,
 starts in one C call (:meth:`Progress.restart`, ``rounds.c``'s ``dualmpi_istart``): the
-alarm line drained, the call number and the nonblocking notices, the copies in, rank 0's mode
+alarm line drained (at every ``LINE_EVERY``-th call number, 16: a test of the line that finds
+nothing costs a round of MPI's progress, a ``sched_yield`` with ``mpi_yield_when_idle``; a
+wait in C has the line among its requests), the call number and the nonblocking notices, the copies in, rank 0's mode
 sent (by rank 0) or its receive posted (by the others, whose round 0 then waits for it in C),
 the first round; the result is copied out in C too.  The messages are those of the Python
 path, so ranks on either path match; whatever the C call cannot do (a mode that is not
@@ -39,7 +41,9 @@ path, so ranks on either path match; whatever the C call cannot do (a mode that 
 With the extension (:mod:`dualmpi.engine.recall`) the rest of that path is C too:
 :attr:`Progress.crestart` (``recall.c``'s ``IRestart``) does what :meth:`Progress.restart`
 does and makes the request's objects, and the head of :meth:`Progress.wait` (``IRestart.close``)
-steps the only request in flight and ends it when its rounds are done.  Rank 0 sends every
+steps the only request in flight and ends it when its rounds are done; ``Request.Wait`` of such
+a request is C too (:func:`dualmpi.request.use_c_wait`), and the rest of the wait, when the close
+did not end it, :meth:`Progress._wait_on`.  Rank 0 sends every
 :data:`MODE_SYNC`-th mode synchronously, the others as plain sends.
 
 Any test or wait of any request advances every active request of every live
@@ -135,6 +139,9 @@ class _Compiled:
     whose offsets are addresses and whose one run has the store ``at`` that address (its
     signature and trailers there too; the run's store address is 0).
     """
+
+    __slots__ = ("bound", "users", "retired", "types", "sig_at", "size", "rounds", "copy_in",
+                 "copy_out", "c_table", "c_addr", "_c_keep", "width", "trailer", "combines", "pool")
 
     def __init__(self, bound, trailer, at=0):
         self.bound = bound
@@ -517,7 +524,10 @@ class Progress:
             self._x_addr = self._x.ctypes.data
         self.cache_size = int(cache_size)
         self._cache = OrderedDict()
-        self._seq = 0
+        #: the request numbers taken (:attr:`_seq`), the repeats started in C and those of them
+        #: bound to the user's buffers (:attr:`restarts`, :attr:`zero_copy`): what ``IRestart``
+        #: counts in
+        self._counts = np.zeros(3, dtype=np.int64)
         #: the active requests, in start order
         self.active = []
         self._orphans = []
@@ -525,8 +535,6 @@ class Progress:
         self.known = OrderedDict()
         #: agreements run (rank 0 counts every one; the others those rank 0 asked for)
         self.agreements = 0
-        #: repeats started in C (:meth:`restart`), and those of them bound to the user's buffers
-        self.restarts = self.zero_copy = 0
         #: rank 0's mode messages still in MPI's hands (with their buffers)
         self._modes = []
         self._busy = False
@@ -544,11 +552,25 @@ class Progress:
                 self._w_addr, self._x_addr, self.tag_ub,
                 (self._python_code, self._alarm_code, self._mode_code, _CROUNDS, _DONE, _K_MODE,
                  _S_K, _S_BAD_ROUND),
-                POOL_SIZE)
+                POOL_SIZE, Repeat, _Compiled, self._cache, self._counts)
             self._close = self.crestart.close
         # an alarm leaves the communicator unusable: its requests fail with the alarm's text
         transport.alarm.listeners.append(self._alarmed)
         _LIVE.append(self)
+
+    def _count(i, doc):  # (a field of _counts as an int attribute)
+        def get(self):
+            return int(self._counts[i])
+
+        def put(self, value):
+            self._counts[i] = value
+
+        return property(get, put, doc=doc)
+
+    _seq = _count(0, "The next request's number (its messages' tag modulo the tag bound).")
+    restarts = _count(1, "Repeats started in C (:meth:`restart`).")
+    zero_copy = _count(2, "Repeats started in C bound to the user's buffers.")
+    del _count
 
     def _alarmed(self, text):
         """The communicator became unusable (:mod:`dualmpi.engine.alarm`): fail every request."""
@@ -1161,7 +1183,17 @@ class Progress:
     def wait(self, req):
         """Advance the requests until ``req`` is done (blocking meanwhile: :func:`block`, or in C
         when ``req`` is the only request in flight: :meth:`_c_wait`)."""
-        if self._alone(req) is True:
+        return self._wait_rest(req, self._alone(req))
+
+    def _wait_on(self, req, err):
+        """The rest of :meth:`wait` after ``IRestart.close`` stepped ``req`` and returned
+        ``err`` without ending it (``recall.c``'s ``Request.Wait``: the head of
+        :meth:`wait` and :meth:`_alone` in C)."""
+        return self._wait_rest(req, self._after_close(req, err))
+
+    def _wait_rest(self, req, alone):
+        """:meth:`wait` after :meth:`_alone` returned ``alone``."""
+        if alone is True:
             return True
         while type(req) is not PlanRequest and not req.done:
             # (a request of several parts alone in flight: each part waited for and ended in C
@@ -1193,6 +1225,10 @@ class Progress:
         for its rounds in C and end it (in C where it can: ``IRestart.close``); return True
         when it ended in C, None when it was not stepped (not alone), else False."""
         err = self._close(req) if self._close is not None else self._first_step(req)
+        return self._after_close(req, err)
+
+    def _after_close(self, req, err):
+        """:meth:`_alone` after its step of ``req`` returned ``err``."""
         if err is None or err is True or err is False:  # (False: waited for in C, not ended)
             return err
         if err or req.c_state[_S_K] >= len(req.compiled.rounds):

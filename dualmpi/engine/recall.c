@@ -772,11 +772,91 @@ static PyTypeObject CFuncType = {
     .tp_call = PyVectorcall_Call,
 };
 
+/* A completed call counted (Tick(plans, key, add): dualmpi.calls.Tally.adder): calling it adds
+ * one to the call count of ``plans[key]`` (a list whose item 4 is the count, as Tally.add
+ * keeps it), or calls ``add()`` when there is no such entry (Tally.add makes it) -- Tally.add
+ * without its Python frame, the finish of every remembered nonblocking call. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *plans, *key, *add;
+} Tick;
+
+static void Tick_dealloc(Tick *self)
+{
+    Py_XDECREF(self->plans);
+    Py_XDECREF(self->key);
+    Py_XDECREF(self->add);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Tick_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames)
+{
+    Tick *self = (Tick *)obj;
+    if (kwnames != NULL || PyVectorcall_NARGS(nargsf) != 0) {
+        PyErr_SetString(PyExc_TypeError, "Tick() takes no arguments");
+        return NULL;
+    }
+    PyObject *entry = PyDict_GetItemWithError(self->plans, self->key);  /* (borrowed) */
+    if (entry == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        return PyObject_CallNoArgs(self->add);
+    }
+    PyObject *n;
+    if (!PyList_CheckExact(entry) || PyList_GET_SIZE(entry) != 8 ||
+            !PyLong_CheckExact(n = PyList_GET_ITEM(entry, 4))) {
+        PyErr_SetString(PyExc_TypeError, "Tick: a plan's entry is not Tally.add's");
+        return NULL;
+    }
+    long long v = PyLong_AsLongLong(n);
+    if (v == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *m = PyLong_FromLongLong(v + 1);
+    if (m == NULL)
+        return NULL;
+    PyList_SET_ITEM(entry, 4, m);
+    Py_DECREF(n);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Tick_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    PyObject *plans, *key, *add;
+    if (kw != NULL || !PyArg_ParseTuple(args, "O!OO", &PyDict_Type, &plans, &key, &add))
+        return NULL;
+    Tick *self = (Tick *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = Tick_vectorcall;
+    self->plans = Py_NewRef(plans);
+    self->key = Py_NewRef(key);
+    self->add = Py_NewRef(add);
+    return (PyObject *)self;
+}
+
+static PyTypeObject TickType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dualmpi_recall.Tick",
+    .tp_basicsize = sizeof(Tick),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A completed call counted in a Tally (see dualmpi/engine/recall.c)",
+    .tp_new = Tick_new,
+    .tp_dealloc = (destructor)Tick_dealloc,
+    .tp_vectorcall_offset = offsetof(Tick, vectorcall),
+    .tp_call = PyVectorcall_Call,
+};
+
 /* A repeated nonblocking collective started and completed in C (dualmpi/engine/nonblocking.py:
  * Progress.restart and Progress.wait, what their Python does for the common case).
  *
  *   IRestart(progress, plan_type, wrap, active, known, inflight, seq, alarm, watchdog,
- *            istart, step, iwait, w, x, tag_ub, codes, pool_size)
+ *            istart, step, iwait, w, x, tag_ub, codes, pool_size, repeat_type, compiled_type,
+ *            cache, counts)
+ *       (the Repeat's and the _Compiled's __slots__ read at their offsets, not as attributes;
+ *       ``cache`` the Progress's cache of _Compiled, whose move_to_end is bound once, and
+ *       ``counts`` its int64 array of [_seq, restarts, zero_copy], counted in here)
  *       per Progress: calling it with (call, what) (call a nonblocking.Repeat) starts the
  *       repeat as Progress.restart does — rank 0 finds the vector among ``known`` (None on the
  *       other ranks) and moves it to the end, a run is taken from the pool of the plan's
@@ -802,8 +882,8 @@ static PyTypeObject CFuncType = {
  *       the pool, the request out of ``active``, the plan's users counted down, ``finish()``
  *       run (an exception of it is the request's error: Progress._fail) — and returns True.
  *       When the step leaves rounds in flight it waits for them in C as Progress._c_wait does
- *       (dualmpi_iwait, ``watchdog.state`` the request's tracker, Progress._tracker,
- *       meanwhile), and ends the request alike; what it cannot end there (the alarm line's
+ *       (dualmpi_iwait, ``watchdog.state`` the request's tracker meanwhile: Progress._tracker's,
+ *       made once per run and kept for the last N_TRACKERS runs, its rounds naming the request), and ends the request alike; what it cannot end there (the alarm line's
  *       message, rank 0's mode, an error, a request of Python's) goes to Progress._waited
  *       and it returns False.  Otherwise it returns what the step returned (the Python wait
  *       goes on from there), or None without a step (not the only request in flight, not in
@@ -823,6 +903,21 @@ static const char *plan_slots[PL_SLOTS] = {
 };
 enum { WR_PROGRESS, WR_PLAN, WR_ACTIVE, WR_SLOTS };
 static const char *wrap_slots[WR_SLOTS] = {"_progress", "_plan", "_active"};
+/* the slots of a nonblocking.Repeat and of a nonblocking._Compiled read at their offsets */
+enum {
+    RP_C, RP_PLAIN, RP_KEY, RP_Z_C, RP_Z_COMP, RP_COMP, RP_COMP_KEY, RP_C_ADDR, RP_Z_ADDR,
+    RP_SIGNATURE, RP_COMBINE, RP_CHECK, RP_FINISH, RP_FLAT, RP_SLOTS
+};
+static const char *repeat_slots[RP_SLOTS] = {
+    "c", "plain", "key", "z_c", "z_comp", "comp", "comp_key", "c_addr", "z_addr", "signature",
+    "combine", "check", "finish", "flat"
+};
+enum { CP_RETIRED, CP_POOL, CP_C_ADDR, CP_USERS, CP_ROUNDS, CP_SLOTS };
+static const char *compiled_slots[CP_SLOTS] = {"retired", "pool", "c_addr", "users", "rounds"};
+/* Progress._counts: its request numbers (_seq), repeats started in C (restarts), zero_copy */
+enum { PC_SEQ, PC_RESTARTS, PC_ZERO_COPY, PC_FIELDS };
+/* the watchdog's trackers of the last runs waited for (Progress._tracker), by state array */
+#define N_TRACKERS 4
 /* the run's state fields dualmpi_istep keeps (rounds.c: S_K, S_BAD_ROUND), given in ``codes`` */
 #define ST_K (self->st_k)
 #define ST_BAD_ROUND (self->st_bad)
@@ -846,14 +941,19 @@ typedef struct {
     int python_code, alarm_code, mode_code;
     long crounds, done_stage, k_mode, st_k, st_bad;
     Py_ssize_t pool_size;
-    Py_ssize_t plan_off[PL_SLOTS], wrap_off[WR_SLOTS];
+    Py_ssize_t plan_off[PL_SLOTS], wrap_off[WR_SLOTS], rep_off[RP_SLOTS], comp_off[CP_SLOTS];
     PyObject *crounds_obj, *done_obj, *empty_tuple, *mode_peers;
+    PyObject *repeat_type, *compiled_type, *cache_move, *known_move, *counts_obj;
+    int64_t *counts;
+    PyObject *tracked[N_TRACKERS][3];  /* (a run's state array, its tracker, its rounds) */
+    int next_tracked;
 } IRestart;
 
 static PyObject *s_c, *s_key, *s_z_c, *s_z_comp, *s_z_addr, *s_c_addr, *s_comp, *s_comp_key,
     *s_retired, *s_pool, *s_users, *s_rounds, *s_signature, *s_combine, *s_check, *s_finish,
     *s_flat, *s_seq_attr, *s_restarts, *s_zero_copy, *s_move_to_end, *s_poll, *s_advance,
-    *s_restart_failed, *s_cache, *s_free, *s_fail, *s_tracker, *s_waited, *s_plain;
+    *s_restart_failed, *s_cache, *s_free, *s_fail, *s_tracker, *s_waited, *s_plain, *s_crestart,
+    *s_wait_on, *s_req;
 
 static void IRestart_dealloc(IRestart *self)
 {
@@ -870,6 +970,16 @@ static void IRestart_dealloc(IRestart *self)
     Py_XDECREF(self->done_obj);
     Py_XDECREF(self->empty_tuple);
     Py_XDECREF(self->mode_peers);
+    Py_XDECREF(self->repeat_type);
+    Py_XDECREF(self->compiled_type);
+    Py_XDECREF(self->cache_move);
+    Py_XDECREF(self->known_move);
+    Py_XDECREF(self->counts_obj);
+    for (int i = 0; i < N_TRACKERS; i++) {
+        Py_XDECREF(self->tracked[i][0]);
+        Py_XDECREF(self->tracked[i][1]);
+        Py_XDECREF(self->tracked[i][2]);
+    }
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -923,16 +1033,18 @@ static PyObject *IRestart_vectorcall(PyObject *obj, PyObject *const *args, size_
 static PyObject *IRestart_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     PyObject *progress, *plan_type, *wrap, *active, *known, *inflight, *seq, *alarm, *codes;
-    PyObject *watchdog;
+    PyObject *watchdog, *repeat_type, *compiled_type, *cache, *counts;
     unsigned long long istart, step, iwait, w, x;
     long long tag_ub;
     Py_ssize_t pool_size;
-    if (kw != NULL || !PyArg_ParseTuple(args, "OOOOOOOOOKKKKKLOn", &progress, &plan_type, &wrap,
-                                        &active, &known, &inflight, &seq, &alarm, &watchdog,
-                                        &istart, &step, &iwait, &w, &x, &tag_ub, &codes,
-                                        &pool_size))
+    if (kw != NULL || !PyArg_ParseTuple(args, "OOOOOOOOOKKKKKLOnOOOO", &progress, &plan_type,
+                                        &wrap, &active, &known, &inflight, &seq, &alarm,
+                                        &watchdog, &istart, &step, &iwait, &w, &x, &tag_ub,
+                                        &codes, &pool_size, &repeat_type, &compiled_type, &cache,
+                                        &counts))
         return NULL;
     if (!PyType_Check(plan_type) || !PyType_Check(wrap) || !PyList_CheckExact(active) ||
+            !PyType_Check(repeat_type) || !PyType_Check(compiled_type) ||
             !PyTuple_Check(codes) || PyTuple_GET_SIZE(codes) != 8 || !istart || !step ||
             !iwait || !w || !x || tag_ub <= 0) {
         PyErr_SetString(PyExc_TypeError, "IRestart: bad arguments");
@@ -951,6 +1063,9 @@ static PyObject *IRestart_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     Py_INCREF(seq); self->seq = seq;
     Py_INCREF(alarm); self->alarm = alarm;
     Py_INCREF(watchdog); self->watchdog = watchdog;
+    self->repeat_type = Py_NewRef(repeat_type);
+    self->compiled_type = Py_NewRef(compiled_type);
+    self->counts_obj = Py_NewRef(counts);
     self->istart = (istart_fn)(uintptr_t)istart;
     self->step = (istep_fn)(uintptr_t)step;
     self->iwait = (iwait_fn)(uintptr_t)iwait;
@@ -987,8 +1102,16 @@ static PyObject *IRestart_new(PyTypeObject *type, PyObject *args, PyObject *kw)
             self->mode_peers == NULL ||
             (self->inflight_at = array_data(inflight, "inflight")) == NULL ||
             (self->seq_at = array_data(seq, "seq")) == NULL ||
+            (self->counts = array_data(counts, "counts")) == NULL ||
+            PyArray_SIZE((PyArrayObject *)counts) != PC_FIELDS ||
+            (self->cache_move = PyObject_GetAttr(cache, s_move_to_end)) == NULL ||
+            (known != Py_None && (self->known_move = PyObject_GetAttr(known, s_move_to_end)) == NULL) ||
             slot_offsets(plan_type, plan_slots, PL_SLOTS, self->plan_off) < 0 ||
-            slot_offsets(wrap, wrap_slots, WR_SLOTS, self->wrap_off) < 0) {
+            slot_offsets(wrap, wrap_slots, WR_SLOTS, self->wrap_off) < 0 ||
+            slot_offsets(repeat_type, repeat_slots, RP_SLOTS, self->rep_off) < 0 ||
+            slot_offsets(compiled_type, compiled_slots, CP_SLOTS, self->comp_off) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "IRestart: counts is not of Progress._counts' size");
         Py_DECREF(self);
         return NULL;
     }
@@ -1007,39 +1130,42 @@ static long long attr_ll(PyObject *obj, PyObject *name)
     return out;
 }
 
-static int add_attr(PyObject *obj, PyObject *name, long long by)
-{
-    long long v = attr_ll(obj, name);
-    if (v == -1 && PyErr_Occurred())
-        return -1;
-    PyObject *n = PyLong_FromLongLong(v + by);
-    if (n == NULL)
-        return -1;
-    int err = PyObject_SetAttr(obj, name, n);
-    Py_DECREF(n);
-    return err;
-}
-
-/* attr is None (1), is not (0), or the error (-1). */
-static int attr_is_none(PyObject *obj, PyObject *name, PyObject **out)
-{
-    PyObject *v = PyObject_GetAttr(obj, name);
-    if (v == NULL)
-        return -1;
-    if (out != NULL) {
-        *out = v;
-        return v == Py_None;
-    }
-    int none = v == Py_None;
-    Py_DECREF(v);
-    return none;
-}
-
 static double monotonic(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A slot's value (borrowed), or NULL with AttributeError set when it is unset. */
+static PyObject *slot_get(PyObject *obj, Py_ssize_t off)
+{
+    PyObject *v = SLOT(obj, off);
+    if (v == NULL)
+        PyErr_Format(PyExc_AttributeError, "IRestart: a slot of %s is unset", Py_TYPE(obj)->tp_name);
+    return v;
+}
+
+/* An int slot as a C integer (0; -1 with the error set). */
+static int slot_ll(PyObject *obj, Py_ssize_t off, long long *out)
+{
+    PyObject *v = slot_get(obj, off);
+    if (v == NULL)
+        return -1;
+    *out = PyLong_AsLongLong(v);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static int slot_add(PyObject *obj, Py_ssize_t off, long long by)
+{
+    long long v;
+    if (slot_ll(obj, off, &v) < 0)
+        return -1;
+    PyObject *n = PyLong_FromLongLong(v + by);
+    if (n == NULL)
+        return -1;
+    put(obj, off, n);
+    return 0;
 }
 
 /* The peers of the round the run's state names (Progress._c_moved), a new reference. */
@@ -1049,7 +1175,7 @@ static PyObject *round_peers(IRestart *self, PyObject *comp, long long k)
         Py_INCREF(self->mode_peers);
         return self->mode_peers;
     }
-    PyObject *rounds = PyObject_GetAttr(comp, s_rounds);
+    PyObject *rounds = slot_get(comp, self->comp_off[CP_ROUNDS]);
     if (rounds == NULL)
         return NULL;
     PyObject *out = self->empty_tuple;
@@ -1059,7 +1185,6 @@ static PyObject *round_peers(IRestart *self, PyObject *comp, long long k)
             out = PyTuple_GET_ITEM(rnd, 5);
     }
     Py_INCREF(out);
-    Py_DECREF(rounds);
     return out;
 }
 
@@ -1067,72 +1192,65 @@ static PyObject *irestart(IRestart *self, PyObject *call, PyObject *what, PyObje
                           int raw)
 {
     PyObject *comp = NULL, *pool = NULL, *run = NULL, *req = NULL, *wrapped = NULL, *v;
-    int zero = 0, none, is_plain;
+    int zero = 0, is_plain;
     long long given = -1;
+    const Py_ssize_t *r = self->rep_off;
 
-    if ((none = attr_is_none(call, s_c, NULL)) != 0)
-        return none < 0 ? NULL : Py_NewRef(Py_None);
-    {  /* (a plain repeat, without an agreement, is started with the number reserved for it) */
-        PyObject *plain = PyObject_GetAttr(call, s_plain);
-        if (plain == NULL)
+    if (Py_TYPE(call) != (PyTypeObject *)self->repeat_type) {
+        PyErr_SetString(PyExc_TypeError, "IRestart: the call is not a Repeat");
+        return NULL;
+    }
+    for (int i = 0; i < RP_SLOTS; i++)
+        if (slot_get(call, r[i]) == NULL)
             return NULL;
-        is_plain = PyObject_IsTrue(plain);
-        Py_DECREF(plain);
-        if (is_plain < 0)
+    if (SLOT(call, r[RP_C]) == Py_None)
+        return Py_NewRef(Py_None);
+    /* (a plain repeat, without an agreement, is started with the number reserved for it) */
+    if ((is_plain = PyObject_IsTrue(SLOT(call, r[RP_PLAIN]))) < 0)
+        return NULL;
+    if (is_plain != (seq_obj != NULL && seq_obj != Py_None))
+        return Py_NewRef(Py_None);
+    if (is_plain) {
+        given = PyLong_AsLongLong(seq_obj);
+        if (given == -1 && PyErr_Occurred())
             return NULL;
-        if (is_plain != (seq_obj != NULL && seq_obj != Py_None))
-            return Py_NewRef(Py_None);
-        if (is_plain) {
-            given = PyLong_AsLongLong(seq_obj);
-            if (given == -1 && PyErr_Occurred())
-                return NULL;
-            if (given < 0) {
-                PyErr_SetString(PyExc_ValueError, "IRestart: a negative sequence number");
-                return NULL;
-            }
+        if (given < 0) {
+            PyErr_SetString(PyExc_ValueError, "IRestart: a negative sequence number");
+            return NULL;
         }
     }
-    if (!is_plain && self->known != Py_None) {  /* rank 0: a vector it has seen agreed? */
-        PyObject *key = PyObject_GetAttr(call, s_key);
-        if (key == NULL)
-            return NULL;
+    if (!is_plain && self->known_move != NULL) {  /* rank 0: a vector it has seen agreed? */
+        PyObject *key = SLOT(call, r[RP_KEY]);
         int known = PySequence_Contains(self->known, key);
-        if (known <= 0) {
-            Py_DECREF(key);
+        if (known <= 0)
             return known < 0 ? NULL : Py_NewRef(Py_None);
-        }
-        v = PyObject_CallMethodOneArg(self->known, s_move_to_end, key);
-        Py_DECREF(key);
-        if (v == NULL)
+        if ((v = PyObject_CallOneArg(self->known_move, key)) == NULL)
             return NULL;
         Py_DECREF(v);
     }
     /* the plan's _Compiled: bound to the user's buffers (zero-copy) or the cached one */
-    if ((none = attr_is_none(call, s_z_c, NULL)) < 0)
-        return NULL;
-    zero = !none;
-    comp = PyObject_GetAttr(call, zero ? s_z_comp : s_comp);
-    if (comp == NULL)
-        return NULL;
+    zero = SLOT(call, r[RP_Z_C]) != Py_None;
+    comp = Py_NewRef(SLOT(call, r[zero ? RP_Z_COMP : RP_COMP]));
     if (comp == Py_None)
         goto python;
-    if ((v = PyObject_GetAttr(comp, s_retired)) == NULL)
+    if (Py_TYPE(comp) != (PyTypeObject *)self->compiled_type) {
+        PyErr_SetString(PyExc_TypeError, "IRestart: a plan is not a _Compiled");
         goto fail;
-    int retired = PyObject_IsTrue(v);
-    Py_DECREF(v);
+    }
+    const Py_ssize_t *c = self->comp_off;
+    for (int i = 0; i < CP_SLOTS; i++)
+        if (slot_get(comp, c[i]) == NULL)
+            goto fail;
+    int retired = PyObject_IsTrue(SLOT(comp, c[CP_RETIRED]));
+    if (retired < 0)
+        goto fail;
     if (retired)
         goto python;
-    if ((pool = PyObject_GetAttr(comp, s_pool)) == NULL)
-        goto fail;
+    pool = Py_NewRef(SLOT(comp, c[CP_POOL]));
     if (!PyList_CheckExact(pool) || PyList_GET_SIZE(pool) == 0)
         goto python;
     if (!zero) {  /* (Progress._compiled: the cache's order of use) */
-        PyObject *cache = PyObject_GetAttr(self->progress, s_cache);
-        PyObject *key = cache ? PyObject_GetAttr(call, s_comp_key) : NULL;
-        v = key ? PyObject_CallMethodOneArg(cache, s_move_to_end, key) : NULL;
-        Py_XDECREF(cache);
-        Py_XDECREF(key);
-        if (v == NULL)
+        if ((v = PyObject_CallOneArg(self->cache_move, SLOT(call, r[RP_COMP_KEY]))) == NULL)
             goto fail;
         Py_DECREF(v);
     }
@@ -1145,18 +1263,13 @@ static PyObject *irestart(IRestart *self, PyObject *call, PyObject *what, PyObje
         PyErr_SetString(PyExc_TypeError, "IRestart: a run is not a 5-tuple");
         goto fail;
     }
-    long long p = attr_ll(comp, s_c_addr);
-    if (p == -1 && PyErr_Occurred())
+    long long p, m;
+    if (slot_ll(comp, c[CP_C_ADDR], &p) < 0 || slot_ll(call, r[zero ? RP_Z_ADDR : RP_C_ADDR], &m) < 0)
         goto fail;
     long long state_addr = PyLong_AsLongLong(PyTuple_GET_ITEM(run, 3));
     if (state_addr == -1 && PyErr_Occurred())
         goto fail;
-    long long m = attr_ll(call, zero ? s_z_addr : s_c_addr);
-    if (m == -1 && PyErr_Occurred())
-        goto fail;
-    long long seq = is_plain ? given : attr_ll(self->progress, s_seq_attr);
-    if (seq == -1 && PyErr_Occurred())
-        goto fail;
+    long long seq = is_plain ? given : self->counts[PC_SEQ];
     long long tag = seq % self->tag_ub;
     int err = self->istart((const int64_t *)(intptr_t)p, (int64_t *)(intptr_t)state_addr,
                            self->w, self->x, (const int64_t *)(intptr_t)m, seq, tag);
@@ -1174,14 +1287,11 @@ static PyObject *irestart(IRestart *self, PyObject *call, PyObject *what, PyObje
         Py_DECREF(pool);
         return Py_NewRef(Py_None);
     }
-    {
-        PyObject *n = is_plain ? NULL : PyLong_FromLongLong(seq + 1);
-        int bad = !is_plain && (n == NULL || PyObject_SetAttr(self->progress, s_seq_attr, n) < 0);
-        Py_XDECREF(n);
-        if (bad || add_attr(self->progress, s_restarts, 1) < 0 ||
-                (zero && add_attr(self->progress, s_zero_copy, 1) < 0))
-            goto fail;
-    }
+    if (!is_plain)
+        self->counts[PC_SEQ] = seq + 1;
+    self->counts[PC_RESTARTS] += 1;
+    if (zero)
+        self->counts[PC_ZERO_COPY] += 1;
     /* the PlanRequest, as Progress.restart makes it */
     PyTypeObject *pt = (PyTypeObject *)self->plan_type;
     req = pt->tp_alloc(pt, 0);
@@ -1200,15 +1310,12 @@ static PyObject *irestart(IRestart *self, PyObject *call, PyObject *what, PyObje
     put_ref(req, o[PL_C_REQS], PyTuple_GET_ITEM(run, 2));
     put_ref(req, o[PL_C_ADDR], PyTuple_GET_ITEM(run, 3));
     put_ref(req, o[PL_C_MODE], PyTuple_GET_ITEM(run, 4));
-    {
-        static PyObject **from[] = {&s_signature, &s_combine, &s_check, &s_finish, &s_flat};
-        static const int to[] = {PL_SIGNATURE, PL_COMBINE, PL_CHECK, PL_FINISH, PL_AGREE_OUT};
-        for (int i = 0; i < (is_plain ? 4 : 5); i++) {  /* (a plain one agrees on nothing) */
-            if ((v = PyObject_GetAttr(call, *from[i])) == NULL)
-                goto fail;
-            put(req, o[to[i]], v);
-        }
-    }
+    put_ref(req, o[PL_SIGNATURE], SLOT(call, r[RP_SIGNATURE]));
+    put_ref(req, o[PL_COMBINE], SLOT(call, r[RP_COMBINE]));
+    put_ref(req, o[PL_CHECK], SLOT(call, r[RP_CHECK]));
+    put_ref(req, o[PL_FINISH], SLOT(call, r[RP_FINISH]));
+    if (!is_plain)  /* (a plain one agrees on nothing) */
+        put_ref(req, o[PL_AGREE_OUT], SLOT(call, r[RP_FLAT]));
     put_ref(req, o[PL_C_CALL], call);
     put_ref(req, o[PL_DONE], Py_False);
     put(req, o[PL_REQS], PyList_New(0));
@@ -1221,7 +1328,7 @@ static PyObject *irestart(IRestart *self, PyObject *call, PyObject *what, PyObje
     for (int i = 0; i < PL_SLOTS; i++)
         if (SLOT(req, o[i]) == NULL)  /* (a failed PyLong_FromLongLong, PyList_New...) */
             goto fail;
-    if (add_attr(comp, s_users, 1) < 0 || PyList_Append(self->active, req) < 0)
+    if (slot_add(comp, c[CP_USERS], 1) < 0 || PyList_Append(self->active, req) < 0)
         goto fail;
     self->inflight_at[0] += 1;
     {  /* Progress._c_moved: the round the step left it in */
@@ -1300,6 +1407,31 @@ static int ends_here(IRestart *self, PyObject *req, const int64_t *state)
            PyTuple_GET_SIZE(modes) == 0;
 }
 
+/* The watchdog's state while ``req``'s rounds are waited for in C (Progress._tracker, a new
+ * reference): the tracker of the run whose state array is ``c_state`` made once and kept
+ * (the last N_TRACKERS runs'), its rounds (a nonblocking._Rounds) then naming ``req``. */
+static PyObject *tracker_of(IRestart *self, PyObject *req, PyObject *c_state)
+{
+    for (int i = 0; i < N_TRACKERS; i++)
+        if (self->tracked[i][0] == c_state)
+            return PyObject_SetAttr(self->tracked[i][2], s_req, req) < 0 ? NULL :
+                   Py_NewRef(self->tracked[i][1]);
+    PyObject *tracker = PyObject_CallMethodOneArg(self->progress, s_tracker, req);
+    if (tracker == NULL)
+        return NULL;
+    PyObject *rounds = PyObject_GetAttr(tracker, s_rounds);
+    if (rounds == NULL) {
+        Py_DECREF(tracker);
+        return NULL;
+    }
+    int i = self->next_tracked;
+    self->next_tracked = (i + 1) % N_TRACKERS;
+    Py_XSETREF(self->tracked[i][0], Py_NewRef(c_state));
+    Py_XSETREF(self->tracked[i][1], Py_NewRef(tracker));
+    Py_XSETREF(self->tracked[i][2], rounds);
+    return tracker;
+}
+
 static PyObject *IRestart_close(IRestart *self, PyObject *req)
 {
     if (self->inflight_at[0] != 1 || Py_TYPE(req) != (PyTypeObject *)self->plan_type)
@@ -1311,26 +1443,27 @@ static PyObject *IRestart_close(IRestart *self, PyObject *req)
         Py_RETURN_NONE;
     PyObject *comp = SLOT(req, o[PL_COMPILED]), *c_state = SLOT(req, o[PL_C_STATE]);
     PyObject *c_addr = SLOT(req, o[PL_C_ADDR]);
-    if (comp == NULL || c_state == NULL || c_addr == NULL || !PyArray_Check(c_state))
+    if (comp == NULL || c_state == NULL || c_addr == NULL || !PyArray_Check(c_state) ||
+            Py_TYPE(comp) != (PyTypeObject *)self->compiled_type)
         Py_RETURN_NONE;
-    long long p = attr_ll(comp, s_c_addr);
-    if (p == -1 && PyErr_Occurred())
+    const Py_ssize_t *c = self->comp_off;
+    for (int i = 0; i < CP_SLOTS; i++)
+        if (slot_get(comp, c[i]) == NULL)
+            return NULL;
+    long long p;
+    if (slot_ll(comp, c[CP_C_ADDR], &p) < 0)
         return NULL;
     long long sa = PyLong_AsLongLong(c_addr);
     if (sa == -1 && PyErr_Occurred())
         return NULL;
     int err = self->step((const int64_t *)(intptr_t)p, (int64_t *)(intptr_t)sa);
     const int64_t *state = (const int64_t *)(intptr_t)sa;
-    PyObject *rounds = PyObject_GetAttr(comp, s_rounds);
-    if (rounds == NULL)
-        return NULL;
-    Py_ssize_t nrounds = PyObject_Length(rounds);
-    Py_DECREF(rounds);
+    Py_ssize_t nrounds = PyObject_Length(SLOT(comp, c[CP_ROUNDS]));
     if (nrounds < 0)
         return NULL;
     if (!err && state[ST_K] < nrounds) {
         /* Progress._c_wait: the rest of the rounds in C (dualmpi_iwait), under the watchdog */
-        PyObject *tracker = PyObject_CallMethodOneArg(self->progress, s_tracker, req);
+        PyObject *tracker = tracker_of(self, req, c_state);
         if (tracker == NULL)
             return NULL;
         int bad = PyObject_SetAttr(self->watchdog, str_state, tracker);
@@ -1363,25 +1496,19 @@ static PyObject *IRestart_close(IRestart *self, PyObject *req)
     put(req, o[PL_K], PyLong_FromSsize_t(nrounds - 1));
     put_ref(req, o[PL_PEERS], self->empty_tuple);
     /* _finish: the run back to the pool */
-    if ((v = PyObject_GetAttr(comp, s_retired)) == NULL)
+    int retired = PyObject_IsTrue(SLOT(comp, c[CP_RETIRED]));
+    if (retired < 0)
         goto out;
-    int retired = PyObject_IsTrue(v);
-    Py_CLEAR(v);
     if (!retired) {
-        PyObject *pool = PyObject_GetAttr(comp, s_pool);
-        if (pool == NULL)
-            goto out;
+        PyObject *pool = SLOT(comp, c[CP_POOL]);
         if (PyList_Check(pool) && PyList_GET_SIZE(pool) < self->pool_size) {
             PyObject *run = PyTuple_Pack(5, SLOT(req, o[PL_STORE]), c_state, SLOT(req, o[PL_C_REQS]),
                                          c_addr, SLOT(req, o[PL_C_MODE]));
             int bad = run == NULL || PyList_Append(pool, run) < 0;
             Py_XDECREF(run);
-            if (bad) {
-                Py_DECREF(pool);
+            if (bad)
                 goto out;
-            }
         }
-        Py_DECREF(pool);
     }
     /* _end */
     put_ref(req, o[PL_DONE], Py_True);
@@ -1393,11 +1520,11 @@ static PyObject *IRestart_close(IRestart *self, PyObject *req)
             self->inflight_at[0] -= 1;
             break;
         }
-    if (add_attr(comp, s_users, -1) < 0)
+    if (slot_add(comp, c[CP_USERS], -1) < 0)
         goto out;
     if (retired) {
-        long long users = attr_ll(comp, s_users);
-        if (users == -1 && PyErr_Occurred())
+        long long users;
+        if (slot_ll(comp, c[CP_USERS], &users) < 0)
             goto out;
         if (users == 0) {
             if ((v = PyObject_CallMethodNoArgs(comp, s_free)) == NULL)
@@ -1464,6 +1591,114 @@ static PyTypeObject IRestartType = {
     .tp_call = PyVectorcall_Call,
     .tp_methods = IRestart_methods,
 };
+
+/* dualmpi.Request.Wait in C (wait_method(request_type, plan_type, fallback, doc)): a method
+ * descriptor of ``request_type`` whose call, for an active request of a PlanRequest whose
+ * Progress has an IRestart (its ``crestart``), runs IRestart.close on it; when that ends the
+ * request (True) it makes the request inactive and returns True or raises the plan's error,
+ * as Request.Wait and PlanRequest.outcome do.  When close stepped the request without ending
+ * it (False, or the step's code) the Progress's ``_wait_on(plan, code)`` does the rest of
+ * Progress.wait and the request is then ended alike; anything else (a status to fill, an
+ * inactive request, another kind of request, no step taken) is ``fallback(self, ...)``, the
+ * Python Wait.  One request type and one plan type per process. */
+static PyTypeObject *wt_request, *wt_plan;
+static PyObject *wt_fallback;
+static Py_ssize_t wt_off[WR_SLOTS], wt_plan_off[PL_SLOTS];
+
+static PyObject *wait_fallback(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames)
+{
+    PyObject *stack[8];
+    Py_ssize_t n = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    if (n + 1 > 8) {
+        PyErr_SetString(PyExc_TypeError, "Wait: too many arguments");
+        return NULL;
+    }
+    stack[0] = self;
+    for (Py_ssize_t i = 0; i < n; i++)
+        stack[i + 1] = args[i];
+    return PyObject_Vectorcall(wt_fallback, stack, nargs + 1, kwnames);
+}
+
+static PyObject *request_wait(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
+{
+    if (kwnames != NULL || nargs > 1 || (nargs == 1 && args[0] != Py_None) ||
+            !PyObject_TypeCheck(self, wt_request) || SLOT(self, wt_off[WR_ACTIVE]) != Py_True)
+        return wait_fallback(self, args, nargs, kwnames);
+    PyObject *plan = SLOT(self, wt_off[WR_PLAN]), *progress = SLOT(self, wt_off[WR_PROGRESS]);
+    if (plan == NULL || progress == NULL || Py_TYPE(plan) != wt_plan)
+        return wait_fallback(self, args, nargs, kwnames);
+    PyObject *irs = PyObject_GetAttr(progress, s_crestart);
+    if (irs == NULL)
+        return NULL;
+    if (Py_TYPE(irs) != &IRestartType || ((IRestart *)irs)->progress != progress ||
+            (PyTypeObject *)((IRestart *)irs)->plan_type != wt_plan) {
+        Py_DECREF(irs);
+        return wait_fallback(self, args, nargs, kwnames);
+    }
+    Py_INCREF(plan);
+    PyObject *r = IRestart_close((IRestart *)irs, plan);
+    Py_DECREF(irs);
+    if (r == Py_None) {
+        Py_DECREF(r);
+        Py_DECREF(plan);
+        return wait_fallback(self, args, nargs, kwnames);
+    }
+    if (r != NULL && r != Py_True) {  /* (stepped, not ended: the rest of Progress.wait) */
+        PyObject *v = PyObject_CallMethodObjArgs(progress, s_wait_on, plan, r, NULL);
+        Py_DECREF(r);
+        r = v;
+    }
+    if (r == NULL) {
+        Py_DECREF(plan);
+        return NULL;
+    }
+    Py_DECREF(r);
+    /* the request inactive, then its outcome (PlanRequest.outcome) */
+    put_ref(self, wt_off[WR_ACTIVE], Py_False);
+    put_ref(self, wt_off[WR_PLAN], Py_None);
+    PyObject *error = SLOT(plan, wt_plan_off[PL_ERROR]);
+    if (error != NULL && error != Py_None) {
+        if (PyExceptionInstance_Check(error))
+            PyErr_SetObject((PyObject *)Py_TYPE(error), error);
+        else
+            PyErr_SetString(PyExc_TypeError, "Wait: a request's error is not an exception");
+        Py_DECREF(plan);
+        return NULL;
+    }
+    Py_DECREF(plan);
+    Py_RETURN_TRUE;
+}
+
+static PyMethodDef request_wait_def = {
+    "Wait", (PyCFunction)(void (*)(void))request_wait, METH_FASTCALL | METH_KEYWORDS, NULL
+};
+
+static PyObject *recall_wait_method(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *request_type, *plan_type, *fallback, *doc;
+    if (!PyArg_ParseTuple(args, "O!O!OU", &PyType_Type, &request_type, &PyType_Type, &plan_type,
+                          &fallback, &doc))
+        return NULL;
+    if (wt_request != NULL && (wt_request != (PyTypeObject *)request_type ||
+                               wt_plan != (PyTypeObject *)plan_type)) {
+        PyErr_SetString(PyExc_ValueError, "wait_method: one request type per process");
+        return NULL;
+    }
+    if (wt_request == NULL) {
+        if (slot_offsets(request_type, wrap_slots, WR_SLOTS, wt_off) < 0 ||
+                slot_offsets(plan_type, plan_slots, PL_SLOTS, wt_plan_off) < 0)
+            return NULL;
+        const char *text = PyUnicode_AsUTF8(doc);
+        if (text == NULL || (request_wait_def.ml_doc = strdup(text)) == NULL)
+            return text == NULL ? NULL : PyErr_NoMemory();
+        wt_request = (PyTypeObject *)Py_NewRef(request_type);
+        wt_plan = (PyTypeObject *)Py_NewRef(plan_type);
+    }
+    Py_XSETREF(wt_fallback, Py_NewRef(fallback));
+    return PyDescr_NewMethod(wt_request, &request_wait_def);
+}
 
 /* A repeated nonblocking neighbourhood call started and waited for in C (dualmpi/neighbor.py:
  * what _Fast's start and the head of _Progress.wait do for the common case).
@@ -1690,6 +1925,8 @@ static PyTypeObject NStartType = {
 };
 
 static PyMethodDef module_functions[] = {
+    {"wait_method", (PyCFunction)recall_wait_method, METH_VARARGS,
+     "wait_method(request_type, plan_type, fallback, doc): Request.Wait in C (see recall.c)"},
     {"same", (PyCFunction)(void (*)(void))recall_same, METH_FASTCALL,
      "same(template, args): True when args are what the template was made of"},
     {NULL, NULL, 0, NULL}
@@ -1737,7 +1974,7 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
     if (str_state == NULL || str_evictions == NULL || str_handle == NULL || str_broken == NULL ||
             PyType_Ready(&RecallType) < 0 || PyType_Ready(&VRecallType) < 0 ||
             PyType_Ready(&CFuncType) < 0 || PyType_Ready(&IRestartType) < 0 ||
-            PyType_Ready(&NStartType) < 0)
+            PyType_Ready(&NStartType) < 0 || PyType_Ready(&TickType) < 0)
         return NULL;
     {
         static struct { PyObject **at; const char *name; } names[] = {
@@ -1752,7 +1989,7 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
             {&s_cache, "_cache"}, {&s_free, "free"}, {&s_fail, "_fail"}, {&s_tracker, "_tracker"}, {&s_waited, "_waited"}, {&s_plain, "plain"},
             {&s_memo, "memo"}, {&s_busy, "busy"}, {&s_xaddr, "xaddr"},
             {&s_track_addr, "track_addr"}, {&s_call, "call"}, {&s_last, "last"},
-            {&s_settle, "_settle"},
+            {&s_settle, "_settle"}, {&s_crestart, "crestart"}, {&s_req, "req"}, {&s_wait_on, "_wait_on"},
         };
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
             if ((*names[i].at = PyUnicode_InternFromString(names[i].name)) == NULL)
@@ -1788,6 +2025,12 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
     Py_INCREF(&NStartType);
     if (PyModule_AddObject(m, "NStart", (PyObject *)&NStartType) < 0) {
         Py_DECREF(&NStartType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&TickType);
+    if (PyModule_AddObject(m, "Tick", (PyObject *)&TickType) < 0) {
+        Py_DECREF(&TickType);
         Py_DECREF(m);
         return NULL;
     }

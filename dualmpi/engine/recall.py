@@ -43,6 +43,15 @@ does the same steps in one call:
   <dualmpi.engine.nonblocking.Progress.wait>`, steps the only request in flight and ends it
   when its rounds are done (the run back to its pool, ``finish()`` run): Python's frames on
   that path cost more than the messages (docs/performance.md, "A nonblocking repeat in C");
+* ``wait_method(request_type, plan_type, fallback, doc)`` is :meth:`dualmpi.Request.Wait` in C
+  (:func:`dualmpi.request.use_c_wait`): a request whose plan its progress's ``IRestart.close``
+  ends is waited for, made inactive and its error raised without a Python frame; any other
+  wait (a status to fill, another kind of request, one not alone in flight) is ``fallback``,
+  the Python ``Wait``;
+* ``Tick(plans, key, add)`` counts a completed call in :class:`dualmpi.calls.Tally` (one
+  more in ``plans[key]``'s call count, ``add()`` when the plan has no entry yet): the finish
+  of a remembered nonblocking call, without ``Tally.add``'s frame (:meth:`Tally.adder
+  <dualmpi.calls.Tally.adder>`);
 * ``CFunc(address, nargs, release)`` calls a C function of the round loop's library
   (``nargs`` int64 arguments, an int back; ``release``: without the GIL, for one that
   blocks) as its ctypes function does, without ctypes' argument conversions: the nonblocking
@@ -82,6 +91,6 @@ def load():
     """Return the extension module, or None with :func:`reason` set (once per process).
 
     >>> load() is None or sorted(n for n in dir(load()) if not n.startswith("_"))
-    ['CFunc', 'IRestart', 'Recall', 'VRecall', 'same']
+    ['CFunc', 'IRestart', 'NStart', 'Recall', 'Tick', 'VRecall', 'same', 'wait_method']
     """
     return cloop.extension(_library, "PyInit_dualmpi_recall", "DUALMPI_RECALL", _loaded)

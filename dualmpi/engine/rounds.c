@@ -443,7 +443,7 @@ int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
  * MPI_Op, datatype and item size.  seq is the request's number, tag its messages' tag.
  *
  * In order: the line is drained as Alarm.drain does (a message Python must read returns
- * DUALMPI_ALARM, with nothing else done); messages kept about later calls, or too few free
+ * DUALMPI_ALARM, with nothing else done) when the call number is a multiple of LINE_EVERY; messages kept about later calls, or too few free
  * notice requests, return DUALMPI_PYTHON, nothing done; then the call number is taken (w[W_SEQ]
  * + 1, noted in the history, its note in future cleared), the notices are sent (rank 0 to every
  * rank, the others to rank 0: [NONBLOCKING, t, rank, 0...]), the run is set up (signature,
@@ -462,6 +462,11 @@ enum { M_VEC, M_NVEC, M_CIN, M_NCIN, M_COUT, M_NCOUT, M_SIG, M_SIGAT, M_SIZE, M_
  * that request ends only once every rank has started it, so rank 0 is never more than
  * MODE_SYNC calls ahead of a rank beyond the requests the program holds (nonblocking.py). */
 #define MODE_SYNC 64
+/* A start drains the line at every LINE_EVERY-th call number only: a test of the line that
+ * finds nothing costs a round of MPI's progress (a sched_yield with mpi_yield_when_idle), more
+ * than the call's own messages; a wait has the line among its requests (dualmpi_iwait), and
+ * a line message arrives later than a start's test as often as not anyway. */
+#define LINE_EVERY 16
 
 int dualmpi_mode_sync(void) { return MODE_SYNC; }
 
@@ -485,7 +490,7 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, const int64_t
         MPI_Request line = (MPI_Request)(intptr_t)w[W_LINE];  /* (persistent: the same handle) */
         if (ring[0])
             return DUALMPI_PYTHON;
-        for (;;) {
+        for (int drain = (*seqp + 1) % LINE_EVERY == 0; drain;) {
             err = MPI_Test(&line, &flag, MPI_STATUS_IGNORE);
             if (err != MPI_SUCCESS)
                 return DUALMPI_PYTHON;  /* (Python's test raises it) */

@@ -635,6 +635,57 @@ def test_repeats_start_in_c_and_match_mpi(net_i, n):
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("net_i", [0, 1])
+def test_a_repeat_waited_for_in_c_ends_as_mpi_says(net_i):
+    """With the extension, ``Request.Wait`` is ``recall.c``'s (``request.use_c_wait``): a
+    repeat it waits for ends in C (``IRestart.close``), inactive after, equal to
+    ``MPI.REQUEST_NULL``, its data MPI's and the call counted once in ``stats()`` (its finish:
+    ``Tally.adder``'s ``Tick``); a wait with a status (positional or keyword), of an inactive
+    request or of one whose rounds did not end in C is the Python wait's, with the empty
+    status MPI gives."""
+    from dualmpi import request as dreq
+    from dualmpi.engine import recall
+
+    net = _net(net_i)
+    root = SIZE - 1
+    buf, ref = np.zeros(5), np.zeros(5)
+    in_c = recall.load() is not None and _compiled_start(net)
+    ok = not in_c or type(dualmpi.Request.__dict__["Wait"]) is not type(dreq._PYTHON_WAIT)
+    progress = net._progress()
+    net.reset_stats()
+    before = progress.restarts
+    calls = 0
+    for k in range(6):
+        if RANK == root:
+            buf[:] = ref[:] = np.arange(5) + 10 * k
+        req = net.Ibcast(buf, root)
+        calls += 1
+        if k % 3 == 1:  # a status: the Python wait, the empty status
+            st = MPI.Status()
+            st.source, st.tag = 3, 7
+            ok = ok and req.Wait(st) is True and st.source == MPI.ANY_SOURCE and \
+                st.tag == MPI.ANY_TAG and st.Get_count(MPI.BYTE) == 0
+        elif k % 3 == 2:
+            st = MPI.Status()
+            st.tag = 5
+            ok = ok and req.Wait(status=st) is True and st.tag == MPI.ANY_TAG
+        else:
+            ok = ok and req.Wait() is True
+        ok = ok and not req and req == MPI.REQUEST_NULL and req.Wait() is True
+        WORLD.Bcast(ref, root)
+        ok = ok and np.array_equal(buf, ref)
+    # beside a barrier in flight: not alone, so the Python wait (IRestart.close declines)
+    other = net.Ibarrier()
+    req = net.Ibcast(buf, root)
+    calls += 2
+    ok = ok and req.Wait() is True and other.Wait() is True and not req and not other
+    started = progress.restarts - before
+    ok = ok and net.stats()["collectives"] == calls
+    ok = ok and (started >= 5 if in_c and SIZE > 1 else True)
+    assert _agree(ok), (started, net.stats()["collectives"], calls)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("net_i", [0, 1])
 def test_v_variant_repeats_are_matched_and_started_in_c(net_i, monkeypatch):
     """A nonblocking v-variant repeated on the same objects is matched in C (``Comm._m<name>``:
     ``calls._install_vstart``) and both its parts start in C (``IRestart`` with a sequence
