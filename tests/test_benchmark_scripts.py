@@ -223,3 +223,25 @@ def test_beside_benchmark_writes_every_row(tmp_path):
         assert set(row["median"]) == {"dualmpi/after", "dualmpi/beside", "native/after",
                                       "native/beside"}
         assert all(len(ts) == 1 and ts[0] > 0 for ts in row["times"].values())
+
+
+@needs_mpiexec
+def test_percall_benchmark_times_each_form_against_native(tmp_path):
+    """``benchmarks/percall.py`` on Q_1 (2 ranks): a row per form asked, each with every
+    repeat's loop timed for dualmpi and native MPI (results checked first); a bad form is
+    refused with exit status 2."""
+    out = tmp_path / "percall.json"
+    job = run_job(mpi_cmd(2, REPO / "benchmarks" / "percall.py", "hypercube:n=1", "--forms",
+                          "Ibcast,Iallgather,Bcast", "--calls", "5", "--repeats", "2", "--json",
+                          out), ompi_env(120), timeout=180)
+    assert job.returncode == 0 and not job.timed_out, job.stdout + job.stderr
+    data = json.loads(out.read_text())
+    assert data["format"] == "percall-1" and data["meta"]["calls"] == 5
+    assert [r["form"] for r in data["rows"]] == ["Ibcast", "Iallgather", "Bcast"]
+    for row in data["rows"]:
+        assert set(row["samples"]) == {"dualmpi", "native"}
+        assert all(len(ts) == 2 and min(ts) > 0 for ts in row["samples"].values())
+        assert row["dualmpi/native"] > 0
+    bad = run_job(mpi_cmd(2, REPO / "benchmarks" / "percall.py", "hypercube:n=1", "--forms",
+                          "Nope"), ompi_env(60), timeout=120)
+    assert bad.returncode == 2 and "bad --forms" in bad.stderr, bad.stdout + bad.stderr

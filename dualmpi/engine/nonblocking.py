@@ -30,21 +30,22 @@ ufunc, a user ``MPI.Op``), a message longer than an ``int`` count or no compiled
 same rounds and messages are posted and tested from Python.
 
 A fixed-count call repeated on the same argument objects, whose vector rank 0 has seen agreed,
-starts in one C call (:meth:`Progress.restart`, ``rounds.c``'s ``dualmpi_istart``): the
-alarm line drained (at every ``LINE_EVERY``-th call number, 16: a test of the line that finds
-nothing costs a round of MPI's progress, a ``sched_yield`` with ``mpi_yield_when_idle``; a
-wait in C has the line among its requests), the call number and the nonblocking notices, the copies in, rank 0's mode
-sent (by rank 0) or its receive posted (by the others, whose round 0 then waits for it in C),
-the first round; the result is copied out in C too.  The messages are those of the Python
-path, so ranks on either path match; whatever the C call cannot do (a mode that is not
-"skip" with the rank's own vector, a line message Python must read) goes back to Python.
-With the extension (:mod:`dualmpi.engine.recall`) the rest of that path is C too:
-:attr:`Progress.crestart` (``recall.c``'s ``IRestart``) does what :meth:`Progress.restart`
-does and makes the request's objects, and the head of :meth:`Progress.wait` (``IRestart.close``)
+starts in one C call (:meth:`Progress.restart`, ``rounds.c``'s ``dualmpi_istart``): the alarm
+line drained (at every ``LINE_EVERY``-th call number, 16: a test of the line that finds nothing
+costs a round of MPI's progress, a ``sched_yield`` with ``mpi_yield_when_idle``; a wait in C
+has the line among its requests), the call number and the nonblocking notices, the copies in,
+rank 0's mode sent (by rank 0) or its receive posted (by the others, whose round 0 then waits
+for it in C), the first round posted (its test left to the next step or wait: a test just after
+the post finds nothing as often as not); the result is copied out in C too. The messages are
+those of the Python path, so ranks on either path match; whatever the C call cannot do (a mode
+that is not "skip" with the rank's own vector, a line message Python must read) goes back to
+Python. With the extension (:mod:`dualmpi.engine.recall`) the rest of that path is C too:
+:attr:`Progress.crestart` (``recall.c``'s ``IRestart``) does what :meth:`Progress.restart` does
+and makes the request's objects, and the head of :meth:`Progress.wait` (``IRestart.close``)
 steps the only request in flight and ends it when its rounds are done; ``Request.Wait`` of such
-a request is C too (:func:`dualmpi.request.use_c_wait`), and the rest of the wait, when the close
-did not end it, :meth:`Progress._wait_on`.  Rank 0 sends every
-:data:`MODE_SYNC`-th mode synchronously, the others as plain sends.
+a request is C too (:func:`dualmpi.request.use_c_wait`), and the rest of the wait, when the
+close did not end it, :meth:`Progress._wait_on`. Rank 0 sends every :data:`MODE_SYNC`-th mode
+synchronously, the others as plain sends.
 
 Any test or wait of any request advances every active request of every live
 :class:`Progress` (:func:`poll_all`), so a rank waiting on one request still forwards
@@ -551,7 +552,7 @@ class Progress:
                 IN_FLIGHT, transport.alarm.seq, transport.alarm, transport.watchdog, *addrs,
                 self._w_addr, self._x_addr, self.tag_ub,
                 (self._python_code, self._alarm_code, self._mode_code, _CROUNDS, _DONE, _K_MODE,
-                 _S_K, _S_BAD_ROUND),
+                 _S_K, _S_BAD_ROUND, _S_POS),
                 POOL_SIZE, Repeat, _Compiled, self._cache, self._counts)
             self._close = self.crestart.close
         # an alarm leaves the communicator unusable: its requests fail with the alarm's text

@@ -868,7 +868,7 @@ static PyTypeObject TickType = {
  *       beginning (Alarm.nonblocking: the start in C declined, the line read), and
  *       NotImplemented, having done nothing, when Progress.restart must do it (no run in
  *       the pool, a _Compiled retired or not known yet, a vector rank 0 has not seen agreed).
- *       ``codes``: (python, alarm, mode, CROUNDS, DONE, K_MODE, S_K, S_BAD_ROUND) of
+ *       ``codes``: (python, alarm, mode, CROUNDS, DONE, K_MODE, S_K, S_BAD_ROUND, S_POS) of
  *       nonblocking.py and rounds.c.  Called with (call, what, seq) it returns the PlanRequest
  *       itself, not wrapped (a part of a request of several: a v-variant's count table, seq
  *       None, or its data, ``call`` a plain Repeat and ``seq`` the number reserved for it, as
@@ -882,6 +882,7 @@ static PyTypeObject TickType = {
  *       the pool, the request out of ``active``, the plan's users counted down, ``finish()``
  *       run (an exception of it is the request's error: Progress._fail) — and returns True.
  *       When the step leaves rounds in flight it waits for them in C as Progress._c_wait does
+ *       (but waiting before its first step: the run's S_POS set to -1)
  *       (dualmpi_iwait, ``watchdog.state`` the request's tracker meanwhile: Progress._tracker's,
  *       made once per run and kept for the last N_TRACKERS runs, its rounds naming the request), and ends the request alike; what it cannot end there (the alarm line's
  *       message, rank 0's mode, an error, a request of Python's) goes to Progress._waited
@@ -918,7 +919,10 @@ static const char *compiled_slots[CP_SLOTS] = {"retired", "pool", "c_addr", "use
 enum { PC_SEQ, PC_RESTARTS, PC_ZERO_COPY, PC_FIELDS };
 /* the watchdog's trackers of the last runs waited for (Progress._tracker), by state array */
 #define N_TRACKERS 4
-/* the run's state fields dualmpi_istep keeps (rounds.c: S_K, S_BAD_ROUND), given in ``codes`` */
+/* the run's state fields dualmpi_istep keeps (rounds.c: S_K, S_BAD_ROUND) and the one
+ * dualmpi_iwait keeps (S_POS: -1 before the call, "stepped just now, wait first"), given in
+ * ``codes`` */
+#define ST_POS (self->st_pos)
 #define ST_K (self->st_k)
 #define ST_BAD_ROUND (self->st_bad)
 
@@ -939,7 +943,7 @@ typedef struct {
     int64_t tag_ub, *inflight_at;
     const int64_t *seq_at;
     int python_code, alarm_code, mode_code;
-    long crounds, done_stage, k_mode, st_k, st_bad;
+    long crounds, done_stage, k_mode, st_k, st_bad, st_pos;
     Py_ssize_t pool_size;
     Py_ssize_t plan_off[PL_SLOTS], wrap_off[WR_SLOTS], rep_off[RP_SLOTS], comp_off[CP_SLOTS];
     PyObject *crounds_obj, *done_obj, *empty_tuple, *mode_peers;
@@ -1045,7 +1049,7 @@ static PyObject *IRestart_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         return NULL;
     if (!PyType_Check(plan_type) || !PyType_Check(wrap) || !PyList_CheckExact(active) ||
             !PyType_Check(repeat_type) || !PyType_Check(compiled_type) ||
-            !PyTuple_Check(codes) || PyTuple_GET_SIZE(codes) != 8 || !istart || !step ||
+            !PyTuple_Check(codes) || PyTuple_GET_SIZE(codes) != 9 || !istart || !step ||
             !iwait || !w || !x || tag_ub <= 0) {
         PyErr_SetString(PyExc_TypeError, "IRestart: bad arguments");
         return NULL;
@@ -1073,8 +1077,8 @@ static PyObject *IRestart_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     self->x = (const int64_t *)(uintptr_t)x;
     self->tag_ub = tag_ub;
     self->pool_size = pool_size;
-    long c[8];
-    for (int i = 0; i < 8; i++) {
+    long c[9];
+    for (int i = 0; i < 9; i++) {
         c[i] = PyLong_AsLong(PyTuple_GET_ITEM(codes, i));
         if (c[i] == -1 && PyErr_Occurred()) {
             Py_DECREF(self);
@@ -1089,7 +1093,8 @@ static PyObject *IRestart_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     self->k_mode = c[5];
     self->st_k = c[6];
     self->st_bad = c[7];
-    if (c[6] < 0 || c[6] >= 64 || c[7] < 0 || c[7] >= 64) {
+    self->st_pos = c[8];
+    if (c[6] < 0 || c[6] >= 64 || c[7] < 0 || c[7] >= 64 || c[8] < 0 || c[8] >= 64) {
         Py_DECREF(self);
         PyErr_SetString(PyExc_ValueError, "IRestart: bad state fields");
         return NULL;
@@ -1457,12 +1462,14 @@ static PyObject *IRestart_close(IRestart *self, PyObject *req)
     if (sa == -1 && PyErr_Occurred())
         return NULL;
     int err = self->step((const int64_t *)(intptr_t)p, (int64_t *)(intptr_t)sa);
-    const int64_t *state = (const int64_t *)(intptr_t)sa;
+    int64_t *state = (int64_t *)(intptr_t)sa;
     Py_ssize_t nrounds = PyObject_Length(SLOT(comp, c[CP_ROUNDS]));
     if (nrounds < 0)
         return NULL;
     if (!err && state[ST_K] < nrounds) {
-        /* Progress._c_wait: the rest of the rounds in C (dualmpi_iwait), under the watchdog */
+        /* Progress._c_wait: the rest of the rounds in C (dualmpi_iwait), under the watchdog;
+         * it waits before it steps (S_POS -1: the step just made would find nothing new) */
+        state[ST_POS] = -1;
         PyObject *tracker = tracker_of(self, req, c_state);
         if (tracker == NULL)
             return NULL;

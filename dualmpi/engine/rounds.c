@@ -272,7 +272,11 @@ enum { R_NMSG, R_NRECV, R_MSG, R_NMOVE, R_MOVE, R_NCOMB, R_COMB, R_NTRAIL, R_TRA
 int dualmpi_step_fields(void) { return W_FIELDS * 10000 + P_FIELDS * 1000 + S_FIELDS * 10 + R_FIELDS; }
 int dualmpi_mode_code(void) { return DUALMPI_MODE; }
 
-int dualmpi_istep(const int64_t *p, int64_t *s)
+/* dualmpi_istep; with post_only (the start's: dualmpi_istart) it returns where it would first
+ * test a message (rank 0's mode, a round posted): a test right after the post finds nothing
+ * as often as not, and one that finds nothing costs a round of MPI's progress (a sched_yield
+ * under mpi_yield_when_idle); the caller's next step or wait tests it. */
+static int istep(const int64_t *p, int64_t *s, int post_only)
 {
     const int64_t nrounds = p[P_NROUNDS];
     const int64_t *rows = (const int64_t *)(intptr_t)p[P_ROUNDS];
@@ -292,6 +296,8 @@ int dualmpi_istep(const int64_t *p, int64_t *s)
             return DUALMPI_MODE;
         if (k == K_MODE) {  /* rank 0's mode: "skip", with this rank's vector? */
             const int64_t *mode = (const int64_t *)(intptr_t)s[S_MODE];
+            if (post_only)
+                return MPI_SUCCESS;
             err = MPI_Test(reqs + s[S_MODE_AT], &flag, MPI_STATUS_IGNORE);
             if (err != MPI_SUCCESS)
                 return err;
@@ -307,6 +313,8 @@ int dualmpi_istep(const int64_t *p, int64_t *s)
         }
         if (k >= 0) {  /* round k is posted: are its messages done? */
             const int64_t *row = rows + k * R_FIELDS;
+            if (post_only)
+                return MPI_SUCCESS;
             int n = (int)row[R_NMSG];
             if (n) {
                 MPI_Status st[STEP_STATUSES];
@@ -385,6 +393,11 @@ int dualmpi_istep(const int64_t *p, int64_t *s)
     return MPI_SUCCESS;
 }
 
+int dualmpi_istep(const int64_t *p, int64_t *s)
+{
+    return istep(p, s, 0);
+}
+
 /* Wait for a nonblocking collective's rounds in C: dualmpi_istep, and while a round is in flight
  * MPI_Waitany on its requests and the communicator's alarm line (w: the _W_ constants of
  * dualmpi/engine/nonblocking.py; the line's handle is copied after the round's requests, so the
@@ -394,19 +407,24 @@ int dualmpi_istep(const int64_t *p, int64_t *s)
  * returns DUALMPI_ALARM for the caller to read.  s[S_POS] is the 1-based position of the round
  * waited in (0 outside; nrounds + 1 for rank 0's mode), which the watchdog reads with s[S_RUN]
  * (the request's number).  Only for a request that is the only one in flight on the rank: the
- * others would not advance. */
+ * others would not advance.  Called with s[S_POS] == -1 (by a caller that stepped the run just
+ * now: recall.c's IRestart.close) it waits before its first step, whose test would find nothing
+ * new (and cost a round of MPI's progress). */
 int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
 {
     const int64_t nrounds = p[P_NROUNDS];
     const int64_t *rows = (const int64_t *)(intptr_t)p[P_ROUNDS];
     MPI_Request *reqs = (MPI_Request *)(intptr_t)s[S_REQS];
     const int watch = w[W_LINE] != 0;
-    int err, index;
+    int err = MPI_SUCCESS, index, waitfirst = s[S_POS] < 0 && s[S_K] < nrounds;
 
     for (;;) {
-        err = dualmpi_istep(p, s);
-        if (err != MPI_SUCCESS || s[S_K] >= nrounds)
-            break;
+        if (!waitfirst) {
+            err = dualmpi_istep(p, s);
+            if (err != MPI_SUCCESS || s[S_K] >= nrounds)
+                break;
+        }
+        waitfirst = 0;
         const int64_t k = s[S_K];
         int n = k >= 0 ? (int)rows[k * R_FIELDS + R_NMSG] : 0;
         if (watch)
@@ -449,7 +467,9 @@ int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
  * rank, the others to rank 0: [NONBLOCKING, t, rank, 0...]), the run is set up (signature,
  * trailers cleared, copies in, combine), and the modes posted: rank 0 sends every rank [1,
  * vector] (MPI_Isend, MPI_Issend when seq % MODE_SYNC == 0; done with the last round), another rank receives rank 0's (round 0 waits
- * for it: dualmpi_istep).  Then the run is stepped.  Returns what dualmpi_istep returns.
+ * for it: dualmpi_istep).  Then the run is stepped up to its first test (istep's post_only:
+ * round 0 posted unless the mode is awaited), which the next step or wait makes.  Returns
+ * what that step returns.
  * With m[M_PLAIN] the start is that of a request without an agreement (Progress.start with no
  * vector: a v-variant's data): no line drained, no call number, notices nor mode; the run is
  * set up and stepped. */
@@ -585,7 +605,7 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, const int64_t
             s[S_NMODE] = 1;
         }
     }
-    return dualmpi_istep(p, s);
+    return istep(p, s, 1);
 }
 
 /* A repeated neighbourhood collective in C (dualmpi/neighbor.py: _Fast, blocking, and _IFast,

@@ -1,0 +1,135 @@
+"""The fixed cost of a repeated call (issue 25, item 3): loops of one small call, interleaved.
+
+A call with a cached plan on 2 ranks playing Q_1 (one link: the network's schedule is MPI's
+own exchange) should cost within 1.5 µs of mpi4py's own call.  ``benchmarks/engine.py`` times
+each call on its own between barriers, so its per-call figures carry a barrier's noise; this
+times loops of ``--calls`` calls of the same 8-byte call (``net.Ibcast(buf, 0).Wait()``, ...)
+on every implementation in turn, interleaved (dualmpi, [the ``--against`` commit,] native,
+dualmpi, ...), and reports per form the median over ``--repeats`` loops of each one's µs a
+call, the medians of the per-repeat differences ``dualmpi - native`` and ratios, and the load
+average before and after.  Every form's result is checked against native MPI's first.
+
+Run from the repository root, one timing benchmark at a time::
+
+    mpiexec -n 2 python -m mpi4py benchmarks/percall.py hypercube:n=1 --repeats 15 \\
+        --against eda3c58 --json benchmarks/results/percall_issue25_q1_np2.json
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import dualmpi  # noqa: E402
+from engine import load_against  # noqa: E402
+from results_io import run_meta, write_results  # noqa: E402
+
+#: The forms timed: name -> call(comm, send, recv, gathered), the same argument objects every
+#: call (a repeat); ``recv`` and ``gathered`` are the results.
+FORMS = {
+    "Ibcast": lambda c, s, r, g: c.Ibcast(r, 0).Wait(),
+    "Iallreduce": lambda c, s, r, g: c.Iallreduce(s, r).Wait(),
+    "Iallgather": lambda c, s, r, g: c.Iallgather(s, g).Wait(),
+    "Ibarrier": lambda c, s, r, g: c.Ibarrier().Wait(),
+    "Bcast": lambda c, s, r, g: c.Bcast(r, 0),
+    "Allreduce": lambda c, s, r, g: c.Allreduce(s, r),
+}
+
+
+def buffers(rank, size):
+    """Fresh buffers of 8 bytes a rank: ``send`` and ``recv`` (one int64; rank 0's ``recv``
+    is the broadcast's data) and ``gathered`` (one per rank)."""
+    recv = np.array([7 if rank == 0 else 0], dtype=np.int64)
+    return np.array([rank + 1], dtype=np.int64), recv, np.zeros(size, dtype=np.int64)
+
+
+def loop(world, call, comm, bufs, calls):
+    """Return µs a call of ``calls`` calls of ``call`` on ``bufs`` (the ranks start together)."""
+    world.Barrier()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        call(comm, *bufs)
+    return (time.perf_counter() - t0) / calls * 1e6
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("spec", help="the network, e.g. hypercube:n=1")
+    p.add_argument("--forms", default=",".join(FORMS), help="comma-separated, of: "
+                   + ", ".join(FORMS))
+    p.add_argument("--calls", type=int, default=2000, help="calls per loop (default 2000)")
+    p.add_argument("--repeats", type=int, default=15, help="loops of each (default 15)")
+    p.add_argument("--against", metavar="COMMIT", help="also time dualmpi.Comm of COMMIT")
+    p.add_argument("--json", metavar="PATH", help="write the rows to PATH")
+    args = p.parse_args(argv)
+    world = MPI.COMM_WORLD
+    rank, size = world.Get_rank(), world.Get_size()
+    forms = [f for f in args.forms.split(",") if f]
+    bad = [f for f in forms if f not in FORMS]
+    if bad or args.calls < 1 or args.repeats < 1:
+        if rank == 0:
+            print(f"percall.py: bad --forms {bad}, --calls or --repeats", file=sys.stderr)
+        return 2
+    load0 = os.getloadavg()[0]
+    comms = {"dualmpi": dualmpi.Comm(world, args.spec)}
+    if args.against:
+        comms["against"] = load_against(world, args.against).Comm(world, args.spec)
+    comms["native"] = world
+    rows = []
+    for form in forms:
+        call = FORMS[form]
+        bufs = {name: buffers(rank, size) for name in comms}
+        for name, comm in comms.items():  # (the check, and the warm-up: plans cached)
+            for _ in range(3):
+                call(comm, *bufs[name])
+        ok = all(np.array_equal(bufs[name][1], bufs["native"][1]) and
+                 np.array_equal(bufs[name][2], bufs["native"][2]) for name in comms)
+        if not world.allreduce(int(ok), op=MPI.MIN):
+            if rank == 0:
+                print(f"percall.py: {form}: a result differs from native MPI's", file=sys.stderr)
+            return 1
+        times = {name: [] for name in comms}
+        for _ in range(args.repeats):
+            for name, comm in comms.items():
+                times[name].append(loop(world, call, comm, bufs[name], args.calls))
+        # (per repeat, the slowest rank's loop: what the call costs the job)
+        times = {name: np.max(world.allgather(np.array(t)), axis=0).tolist()
+                 for name, t in times.items()}
+        med = {name: statistics.median(t) for name, t in times.items()}
+        row = {"form": form, "bytes": 8, "us": med, "samples": times,
+               "dualmpi-native_us": statistics.median(
+                   d - n for d, n in zip(times["dualmpi"], times["native"])),
+               "dualmpi/native": statistics.median(
+                   d / n for d, n in zip(times["dualmpi"], times["native"]))}
+        if args.against:
+            row["dualmpi/against"] = statistics.median(
+                d / a for d, a in zip(times["dualmpi"], times["against"]))
+        rows.append(row)
+        if rank == 0:
+            extra = (f"  against {med['against']:6.2f}  dualmpi/against {row['dualmpi/against']:5.2f}"
+                     if args.against else "")
+            print(f"{form:11s} dualmpi {med['dualmpi']:6.2f} us  native {med['native']:6.2f}"
+                  f"  dualmpi-native {row['dualmpi-native_us']:5.2f} us"
+                  f"  dualmpi/native {row['dualmpi/native']:5.2f}{extra}", flush=True)
+    load1 = os.getloadavg()[0]
+    for name, comm in comms.items():
+        if name != "native":
+            comm.Free()
+    if rank == 0:
+        print(f"load average {load0:.2f} -> {load1:.2f}")
+        if args.json:
+            write_results(args.json, "percall-1", run_meta(args.spec, (load0, load1), args.repeats,
+                                                           calls=args.calls, against=args.against),
+                          rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
