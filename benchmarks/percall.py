@@ -12,7 +12,7 @@ average before and after.  Every form's result is checked against native MPI's f
 Run from the repository root, one timing benchmark at a time::
 
     mpiexec -n 2 python -m mpi4py benchmarks/percall.py hypercube:n=1 --repeats 15 \\
-        --against eda3c58 --json benchmarks/results/percall_issue25_q1_np2.json
+        --against eda3c58 --json benchmarks/results/percall_loops_issue25_q1_np2.json
 """
 
 import argparse
