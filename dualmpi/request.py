@@ -523,9 +523,9 @@ _PYTHON_WAIT = Request.Wait
 
 def use_c_wait(ext, plan_type):
     """Make :meth:`Request.Wait` the one of ``ext`` (:mod:`dualmpi.engine.recall`'s extension:
-    ``wait_method``), once per process: a request whose plan (a ``plan_type``, the
+    ``WaitMethod``), once: a request whose plan (a ``plan_type``, the
     :class:`~dualmpi.engine.nonblocking.PlanRequest`) its progress ends in C (``IRestart.close``)
     is waited for and made inactive without a Python frame; any other call of it is the Python
     :meth:`Request.Wait`'s (``_PYTHON_WAIT``)."""
     if Request.__dict__["Wait"] is _PYTHON_WAIT:
-        Request.Wait = ext.wait_method(Request, plan_type, _PYTHON_WAIT, _PYTHON_WAIT.__doc__)
+        Request.Wait = ext.WaitMethod(Request, plan_type, _PYTHON_WAIT, _PYTHON_WAIT.__doc__)

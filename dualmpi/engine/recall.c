@@ -1599,50 +1599,55 @@ static PyTypeObject IRestartType = {
     .tp_methods = IRestart_methods,
 };
 
-/* dualmpi.Request.Wait in C (wait_method(request_type, plan_type, fallback, doc)): a method
- * descriptor of ``request_type`` whose call, for an active request of a PlanRequest whose
- * Progress has an IRestart (its ``crestart``), runs IRestart.close on it; when that ends the
- * request (True) it makes the request inactive and returns True or raises the plan's error,
- * as Request.Wait and PlanRequest.outcome do.  When close stepped the request without ending
- * it (False, or the step's code) the Progress's ``_wait_on(plan, code)`` does the rest of
- * Progress.wait and the request is then ended alike; anything else (a status to fill, an
- * inactive request, another kind of request, no step taken) is ``fallback(self, ...)``, the
- * Python Wait.  One request type and one plan type per process. */
-static PyTypeObject *wt_request, *wt_plan;
-static PyObject *wt_fallback;
-static Py_ssize_t wt_off[WR_SLOTS], wt_plan_off[PL_SLOTS];
+/* dualmpi.Request.Wait in C (WaitMethod(request_type, plan_type, fallback, doc)): a method of
+ * ``request_type`` (Py_TPFLAGS_METHOD_DESCRIPTOR: called with the request first, as a function
+ * in a class is, and bound as one by attribute access) whose call, for an active request of a
+ * ``plan_type`` (PlanRequest) whose Progress has an IRestart (its ``crestart``), runs
+ * IRestart.close on it; when that ends the request (True) it makes the request inactive and
+ * returns True or raises the plan's error, as Request.Wait and PlanRequest.outcome do.  When
+ * close stepped the request without ending it (False, or the step's code) the Progress's
+ * ``_wait_on(plan, code)`` does the rest of Progress.wait and the request is then ended alike;
+ * anything else (a status to fill, an inactive request, another kind of request, no step taken)
+ * is ``fallback(request, ...)``, the Python Wait.  Its state is its own: two dualmpi packages in
+ * one process (benchmarks/engine.py --against) each have theirs. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyTypeObject *request, *plan;
+    PyObject *fallback, *doc;
+    Py_ssize_t off[WR_SLOTS], plan_off[PL_SLOTS];
+} WaitMethod;
 
-static PyObject *wait_fallback(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                               PyObject *kwnames)
+static void WaitMethod_dealloc(WaitMethod *self)
 {
-    PyObject *stack[8];
-    Py_ssize_t n = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
-    if (n + 1 > 8) {
-        PyErr_SetString(PyExc_TypeError, "Wait: too many arguments");
-        return NULL;
-    }
-    stack[0] = self;
-    for (Py_ssize_t i = 0; i < n; i++)
-        stack[i + 1] = args[i];
-    return PyObject_Vectorcall(wt_fallback, stack, nargs + 1, kwnames);
+    Py_XDECREF(self->request);
+    Py_XDECREF(self->plan);
+    Py_XDECREF(self->fallback);
+    Py_XDECREF(self->doc);
+    Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *request_wait(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                              PyObject *kwnames)
+static PyObject *WaitMethod_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf,
+                                       PyObject *kwnames)
 {
-    if (kwnames != NULL || nargs > 1 || (nargs == 1 && args[0] != Py_None) ||
-            !PyObject_TypeCheck(self, wt_request) || SLOT(self, wt_off[WR_ACTIVE]) != Py_True)
-        return wait_fallback(self, args, nargs, kwnames);
-    PyObject *plan = SLOT(self, wt_off[WR_PLAN]), *progress = SLOT(self, wt_off[WR_PROGRESS]);
-    if (plan == NULL || progress == NULL || Py_TYPE(plan) != wt_plan)
-        return wait_fallback(self, args, nargs, kwnames);
+    WaitMethod *wm = (WaitMethod *)obj;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs < 1 || kwnames != NULL || nargs > 2 || (nargs == 2 && args[1] != Py_None) ||
+            !PyObject_TypeCheck(args[0], wm->request))
+        return PyObject_Vectorcall(wm->fallback, args, nargsf, kwnames);
+    PyObject *self = args[0];
+    if (SLOT(self, wm->off[WR_ACTIVE]) != Py_True)
+        return PyObject_Vectorcall(wm->fallback, args, nargsf, kwnames);
+    PyObject *plan = SLOT(self, wm->off[WR_PLAN]), *progress = SLOT(self, wm->off[WR_PROGRESS]);
+    if (plan == NULL || progress == NULL || Py_TYPE(plan) != wm->plan)
+        return PyObject_Vectorcall(wm->fallback, args, nargsf, kwnames);
     PyObject *irs = PyObject_GetAttr(progress, s_crestart);
     if (irs == NULL)
         return NULL;
     if (Py_TYPE(irs) != &IRestartType || ((IRestart *)irs)->progress != progress ||
-            (PyTypeObject *)((IRestart *)irs)->plan_type != wt_plan) {
+            (PyTypeObject *)((IRestart *)irs)->plan_type != wm->plan) {
         Py_DECREF(irs);
-        return wait_fallback(self, args, nargs, kwnames);
+        return PyObject_Vectorcall(wm->fallback, args, nargsf, kwnames);
     }
     Py_INCREF(plan);
     PyObject *r = IRestart_close((IRestart *)irs, plan);
@@ -1650,7 +1655,7 @@ static PyObject *request_wait(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (r == Py_None) {
         Py_DECREF(r);
         Py_DECREF(plan);
-        return wait_fallback(self, args, nargs, kwnames);
+        return PyObject_Vectorcall(wm->fallback, args, nargsf, kwnames);
     }
     if (r != NULL && r != Py_True) {  /* (stepped, not ended: the rest of Progress.wait) */
         PyObject *v = PyObject_CallMethodObjArgs(progress, s_wait_on, plan, r, NULL);
@@ -1663,9 +1668,9 @@ static PyObject *request_wait(PyObject *self, PyObject *const *args, Py_ssize_t 
     }
     Py_DECREF(r);
     /* the request inactive, then its outcome (PlanRequest.outcome) */
-    put_ref(self, wt_off[WR_ACTIVE], Py_False);
-    put_ref(self, wt_off[WR_PLAN], Py_None);
-    PyObject *error = SLOT(plan, wt_plan_off[PL_ERROR]);
+    put_ref(self, wm->off[WR_ACTIVE], Py_False);
+    put_ref(self, wm->off[WR_PLAN], Py_None);
+    PyObject *error = SLOT(plan, wm->plan_off[PL_ERROR]);
     if (error != NULL && error != Py_None) {
         if (PyExceptionInstance_Check(error))
             PyErr_SetObject((PyObject *)Py_TYPE(error), error);
@@ -1678,34 +1683,53 @@ static PyObject *request_wait(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_RETURN_TRUE;
 }
 
-static PyMethodDef request_wait_def = {
-    "Wait", (PyCFunction)(void (*)(void))request_wait, METH_FASTCALL | METH_KEYWORDS, NULL
-};
+static PyObject *WaitMethod_get(PyObject *obj, PyObject *instance, PyObject *Py_UNUSED(owner))
+{
+    if (instance == NULL || instance == Py_None)
+        return Py_NewRef(obj);
+    return PyMethod_New(obj, instance);
+}
 
-static PyObject *recall_wait_method(PyObject *Py_UNUSED(module), PyObject *args)
+static PyObject *WaitMethod_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     PyObject *request_type, *plan_type, *fallback, *doc;
-    if (!PyArg_ParseTuple(args, "O!O!OU", &PyType_Type, &request_type, &PyType_Type, &plan_type,
-                          &fallback, &doc))
+    if (kw != NULL || !PyArg_ParseTuple(args, "O!O!OU", &PyType_Type, &request_type,
+                                        &PyType_Type, &plan_type, &fallback, &doc))
         return NULL;
-    if (wt_request != NULL && (wt_request != (PyTypeObject *)request_type ||
-                               wt_plan != (PyTypeObject *)plan_type)) {
-        PyErr_SetString(PyExc_ValueError, "wait_method: one request type per process");
+    WaitMethod *self = (WaitMethod *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = WaitMethod_vectorcall;
+    self->request = (PyTypeObject *)Py_NewRef(request_type);
+    self->plan = (PyTypeObject *)Py_NewRef(plan_type);
+    self->fallback = Py_NewRef(fallback);
+    self->doc = Py_NewRef(doc);
+    if (slot_offsets(request_type, wrap_slots, WR_SLOTS, self->off) < 0 ||
+            slot_offsets(plan_type, plan_slots, PL_SLOTS, self->plan_off) < 0) {
+        Py_DECREF(self);
         return NULL;
     }
-    if (wt_request == NULL) {
-        if (slot_offsets(request_type, wrap_slots, WR_SLOTS, wt_off) < 0 ||
-                slot_offsets(plan_type, plan_slots, PL_SLOTS, wt_plan_off) < 0)
-            return NULL;
-        const char *text = PyUnicode_AsUTF8(doc);
-        if (text == NULL || (request_wait_def.ml_doc = strdup(text)) == NULL)
-            return text == NULL ? NULL : PyErr_NoMemory();
-        wt_request = (PyTypeObject *)Py_NewRef(request_type);
-        wt_plan = (PyTypeObject *)Py_NewRef(plan_type);
-    }
-    Py_XSETREF(wt_fallback, Py_NewRef(fallback));
-    return PyDescr_NewMethod(wt_request, &request_wait_def);
+    return (PyObject *)self;
 }
+
+static PyMemberDef WaitMethod_members[] = {
+    {"__doc__", T_OBJECT, offsetof(WaitMethod, doc), READONLY, NULL},
+    {"__wrapped__", T_OBJECT, offsetof(WaitMethod, fallback), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL}
+};
+
+static PyTypeObject WaitMethodType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dualmpi_recall.WaitMethod",
+    .tp_basicsize = sizeof(WaitMethod),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_new = WaitMethod_new,
+    .tp_dealloc = (destructor)WaitMethod_dealloc,
+    .tp_vectorcall_offset = offsetof(WaitMethod, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_descr_get = WaitMethod_get,
+    .tp_members = WaitMethod_members,
+};
 
 /* A repeated nonblocking neighbourhood call started and waited for in C (dualmpi/neighbor.py:
  * what _Fast's start and the head of _Progress.wait do for the common case).
@@ -1932,8 +1956,6 @@ static PyTypeObject NStartType = {
 };
 
 static PyMethodDef module_functions[] = {
-    {"wait_method", (PyCFunction)recall_wait_method, METH_VARARGS,
-     "wait_method(request_type, plan_type, fallback, doc): Request.Wait in C (see recall.c)"},
     {"same", (PyCFunction)(void (*)(void))recall_same, METH_FASTCALL,
      "same(template, args): True when args are what the template was made of"},
     {NULL, NULL, 0, NULL}
@@ -1981,7 +2003,8 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
     if (str_state == NULL || str_evictions == NULL || str_handle == NULL || str_broken == NULL ||
             PyType_Ready(&RecallType) < 0 || PyType_Ready(&VRecallType) < 0 ||
             PyType_Ready(&CFuncType) < 0 || PyType_Ready(&IRestartType) < 0 ||
-            PyType_Ready(&NStartType) < 0 || PyType_Ready(&TickType) < 0)
+            PyType_Ready(&NStartType) < 0 || PyType_Ready(&TickType) < 0 ||
+            PyType_Ready(&WaitMethodType) < 0)
         return NULL;
     {
         static struct { PyObject **at; const char *name; } names[] = {
@@ -2038,6 +2061,12 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
     Py_INCREF(&TickType);
     if (PyModule_AddObject(m, "Tick", (PyObject *)&TickType) < 0) {
         Py_DECREF(&TickType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&WaitMethodType);
+    if (PyModule_AddObject(m, "WaitMethod", (PyObject *)&WaitMethodType) < 0) {
+        Py_DECREF(&WaitMethodType);
         Py_DECREF(m);
         return NULL;
     }

@@ -43,7 +43,7 @@ does the same steps in one call:
   <dualmpi.engine.nonblocking.Progress.wait>`, steps the only request in flight and ends it
   when its rounds are done (the run back to its pool, ``finish()`` run): Python's frames on
   that path cost more than the messages (docs/performance.md, "A nonblocking repeat in C");
-* ``wait_method(request_type, plan_type, fallback, doc)`` is :meth:`dualmpi.Request.Wait` in C
+* ``WaitMethod(request_type, plan_type, fallback, doc)`` is :meth:`dualmpi.Request.Wait` in C
   (:func:`dualmpi.request.use_c_wait`): a request whose plan its progress's ``IRestart.close``
   ends is waited for, made inactive and its error raised without a Python frame; any other
   wait (a status to fill, another kind of request, one not alone in flight) is ``fallback``,
@@ -91,6 +91,6 @@ def load():
     """Return the extension module, or None with :func:`reason` set (once per process).
 
     >>> load() is None or sorted(n for n in dir(load()) if not n.startswith("_"))
-    ['CFunc', 'IRestart', 'NStart', 'Recall', 'Tick', 'VRecall', 'same', 'wait_method']
+    ['CFunc', 'IRestart', 'NStart', 'Recall', 'Tick', 'VRecall', 'WaitMethod', 'same']
     """
     return cloop.extension(_library, "PyInit_dualmpi_recall", "DUALMPI_RECALL", _loaded)
