@@ -31,15 +31,15 @@ same rounds and messages are posted and tested from Python.
 
 A fixed-count call repeated on the same argument objects, whose vector rank 0 has seen agreed,
 starts in one C call (:meth:`Progress.restart`, ``rounds.c``'s ``dualmpi_istart``): the alarm
-line drained (at every ``LINE_EVERY``-th call number, 16: a test of the line that finds nothing
-costs a round of MPI's progress, a ``sched_yield`` with ``mpi_yield_when_idle``; a wait in C
-has the line among its requests), the call number and the nonblocking notices, the copies in,
-rank 0's mode sent (by rank 0) or its receive posted (by the others, whose round 0 then waits
-for it in C), the first round posted (its test left to the next step or wait: a test just after
-the post finds nothing as often as not); the result is copied out in C too. The messages are
-those of the Python path, so ranks on either path match; whatever the C call cannot do (a mode
-that is not "skip" with the rank's own vector, a line message Python must read) goes back to
-Python. With the extension (:mod:`dualmpi.engine.recall`) the rest of that path is C too:
+line drained (at every ``LINE_EVERY``-th start, 16: a test of the line that finds nothing costs
+a round of MPI's progress, a ``sched_yield`` with ``mpi_yield_when_idle``; a wait in C has the
+line among its requests), the call number and the nonblocking notices, the copies in, rank 0's
+mode sent (by rank 0) or its receive posted (by the others, whose round 0 then waits for it in
+C), the first round posted (its test left to the next step or wait: a test just after the post
+finds nothing as often as not); the result is copied out in C too. The messages are those of
+the Python path, so ranks on either path match; whatever the C call cannot do (a mode that is
+not "skip" with the rank's own vector, a line message Python must read) goes back to Python.
+With the extension (:mod:`dualmpi.engine.recall`) the rest of that path is C too:
 :attr:`Progress.crestart` (``recall.c``'s ``IRestart``) does what :meth:`Progress.restart` does
 and makes the request's objects, and the head of :meth:`Progress.wait` (``IRestart.close``)
 steps the only request in flight and ends it when its rounds are done; ``Request.Wait`` of such
@@ -121,7 +121,7 @@ _S_K, _S_STORE, _S_TAG, _S_REQS, _S_SIGNATURE, _S_BAD_ROUND, _S_BAD_PEER, _S_OP,
 _K_MODE = -2
 # the fields of a start in C (rounds.c: dualmpi_istart): the Progress's, the remembered call's
 _X_RANK, _X_SIZE, _X_ACOMM, _X_CTL, _X_I64, _X_LONG, _X_NOTES, _X_NOTE_REQS, _X_NOTE_BUF, \
-    _X_FIELDS = range(10)
+    _X_STARTS, _X_FIELDS = range(11)
 _M_VEC, _M_NVEC, _M_CIN, _M_NCIN, _M_COUT, _M_NCOUT, _M_SIG, _M_SIGAT, _M_SIZE, _M_OP, \
     _M_TYPE, _M_ITEM, _M_PLAIN, _M_FIELDS = range(14)
 _R_FIELDS = 9

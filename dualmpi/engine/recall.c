@@ -881,14 +881,14 @@ static PyTypeObject TickType = {
  *       C, every trailer good) it ends the request as _finish and _end do — the run back in
  *       the pool, the request out of ``active``, the plan's users counted down, ``finish()``
  *       run (an exception of it is the request's error: Progress._fail) — and returns True.
- *       When the step leaves rounds in flight it waits for them in C as Progress._c_wait does
- *       (but waiting before its first step: the run's S_POS set to -1)
- *       (dualmpi_iwait, ``watchdog.state`` the request's tracker meanwhile: Progress._tracker's,
- *       made once per run and kept for the last N_TRACKERS runs, its rounds naming the request), and ends the request alike; what it cannot end there (the alarm line's
- *       message, rank 0's mode, an error, a request of Python's) goes to Progress._waited
- *       and it returns False.  Otherwise it returns what the step returned (the Python wait
- *       goes on from there), or None without a step (not the only request in flight, not in
- *       compiled rounds).
+ *       When the step leaves rounds in flight it waits for them in C as Progress._c_wait
+ *       does (but waiting before its first step: the run's S_POS set to -1) (dualmpi_iwait,
+ *       ``watchdog.state`` the request's tracker meanwhile: Progress._tracker's, made once per run
+ *       and kept for the last N_TRACKERS runs, its rounds naming the request), and ends the
+ *       request alike; what it cannot end there (the alarm line's message, rank 0's mode, an
+ *       error, a request of Python's) goes to Progress._waited and it returns False. Otherwise it
+ *       returns what the step returned (the Python wait goes on from there), or None without a
+ *       step (not the only request in flight, not in compiled rounds).
  */
 enum {
     PL_PROGRESS, PL_COMPILED, PL_STORE, PL_TAG, PL_SEQ, PL_WHAT, PL_RECV, PL_COMBINE, PL_CHECK,
@@ -926,7 +926,7 @@ enum { PC_SEQ, PC_RESTARTS, PC_ZERO_COPY, PC_FIELDS };
 #define ST_K (self->st_k)
 #define ST_BAD_ROUND (self->st_bad)
 
-typedef int (*istart_fn)(const int64_t *, int64_t *, const int64_t *, const int64_t *,
+typedef int (*istart_fn)(const int64_t *, int64_t *, const int64_t *, int64_t *,
                          const int64_t *, int64_t, int64_t);
 typedef int (*istep_fn)(const int64_t *, int64_t *);
 typedef int (*iwait_fn)(const int64_t *, int64_t *, const int64_t *);
@@ -939,7 +939,8 @@ typedef struct {
     istep_fn step;
     iwait_fn iwait;
     PyObject *watchdog;
-    const int64_t *w, *x;
+    const int64_t *w;
+    int64_t *x;
     int64_t tag_ub, *inflight_at;
     const int64_t *seq_at;
     int python_code, alarm_code, mode_code;
@@ -1074,7 +1075,7 @@ static PyObject *IRestart_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     self->step = (istep_fn)(uintptr_t)step;
     self->iwait = (iwait_fn)(uintptr_t)iwait;
     self->w = (const int64_t *)(uintptr_t)w;
-    self->x = (const int64_t *)(uintptr_t)x;
+    self->x = (int64_t *)(uintptr_t)x;
     self->tag_ub = tag_ub;
     self->pool_size = pool_size;
     long c[9];
@@ -1110,7 +1111,8 @@ static PyObject *IRestart_new(PyTypeObject *type, PyObject *args, PyObject *kw)
             (self->counts = array_data(counts, "counts")) == NULL ||
             PyArray_SIZE((PyArrayObject *)counts) != PC_FIELDS ||
             (self->cache_move = PyObject_GetAttr(cache, s_move_to_end)) == NULL ||
-            (known != Py_None && (self->known_move = PyObject_GetAttr(known, s_move_to_end)) == NULL) ||
+            (known != Py_None &&
+             (self->known_move = PyObject_GetAttr(known, s_move_to_end)) == NULL) ||
             slot_offsets(plan_type, plan_slots, PL_SLOTS, self->plan_off) < 0 ||
             slot_offsets(wrap, wrap_slots, WR_SLOTS, self->wrap_off) < 0 ||
             slot_offsets(repeat_type, repeat_slots, RP_SLOTS, self->rep_off) < 0 ||
@@ -1147,7 +1149,8 @@ static PyObject *slot_get(PyObject *obj, Py_ssize_t off)
 {
     PyObject *v = SLOT(obj, off);
     if (v == NULL)
-        PyErr_Format(PyExc_AttributeError, "IRestart: a slot of %s is unset", Py_TYPE(obj)->tp_name);
+        PyErr_Format(PyExc_AttributeError, "IRestart: a slot of %s is unset",
+                     Py_TYPE(obj)->tp_name);
     return v;
 }
 
@@ -1269,7 +1272,8 @@ static PyObject *irestart(IRestart *self, PyObject *call, PyObject *what, PyObje
         goto fail;
     }
     long long p, m;
-    if (slot_ll(comp, c[CP_C_ADDR], &p) < 0 || slot_ll(call, r[zero ? RP_Z_ADDR : RP_C_ADDR], &m) < 0)
+    if (slot_ll(comp, c[CP_C_ADDR], &p) < 0 ||
+            slot_ll(call, r[zero ? RP_Z_ADDR : RP_C_ADDR], &m) < 0)
         goto fail;
     long long state_addr = PyLong_AsLongLong(PyTuple_GET_ITEM(run, 3));
     if (state_addr == -1 && PyErr_Occurred())
@@ -2019,7 +2023,8 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
             {&s_cache, "_cache"}, {&s_free, "free"}, {&s_fail, "_fail"}, {&s_tracker, "_tracker"}, {&s_waited, "_waited"}, {&s_plain, "plain"},
             {&s_memo, "memo"}, {&s_busy, "busy"}, {&s_xaddr, "xaddr"},
             {&s_track_addr, "track_addr"}, {&s_call, "call"}, {&s_last, "last"},
-            {&s_settle, "_settle"}, {&s_crestart, "crestart"}, {&s_req, "req"}, {&s_wait_on, "_wait_on"},
+            {&s_settle, "_settle"}, {&s_crestart, "crestart"}, {&s_req, "req"},
+            {&s_wait_on, "_wait_on"},
         };
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
             if ((*names[i].at = PyUnicode_InternFromString(names[i].name)) == NULL)

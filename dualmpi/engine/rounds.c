@@ -453,27 +453,28 @@ int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
  *
  * x (the _X_ constants, one per Progress): the rank and size, the alarm line's communicator, the
  * control communicator's duplicate the modes go on, MPI_INT64_T (the line's messages) and the
- * datatype mpi4py gives an int64 array (the modes'), and a pool of x[X_NOTES] requests and
- * message buffers for the nonblocking notices.  m (the _M_ constants, one per remembered call):
+ * datatype mpi4py gives an int64 array (the modes'), a pool of x[X_NOTES] requests and
+ * message buffers for the nonblocking notices, and the count of starts with notices made
+ * (x[X_STARTS], written here).  m (the _M_ constants, one per remembered call):
  * the call's argument vector, its copies in [store offset, source address, length] and out
  * [destination address, store offset, length] (dualmpi_istep makes them at the end), its
  * signature and where the store holds it (-1: no trailer), the store's size, and its combine's
  * MPI_Op, datatype and item size.  seq is the request's number, tag its messages' tag.
  *
  * In order: the line is drained as Alarm.drain does (a message Python must read returns
- * DUALMPI_ALARM, with nothing else done) when the call number is a multiple of LINE_EVERY; messages kept about later calls, or too few free
- * notice requests, return DUALMPI_PYTHON, nothing done; then the call number is taken (w[W_SEQ]
- * + 1, noted in the history, its note in future cleared), the notices are sent (rank 0 to every
- * rank, the others to rank 0: [NONBLOCKING, t, rank, 0...]), the run is set up (signature,
- * trailers cleared, copies in, combine), and the modes posted: rank 0 sends every rank [1,
- * vector] (MPI_Isend, MPI_Issend when seq % MODE_SYNC == 0; done with the last round), another rank receives rank 0's (round 0 waits
- * for it: dualmpi_istep).  Then the run is stepped up to its first test (istep's post_only:
- * round 0 posted unless the mode is awaited), which the next step or wait makes.  Returns
- * what that step returns.
- * With m[M_PLAIN] the start is that of a request without an agreement (Progress.start with no
- * vector: a v-variant's data): no line drained, no call number, notices nor mode; the run is
- * set up and stepped. */
-enum { X_RANK, X_SIZE, X_ACOMM, X_CTL, X_I64, X_LONG, X_NOTES, X_NOTE_REQS, X_NOTE_BUF, X_FIELDS };
+ * DUALMPI_ALARM, with nothing else done) at every LINE_EVERY-th start; messages kept about later
+ * calls, or too few free notice requests, return DUALMPI_PYTHON, nothing done; then the call
+ * number is taken (w[W_SEQ] + 1, noted in the history, its note in future cleared), the notices
+ * are sent (rank 0 to every rank, the others to rank 0: [NONBLOCKING, t, rank, 0...]), the run is
+ * set up (signature, trailers cleared, copies in, combine), and the modes posted: rank 0 sends
+ * every rank [1, vector] (MPI_Isend, MPI_Issend when seq % MODE_SYNC == 0; done with the last
+ * round), another rank receives rank 0's (round 0 waits for it: dualmpi_istep). Then the run is
+ * stepped up to its first test (istep's post_only: round 0 posted unless the mode is awaited),
+ * which the next step or wait makes. Returns what that step returns. With m[M_PLAIN] the start is
+ * that of a request without an agreement (Progress.start with no vector: a v-variant's data): no
+ * line drained, no call number, notices nor mode; the run is set up and stepped. */
+enum { X_RANK, X_SIZE, X_ACOMM, X_CTL, X_I64, X_LONG, X_NOTES, X_NOTE_REQS, X_NOTE_BUF, X_STARTS,
+       X_FIELDS };
 enum { M_VEC, M_NVEC, M_CIN, M_NCIN, M_COUT, M_NCOUT, M_SIG, M_SIGAT, M_SIZE, M_OP, M_TYPE,
        M_ITEM, M_PLAIN, M_FIELDS };
 #define DUALMPI_PYTHON (-2147483644)
@@ -482,10 +483,12 @@ enum { M_VEC, M_NVEC, M_CIN, M_NCIN, M_COUT, M_NCOUT, M_SIG, M_SIGAT, M_SIZE, M_
  * that request ends only once every rank has started it, so rank 0 is never more than
  * MODE_SYNC calls ahead of a rank beyond the requests the program holds (nonblocking.py). */
 #define MODE_SYNC 64
-/* A start drains the line at every LINE_EVERY-th call number only: a test of the line that
- * finds nothing costs a round of MPI's progress (a sched_yield with mpi_yield_when_idle), more
- * than the call's own messages; a wait has the line among its requests (dualmpi_iwait), and
- * a line message arrives later than a start's test as often as not anyway. */
+/* A start drains the line at every LINE_EVERY-th start with notices only (x[X_STARTS] counts
+ * them): a test of the line that finds nothing costs a round of MPI's progress (a sched_yield
+ * with mpi_yield_when_idle), more than the call's own messages; a wait has the line among its
+ * requests (dualmpi_iwait), and a line message arrives later than a start's test as often as
+ * not anyway.  (Counted per start, not by call number: a program's other calls may take every
+ * number a multiple of LINE_EVERY, and the line's messages would pile up in MPI.) */
 #define LINE_EVERY 16
 
 int dualmpi_mode_sync(void) { return MODE_SYNC; }
@@ -493,7 +496,7 @@ int dualmpi_mode_sync(void) { return MODE_SYNC; }
 int dualmpi_start_fields(void) { return X_FIELDS * 100 + M_FIELDS; }
 int dualmpi_python_code(void) { return DUALMPI_PYTHON; }
 
-int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, const int64_t *x,
+int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, int64_t *x,
                    const int64_t *m, int64_t seq, int64_t tag)
 {
     const int rank = (int)x[X_RANK], size = (int)x[X_SIZE];
@@ -510,7 +513,7 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, const int64_t
         MPI_Request line = (MPI_Request)(intptr_t)w[W_LINE];  /* (persistent: the same handle) */
         if (ring[0])
             return DUALMPI_PYTHON;
-        for (int drain = (*seqp + 1) % LINE_EVERY == 0; drain;) {
+        for (int drain = x[X_STARTS] % LINE_EVERY == 0; drain;) {
             err = MPI_Test(&line, &flag, MPI_STATUS_IGNORE);
             if (err != MPI_SUCCESS)
                 return DUALMPI_PYTHON;  /* (Python's test raises it) */
@@ -534,6 +537,7 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, const int64_t
         }
         if (free < need)
             return DUALMPI_PYTHON;
+        x[X_STARTS] += 1;  /* (a start that goes ahead: the next LINE_EVERY - 1 skip the drain) */
     }
     const int64_t t = *seqp + 1;
     if (!m[M_PLAIN])  /* (the call number: a plain start's call took it) */
