@@ -2004,12 +2004,16 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
     str_evictions = PyUnicode_InternFromString("evictions");
     str_handle = PyUnicode_InternFromString("handle");
     str_broken = PyUnicode_InternFromString("broken");
-    if (str_state == NULL || str_evictions == NULL || str_handle == NULL || str_broken == NULL ||
-            PyType_Ready(&RecallType) < 0 || PyType_Ready(&VRecallType) < 0 ||
-            PyType_Ready(&CFuncType) < 0 || PyType_Ready(&IRestartType) < 0 ||
-            PyType_Ready(&NStartType) < 0 || PyType_Ready(&TickType) < 0 ||
-            PyType_Ready(&WaitMethodType) < 0)
+    if (str_state == NULL || str_evictions == NULL || str_handle == NULL || str_broken == NULL)
         return NULL;
+    static const struct { const char *name; PyTypeObject *type; } types[] = {
+        {"Recall", &RecallType}, {"VRecall", &VRecallType}, {"CFunc", &CFuncType},
+        {"IRestart", &IRestartType}, {"NStart", &NStartType}, {"Tick", &TickType},
+        {"WaitMethod", &WaitMethodType},
+    };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (PyType_Ready(types[i].type) < 0)
+            return NULL;
     {
         static struct { PyObject **at; const char *name; } names[] = {
             {&s_c, "c"}, {&s_key, "key"}, {&s_z_c, "z_c"}, {&s_z_comp, "z_comp"},
@@ -2033,47 +2037,13 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
     PyObject *m = PyModule_Create(&recall_module);
     if (m == NULL)
         return NULL;
-    Py_INCREF(&RecallType);
-    if (PyModule_AddObject(m, "Recall", (PyObject *)&RecallType) < 0) {
-        Py_DECREF(&RecallType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&VRecallType);
-    if (PyModule_AddObject(m, "VRecall", (PyObject *)&VRecallType) < 0) {
-        Py_DECREF(&VRecallType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&CFuncType);
-    if (PyModule_AddObject(m, "CFunc", (PyObject *)&CFuncType) < 0) {
-        Py_DECREF(&CFuncType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&IRestartType);
-    if (PyModule_AddObject(m, "IRestart", (PyObject *)&IRestartType) < 0) {
-        Py_DECREF(&IRestartType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&NStartType);
-    if (PyModule_AddObject(m, "NStart", (PyObject *)&NStartType) < 0) {
-        Py_DECREF(&NStartType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&TickType);
-    if (PyModule_AddObject(m, "Tick", (PyObject *)&TickType) < 0) {
-        Py_DECREF(&TickType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&WaitMethodType);
-    if (PyModule_AddObject(m, "WaitMethod", (PyObject *)&WaitMethodType) < 0) {
-        Py_DECREF(&WaitMethodType);
-        Py_DECREF(m);
-        return NULL;
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        Py_INCREF(types[i].type);
+        if (PyModule_AddObject(m, types[i].name, (PyObject *)types[i].type) < 0) {
+            Py_DECREF(types[i].type);
+            Py_DECREF(m);
+            return NULL;
+        }
     }
     return m;
 }
