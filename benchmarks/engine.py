@@ -42,7 +42,9 @@ every count one byte less, on the same buffers; the floor is then the last call'
 calls that alternate between two sets of buffers (``ALTERNATING``: ``alltoall_alternating``,
 the same plan on the buffers and on copies of them, in turn), and calls whose buffers are
 specs written in the call (``SPECS``: ``alltoall_spec`` passes ``[buf, MPI.BYTE]``, a new list
-every call), and v-variants whose counts never repeat (``FRESH``: ``alltoallv_fresh`` takes
+every call), calls on a new view of each buffer every call (``VIEWS``: ``alltoall_views``
+passes ``send[:]`` and ``recv[:]``, as a program slicing its arrays in the call does), and
+v-variants whose counts never repeat (``FRESH``: ``alltoallv_fresh`` takes
 each call's counts from the next of :data:`FRESH_TABLES` tables, more than the engine keeps
 plans for, every count 1 to 250 bytes less than the block: a program whose counts depend on
 its data, as a sample sort's do).
@@ -124,14 +126,17 @@ ALTERNATING = ("bcast_alternating", "alltoall_alternating", "allgather_alternati
 #: Also timed when asked for: the buffers passed as specs written in the call
 #: (``[buf, MPI.BYTE]``, a new list every call), as mpi4py programs often do.
 SPECS = ("bcast_spec", "alltoall_spec", "allgather_spec", "allreduce_spec")
+#: Also timed when asked for: a new view of each buffer every call (``buf[:]``: new array
+#: objects of the same shape, as ``a[i:j]`` or ``np.empty_like(x)`` in the call are).
+VIEWS = ("bcast_views", "alltoall_views", "allgather_views", "allreduce_views")
 
 
 def base(coll):
-    """The collective a name times (without ``_changing``, ``_alternating``, ``_spec`` or
-    ``_fresh``; a nonblocking form's blocking one)."""
+    """The collective a name times (without ``_changing``, ``_alternating``, ``_spec``,
+    ``_views`` or ``_fresh``; a nonblocking form's blocking one)."""
     if coll in NONBLOCKING or coll in NEIGHBOR and coll.startswith("i"):
         coll = coll[1:]
-    for suffix in ("_changing", "_alternating", "_spec", "_fresh"):
+    for suffix in ("_changing", "_alternating", "_spec", "_views", "_fresh"):
         coll = coll.removesuffix(suffix)
     return coll
 
@@ -263,6 +268,14 @@ def api_call(target, coll, send, recv, less=0):
             return lambda: target.Allreduce([send, t], [recv, t], MPI.SUM)
         method = getattr(target, kind.capitalize())
         return lambda: method([send, t], [recv, t])
+    if coll.endswith("_views"):  # a new view of each buffer every call
+        kind = base(coll)
+        if kind == "bcast":
+            return lambda: target.Bcast(send[:], 0)
+        if kind == "allreduce":
+            return lambda: target.Allreduce(send[:], recv[:], MPI.SUM)
+        method = getattr(target, kind.capitalize())
+        return lambda: method(send[:], recv[:])
     if coll == "barrier":
         return lambda: target.Barrier()
     if coll == "bcast":
@@ -462,9 +475,10 @@ def main():
     parser.add_argument("--sizes", default="8,1024,65536,1048576")
     parser.add_argument("--collectives", default=",".join(COLLECTIVES),
                         help="comma-separated, of " + ", ".join(ALL + IN_PLACE + CHANGING +
-                                                                ALTERNATING + SPECS + FRESH +
+                                                                ALTERNATING + SPECS + VIEWS +
+                                                                FRESH +
                                                                 NONBLOCKING + NEIGHBOR)
-                        + "; all (all but the in-place, changing, alternating, spec, fresh, "
+                        + "; all (all but the in-place, changing, alternating, spec, views, fresh, "
                         "nonblocking and neighbourhood ones); nonblocking (the nonblocking "
                         "form of each of all's); neighbor (the neighbourhood collectives, "
                         "blocking and nonblocking)")
@@ -484,7 +498,7 @@ def main():
     groups = {"all": ALL, "nonblocking": NONBLOCKING, "neighbor": NEIGHBOR}
     colls = [c for name in args.collectives.split(",") for c in groups.get(name, (name,))]
     unknown = sorted(set(colls) - set(ALL) - set(IN_PLACE) - set(CHANGING) - set(ALTERNATING) -
-                     set(SPECS) - set(FRESH) - set(NONBLOCKING) - set(NEIGHBOR))
+                     set(SPECS) - set(VIEWS) - set(FRESH) - set(NONBLOCKING) - set(NEIGHBOR))
     if unknown:
         raise SystemExit(f"--collectives: unknown {', '.join(unknown)} (choose from "
                          f"{', '.join(ALL)}, the groups all, nonblocking and neighbor, or see "

@@ -57,7 +57,7 @@ def model_ratio(spec, coll, size):
     topo = from_spec(spec)
     p = topo.num_nodes
     coll = coll.removesuffix("_changing").removesuffix("_alternating").removesuffix("_spec")
-    coll = coll.removesuffix("_fresh")
+    coll = coll.removesuffix("_fresh").removesuffix("_views")
     if coll.startswith("i"):  # a nonblocking form: the blocking form's schedule
         coll = coll[1:]
     if coll.startswith("neighbor"):  # one message per link, no schedule to compare

@@ -33,6 +33,9 @@ __all__ = ["Comm", "PACKETS_ABOVE", "REMEMBERED", "REMEMBERED_BYTES"]
 
 #: Calls of one method remembered at once, the most recent first (:meth:`Comm._remember`).
 REMEMBERED = 4
+#: Arrays a call remembered by shape for pieces of ``calls.ZERO_COPY_ABOVE`` bytes or more
+#: declines (its last calls', weakly held), so that one passed again binds a plan to it.
+SEEN = 8
 #: The fixed-count nonblocking methods: a repeat is matched and started in C
 #: (``Comm._m<name>``: :func:`dualmpi.calls._install_start`), and the v-variants: a repeat is
 #: matched in C and its count table restarted there (:func:`dualmpi.calls._install_vstart`).
@@ -237,6 +240,9 @@ class Comm(p2p.PointToPoint):
             setattr(self, "_m" + name, calls.no_start)
         #: the remembered calls of each fixed-count method (:meth:`_remember`)
         self._recalls = {}
+        #: the last call of each method on new arrays not remembered yet
+        #: (:meth:`_remember_unsettled`)
+        self._shaped = {}
         self._v_memo = {}
         #: the last call of each fixed-count nonblocking method (calls._IMemo)
         self._i_memo = {}
@@ -918,10 +924,16 @@ class Comm(p2p.PointToPoint):
         remembered call holds references to them, so their ids cannot be reused), their arrays
         by dtype, shape and (receive buffers) writability; a plan dropped from the engine's
         cache ends the memory.  A program that alternates between buffers (``a, b = b, a``)
-        so repeats each call; one that passes new buffers every time binds nothing: the call
-        is bound to its buffers (:meth:`MPIRunner.bind_call
+        so repeats each call; the call is bound to its buffers (:meth:`MPIRunner.bind_call
         <dualmpi.engine.mpi.MPIRunner.bind_call>`: with the compiled loop, one C call) when
-        it is first repeated.  Only the newest call holds buffers of more than
+        it is first repeated.  A call whose runner copies through its store, made a second
+        time with other numpy arrays of the same dtype, shape and strides (a slice ``a[i:j]``
+        or an ``np.empty_like(x)`` made for every call) and the same other arguments, is
+        remembered *by shape* instead (:meth:`_Remembered.by_shape`): every later call of
+        that shape, on any such arrays apart from each other, runs the same bound call with
+        the arrays' addresses written into its copies (``Recall.shape``).  The signature
+        the ranks agreed on is the same, so no agreement is skipped that a call on the first
+        arrays would have made.  Only the newest call holds buffers of more than
         :data:`REMEMBERED_BYTES` bytes before its first repeat (but for a runner bound to
         them, which holds them anyway), so a program that makes new large buffers for every
         call keeps no more of them alive than before.  The argument
@@ -933,7 +945,12 @@ class Comm(p2p.PointToPoint):
         old = self._recalls.get(name)
         evictions = self._engine.evictions
         entries = [e for e in old if e.epoch == evictions and not e.holds(args)] if old else []
-        if self._settled:
+        if not self._settled:
+            entry = self._remember_unsettled(name, args, arrays, run, send, recv)
+            if entry is not None:
+                entries = [entry] + [e for e in entries
+                                     if not (e.by_shape_ and e.shape == entry.shape)]
+        else:
             checks = tuple((a, a.dtype, a.shape, w) for a, w in arrays if type(a) is np.ndarray)
             plain = len(checks) == sum(1 for a, _ in arrays
                                        if a is not None and a is not self._IN_PLACE)
@@ -941,8 +958,19 @@ class Comm(p2p.PointToPoint):
             # value, its array by identity (no template: one that cannot be compared)
             template = None if plain else calls.template_of(tuple(args))
             if plain or template is not None:
-                entries.insert(0, _Remembered(self, name, tuple(args), checks, run, send, recv,
-                                              template))
+                entry = None
+                shape = _shape_key(args, checks) if plain else None
+                twin = None if shape is None else next(
+                    (e for e in entries if e.shape == shape and e.run is run), None)
+                if twin is not None:
+                    # a second call of this shape on other arrays: from now on every call of
+                    # it, on any arrays of that shape, repeats the plan bound once
+                    entry = _Remembered.by_shape(self, name, tuple(args), arrays, run, send,
+                                                 recv, shape)
+                    if entry is not None:
+                        entries.remove(twin)
+                entries.insert(0, entry or _Remembered(self, name, tuple(args), checks, run,
+                                                       send, recv, template, shape))
         if len(entries) == len(old or ()) and (not entries or entries[0] is old[0]):
             return  # the same calls remembered as before (``self._m<name>`` matches them)
         # older calls not repeated yet keep their buffers alive only when small (or when their
@@ -950,6 +978,33 @@ class Comm(p2p.PointToPoint):
         self._recalls[name] = [e for i, e in enumerate(entries) if i == 0 or e.bound or e.pins
                                or e.nbytes <= REMEMBERED_BYTES][:REMEMBERED]
         self._install_recalls(name)
+
+    def _remember_unsettled(self, name, args, arrays, run, send, recv):
+        """Return a call on new arrays remembered by shape, or None: a call whose plan could
+        be bound to its buffers (:meth:`_runner`: pieces of
+        :data:`dualmpi.calls.ZERO_COPY_ABOVE` bytes or more) but ran on copies, made the
+        second time in a row on other arrays of its shape (``self._shaped``: the last such
+        call's shape, runner and arrays, weakly).  The entry declines its calls' arrays
+        (:meth:`_Remembered.by_shape`'s ``seen``): an array passed again reaches
+        :meth:`_runner`, which binds a plan to it from its second call, as before.
+        """
+        if getattr(run, "transient", False) or hasattr(run, "pinned"):
+            return None
+        checks = [(a, None) for a, _ in arrays if type(a) is np.ndarray]
+        if len(checks) != sum(1 for a, _ in arrays if a is not None and a is not self._IN_PLACE):
+            return None
+        shape = _shape_key(args, checks)
+        if shape is None:
+            return None
+        users = [a for a, _ in checks]
+        prev = self._shaped.get(name)
+        if prev is None or prev[0] != shape or prev[1] is not run:
+            self._shaped[name] = (shape, run, tuple(weakref.ref(a) for a in users))
+            return None
+        del self._shaped[name]
+        earlier = [a for a in (r() for r in prev[2]) if a is not None]
+        return _Remembered.by_shape(self, name, tuple(args), arrays, run, send, recv, shape,
+                                    seen=earlier + users)
 
     def _install_recalls(self, name):
         """Make ``self._m<name>`` match the remembered calls of ``name`` (:meth:`_remember`)."""
@@ -1123,6 +1178,59 @@ def _liker(template, call, engine):
     return match
 
 
+def _shaper(held, checks, call, engine, epoch, patches, seen=None):
+    """Return ``match(*args)``: ``Recall.shape`` in Python (:meth:`_Remembered.by_shape`).
+
+    The arguments at the positions of ``checks`` ``(position, dtype, shape, strides,
+    writable)`` are numpy arrays of that dtype (by identity), shape and strides (writable
+    when asked), two of them apart; the others are ``held`` (by identity, an int by value),
+    and ``engine.evictions == epoch``.  Then each ``(slot, k, offset)`` of ``patches`` is
+    written (check ``k``'s array's address plus ``offset``) and ``call`` runs.  With
+    ``seen`` (arrays), it declines the arrays of its last :data:`SEEN` calls' (``seen``'s
+    first), held by weak references.
+    """
+    import collections
+    import ctypes
+
+    ring = None if seen is None else collections.deque(
+        (weakref.ref(a) for a in seen), maxlen=SEEN)
+    held = tuple(held) + (None,) * (4 - len(held))
+    arrays = {c[0] for c in checks}
+    slots = [(ctypes.c_int64.from_address(int(slot)), int(k), int(off))
+             for slot, k, off in patches]
+
+    def match(*args):
+        if len(args) > 4:
+            return False
+        for i, h in enumerate(held):
+            x = args[i] if i < len(args) else None
+            if i not in arrays and x is not h and not (type(x) is int and type(h) is int
+                                                       and x == h):
+                return False
+        got = []
+        for i, dtype, shape, strides, writable in checks:
+            a = args[i] if i < len(args) else None
+            if type(a) is not np.ndarray or a.dtype is not dtype or a.shape != shape or \
+                    a.strides != strides or (writable and not a.flags.writeable):
+                return False
+            got.append(a)
+        if len(got) == 2 and got[0].nbytes and got[1].nbytes:
+            lo0, lo1 = got[0].ctypes.data, got[1].ctypes.data
+            if lo0 < lo1 + got[1].nbytes and lo1 < lo0 + got[0].nbytes:
+                return False
+        if ring is not None and any(r() is a for r in ring for a in got):
+            return False
+        if engine.evictions != epoch:
+            return False
+        for slot, k, off in slots:
+            slot.value = got[k].ctypes.data + off
+        if ring is not None:
+            ring.extend(weakref.ref(a) for a in got)
+        call()
+        return True
+    return match
+
+
 def _chain(matchers):
     """Return ``match(*args)``: the first of ``matchers`` (see :func:`_matcher`) that matches."""
     def match(*args):
@@ -1133,6 +1241,27 @@ def _chain(matchers):
     return match
 
 
+def _shape_key(args, checks):
+    """Return what a call remembered by shape compares of ``args`` (``checks``: their arrays
+    first, :meth:`Comm._remember`): each array's position, dtype, shape and strides, the
+    other arguments by identity (an int by value); None when the arrays cannot be matched so
+    (none or more than two, more than four arguments, not contiguous, or sharing memory)."""
+    if len(args) > 4 or not 0 < len(checks) <= 2:
+        return None
+    key = []
+    for i, x in enumerate(args):
+        a = next((c[0] for c in checks if c[0] is x), None)
+        if a is None:
+            key.append((int, x) if type(x) is int else id(x))
+        elif not (a.flags.c_contiguous or a.flags.f_contiguous) or a.ndim > 8:
+            return None
+        else:
+            key.append((i, a.dtype, a.shape, a.strides))
+    if len(checks) == 2 and np.may_share_memory(checks[0][0], checks[1][0]):
+        return None
+    return tuple(key)
+
+
 class _Remembered:
     """One remembered call of a method (:meth:`Comm._remember`).
 
@@ -1140,15 +1269,16 @@ class _Remembered:
     arrays), or, given a ``template`` (:func:`dualmpi.calls.template_of`), with what it was
     made of, and runs the call: the first time through a function that binds the runner
     ``run`` to the buffers ``send`` and ``recv`` and runs that bound call from then on
-    (``bound``).
+    (``bound``).  ``shape`` (:func:`_shape_key`) is what a call of the same shape on other
+    arrays has in common with it; an entry made :meth:`by_shape` matches every such call.
     """
 
     __slots__ = ("comm", "name", "held", "checks", "template", "epoch", "nbytes", "pins",
-                 "matcher", "bound", "__weakref__")
+                 "matcher", "bound", "run", "shape", "by_shape_", "__weakref__")
 
-    def __init__(self, comm, name, held, checks, run, send, recv, template=None):
+    def __init__(self, comm, name, held, checks, run, send, recv, template=None, shape=None):
         self.comm, self.name, self.held, self.checks = comm, name, held, checks
-        self.template = template
+        self.template, self.run, self.shape, self.by_shape_ = template, run, shape, False
         self.epoch = comm._engine.evictions
         self.nbytes = sum(b.nbytes for b in (send, recv) if b is not None)
         #: the runner is bound to the buffers' memory (zero-copy): it holds them already
@@ -1173,6 +1303,44 @@ class _Remembered:
             call()
         self.matcher = self._match(first)
 
+    @classmethod
+    def by_shape(cls, comm, name, args, arrays, run, send, recv, shape, seen=None):
+        """Return the call remembered by shape: ``run`` bound to ``send`` and ``recv`` (the
+        byte buffers of the user's ``arrays``) once, matched for any arrays of the dtype,
+        shape and strides of ``shape`` (:func:`_shape_key`), their addresses written into the
+        bound call's copies before it runs; None when the runner cannot be bound so
+        (:meth:`MPIRunner.bind_shape <dualmpi.engine.mpi.MPIRunner.bind_shape>`).
+
+        It holds none of the arrays: each call's own are the ones it copies from and to.
+        ``seen`` (arrays, or None): it declines the arrays of its last :data:`SEEN` calls
+        (``seen``'s first), which reach the Python path and so a plan bound to them.
+        """
+        bind = getattr(run, "bind_shape", None)
+        if bind is None or hasattr(run, "pinned") or getattr(run, "transient", False):
+            return None
+        users = [a for a, _ in arrays if type(a) is np.ndarray]
+        bound = bind(send, recv, users)
+        if bound is None:
+            return None
+        call, patches = bound
+        position = {id(a): i for i, a in enumerate(args)}
+        checks = tuple((position[id(a)], a.dtype, a.shape, a.strides, bool(w))
+                       for a, w in arrays if type(a) is np.ndarray)
+        held = tuple(None if any(a is u for u in users) else a for a in args)
+        self = cls.__new__(cls)
+        self.comm, self.name, self.held, self.checks = comm, name, held, checks
+        self.template, self.run, self.shape, self.by_shape_ = None, run, shape, True
+        self.epoch = comm._engine.evictions
+        self.nbytes, self.pins, self.bound = 0, False, True
+        module = recall.load()
+        seen = None if seen is None else tuple(seen)[-SEEN:]
+        if module is not None:
+            self.matcher = module.Recall.shape(call, held, checks, comm._engine, self.epoch,
+                                               patches, seen)
+        else:
+            self.matcher = _shaper(held, checks, call, comm._engine, self.epoch, patches, seen)
+        return self
+
     def _match(self, call):
         module = recall.load()
         held, engine = self.held, self.comm._engine
@@ -1186,7 +1354,10 @@ class _Remembered:
 
     def holds(self, args):
         """True when ``args`` are this call's argument objects (or, with a template, what it
-        was made of)."""
+        was made of; remembered by shape, of its shape)."""
+        if self.by_shape_:
+            checks = [(a, None) for a in args if type(a) is np.ndarray]
+            return len(checks) == len(self.checks) and _shape_key(args, checks) == self.shape
         if self.template is not None:
             return calls.same(self.template, tuple(args))
         return len(args) == len(self.held) and all(a is b for a, b in zip(args, self.held))

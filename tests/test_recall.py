@@ -17,7 +17,7 @@ import pytest
 from mpi_helpers import mpi_cmd, needs_mpiexec, ompi_env, run_job
 
 from dualmpi.calls import template_of
-from dualmpi.comm import _chain, _liker, _matcher, _seen, _sighting
+from dualmpi.comm import _chain, _liker, _matcher, _seen, _shaper, _sighting
 from dualmpi.engine import cloop, recall
 
 MODULE = recall.load()
@@ -123,6 +123,141 @@ def test_a_chain_runs_the_first_of_its_matchers_that_matches(make):
 def test_a_chain_holds_matchers_only():
     with pytest.raises(ValueError):
         KIND.chain((lambda: None,))
+
+
+def _c_shaper(held, checks, call, engine, patches):
+    return KIND.shape(call, tuple(held), tuple(checks), engine, engine.evictions, patches)
+
+
+def _py_shaper(held, checks, call, engine, patches):
+    return _shaper(held, checks, call, engine, engine.evictions, patches)
+
+
+SHAPERS = [pytest.param(_py_shaper, id="python"),
+           pytest.param(_c_shaper, id="c", marks=needs_c)]
+
+
+def _shaped(make, send, recv, extra=3):
+    """A matcher by shape of ``(send, recv, extra)`` whose call records the addresses the
+    patches wrote (slot 0: send's second byte, slot 1: recv's start) as it runs."""
+    slots = np.zeros(2, dtype=np.int64)
+    patches = np.array([[slots.ctypes.data, 0, 1], [slots.ctypes.data + 8, 1, 0]],
+                       dtype=np.int64)
+    seen = []
+    checks = ((0, send.dtype, send.shape, send.strides, False),
+              (1, recv.dtype, recv.shape, recv.strides, True))
+    match = make((None, None, extra), checks, lambda: seen.append(tuple(slots)), _Engine(),
+                 patches)
+    return match, seen, slots
+
+
+@pytest.mark.parametrize("make", SHAPERS)
+def test_a_matcher_by_shape_runs_for_new_arrays_of_the_shape_and_patches_their_addresses(make):
+    """``Recall.shape`` (a call remembered by shape, ``Comm._remember``): any arrays of the
+    dtype, shape and strides, the other arguments the same (an int by value); before the
+    call runs, each patch slot holds its array's address plus the offset."""
+    base = np.zeros(64)
+    match, seen, _ = _shaped(make, base[:4], base[8:12])
+    for send, recv in ((base[:4], base[8:12]), (np.arange(4.0), np.zeros(4)),
+                       (base[40:44], base[4:8])):
+        assert match(send, recv, 3) is True
+        assert seen[-1] == (send.ctypes.data + 1, recv.ctypes.data)
+    assert match(np.ones(4), np.ones(4), 1000 + 3 - 1000) is True  # an int by value
+    assert len(seen) == 4
+
+
+@pytest.mark.parametrize("make", SHAPERS)
+@pytest.mark.parametrize("change", ["dtype", "shape", "strides", "read-only", "overlap", "type",
+                                    "extra", "float", "missing", "evicted"])
+def test_a_matcher_by_shape_refuses_what_its_plan_does_not_fit(make, change):
+    """Another dtype, shape or strides, a read-only receive buffer, arrays that share bytes
+    (mpi4py reads a send buffer at the receive buffer's address as in place), not an
+    ndarray, another argument (3.0 is not 3), a missing array or an evicted plan: no match,
+    nothing runs, no slot written."""
+    send, recv = np.arange(4.0), np.zeros(4)
+    match, seen, slots = _shaped(make, send, recv)
+    args = [np.arange(4.0), np.zeros(4), 3]
+    if change == "dtype":
+        args[0] = np.arange(4)
+    elif change == "shape":
+        args[1] = np.zeros((2, 2))
+    elif change == "strides":
+        args[0] = np.arange(8.0)[::2]
+    elif change == "read-only":
+        args[1].flags.writeable = False
+    elif change == "overlap":
+        both = np.zeros(7)
+        args[:2] = both[:4], both[3:]
+    elif change == "type":
+        args[1] = np.zeros(4).view(np.recarray)
+    elif change == "extra":
+        args[2] = 4
+    elif change == "float":
+        args[2] = 3.0
+    elif change == "missing":
+        args = args[:1]
+    else:
+        match_engine = _Engine()
+        match = make((None, None, 3), ((0, send.dtype, send.shape, send.strides, False),
+                                       (1, recv.dtype, recv.shape, recv.strides, True)),
+                     lambda: seen.append(1), match_engine, np.zeros((0, 3), dtype=np.int64))
+        match_engine.evictions += 1
+    assert match(*args) is False and not seen and not slots.any()
+
+
+@pytest.mark.parametrize("make", SHAPERS)
+def test_a_read_only_send_array_and_a_chain_by_shape(make):
+    """A send array need not be writable; in a chain (a method's remembered calls, the most
+    recent first) a matcher by identity comes before one by shape and runs for its objects."""
+    send, recv = np.arange(4.0), np.zeros(4)
+    match, seen, _ = _shaped(make, send, recv)
+    ro = np.arange(4.0)
+    ro.flags.writeable = False
+    assert match(ro, np.zeros(4), 3) is True and len(seen) == 1
+    if make is _c_shaper:
+        held = []
+        ident = _c_matcher((send, recv, 3), ((send, send.dtype, send.shape, False),
+                                             (recv, recv.dtype, recv.shape, True)),
+                           lambda: held.append(1), _Engine())
+        chain = KIND.chain((ident, match))
+        assert chain(send, recv, 3) is True and held == [1] and len(seen) == 1
+        assert chain(np.ones(4), np.ones(4), 3) is True and held == [1] and len(seen) == 2
+
+
+@pytest.mark.parametrize("impl", ["python", pytest.param("c", marks=needs_c)])
+def test_a_matcher_by_shape_declines_the_arrays_of_its_last_calls(impl):
+    """With ``seen`` (a call whose plan could be bound to its buffers): arrays of its last
+    calls, ``seen``'s first, are declined (the Python path binds a plan to an array passed
+    again); arrays that died are not taken for new ones."""
+    import gc
+
+    a, b = np.zeros(4), np.zeros(4)
+    ran, engine = [], _Engine()
+    check = ((0, a.dtype, a.shape, a.strides, True),)
+    none = np.zeros((0, 3), dtype=np.int64)
+    if impl == "c":
+        match = KIND.shape(lambda: ran.append(1), (), check, engine, 0, none, (a,))
+    else:
+        match = _shaper((), check, lambda: ran.append(1), engine, 0, none, (a,))
+    assert match(a) is False and not ran
+    assert match(b) is True and match(b) is False and len(ran) == 1
+    for _ in range(20):  # new arrays every call, each dying after it
+        assert match(np.zeros(4)) is True
+        gc.collect()
+    assert match(a) is True and len(ran) == 22  # out of the last calls by now
+
+
+@needs_c
+def test_a_matcher_by_shape_refuses_bad_patches():
+    dt = np.dtype(np.float64)
+    check = ((0, dt, (4,), (8,), False),)
+    for patches in (np.zeros((1, 2), dtype=np.int64), np.zeros((1, 3)),
+                    np.array([[8, 1, 0]], dtype=np.int64), np.array([[0, 0, 0]], dtype=np.int64)):
+        with pytest.raises(ValueError):
+            KIND.shape(lambda: None, (), check, _Engine(), 0, patches)
+    with pytest.raises(ValueError):
+        KIND.shape(lambda: None, (), ((4, dt, (4,), (8,), False),), _Engine(), 0,
+                   np.zeros((0, 3), dtype=np.int64))
 
 
 def _c_liker(template, call, engine):

@@ -546,6 +546,36 @@ class MPIRunner:
         fn, arg, keep = self.bound_args(send, recv)
         return self._closure(fn, arg, keep)
 
+    def bind_shape(self, send, recv, arrays):
+        """Return ``(call, patches)``: :meth:`bind_call` on these buffers, and where it holds
+        their addresses; None for a runner without the compiled loop or bound to buffers.
+
+        ``arrays`` are the user's arrays the byte buffers ``send`` and ``recv`` view (apart
+        from each other).  ``patches`` (int64, three columns) names each address of a copy in
+        or out that lies in one of them: ``(slot, k, offset)``, the int64 at address ``slot``
+        holds the data address of ``arrays[k]`` plus ``offset``.  A call on other arrays of
+        the same dtype, shape and strides runs the same C call once each slot is rewritten
+        with its arrays' addresses (``Recall.shape``, :mod:`dualmpi.engine.recall`): the
+        plan copies through the runner's store, which no other address names.
+        """
+        if self._c is None or self.absolute:
+            return None
+        fn, arg, keep = self.bound_args(send, recv)
+        spans = [(a.ctypes.data, a.nbytes) for a in arrays]
+        patches = []
+        for table in keep[2][1:]:  # the copies before, after and beside the rounds
+            for i in range(len(table)):
+                for col in (0, 1):
+                    v = int(table[i, col])
+                    k = next((k for k, (lo, n) in enumerate(spans) if lo <= v < lo + n), None)
+                    if k is None:  # the end of a buffer (a copy of no byte)
+                        k = next((k for k, (lo, n) in enumerate(spans) if v == lo + n), None)
+                    if k is not None:
+                        patches.append((table.ctypes.data + 8 * (3 * i + col), k, v - spans[k][0]))
+        # (not the buffers themselves: every call writes its own arrays' addresses first)
+        return (self._closure(fn, arg, (None, None, keep[2])),
+                np.array(patches, dtype=np.int64).reshape(-1, 3))
+
     def bound_args(self, send, recv, pre=(), post=()):
         """Return ``(fn, arg, keep)`` of the C call :meth:`bind_call` makes (compiled loop).
 

@@ -23,6 +23,24 @@
  *       Python callable of no argument (a plan that combines in Python between segments, or
  *       a call not bound yet, which binds itself the first time it runs).
  *
+ *   Recall.shape(call, held, checks, engine, epoch, patches)
+ *       a matcher by shape: the arrays are compared not by identity but by what the call's
+ *       plan needs of them -- ``checks`` is ``(position, dtype, shape, strides, writable)``
+ *       per array argument: exactly a numpy.ndarray there, of that dtype (by identity),
+ *       shape and strides (and writable when asked), two arrays' bytes apart -- the other
+ *       arguments are ``held`` (by identity, or an int of equal value).  Before it runs
+ *       ``call`` it writes each ``(slot, check, offset)`` of ``patches`` (an int64 array of
+ *       three columns): the int64 at address ``slot`` (a copy's address in the bound call's
+ *       argument block) becomes the data address of check ``check``'s array plus
+ *       ``offset``.  A program that passes new arrays of the same shape every call
+ *       (``a[i:j]``, ``np.empty_like(x)``) repeats its call from C so.
+ *
+ *   Recall.shape(call, held, checks, engine, epoch, patches, seen)
+ *       the same, ``seen`` a tuple of arrays: it also keeps weak references to the arrays of
+ *       its last few calls (``seen``'s to begin with) and declines a call on any of them
+ *       (returns False), so that an array a program passes again reaches the Python path,
+ *       which binds a plan to it (zero-copy) from its second call.
+ *
  *   Recall.like(call, template, engine, epoch)
  *       a matcher of arguments compared by value (the kinds below, ``same``): calling it
  *       runs ``call`` and returns True when the arguments are what ``template`` was made of
@@ -57,14 +75,17 @@
 #define MAX_HELD 4
 #define MAX_CHECKS 2
 #define MAX_DIMS 8
+#define SEEN 8  /* arrays a matcher by shape declines: its last calls' (Recall.shape's seen) */
 
 typedef int (*run_fn)(void *);
 
 typedef struct {
-    PyArrayObject *array;     /* held (also among the held arguments) */
+    PyArrayObject *array;     /* held (also among the held arguments); NULL by shape */
     PyArray_Descr *dtype;     /* compared by identity */
     int ndim, writable;
+    int arg;                  /* by shape: the argument's position */
     npy_intp dims[MAX_DIMS];
+    npy_intp strides[MAX_DIMS];  /* by shape */
 } Check;
 
 typedef struct Recall {
@@ -83,6 +104,11 @@ typedef struct Recall {
     Check checks[MAX_CHECKS];
     PyObject *engine;
     long long epoch;
+    int shaped;               /* a matcher by shape (Recall.shape): checks by position */
+    int64_t *patch;           /* its (slot, check, offset) triples, ``npatch`` of them */
+    Py_ssize_t npatch;
+    int declines, next_seen;  /* it declines the arrays ``seen`` refers to (weakly) */
+    PyObject *seen[SEEN];
     int matcher;              /* 0 a bound call, 1 a matcher, 2 a chain (``call``: a tuple),
                                * 3 a nonblocking repeat's (``call``: start, repeat, what, alarm) */
 } Recall;
@@ -106,6 +132,9 @@ static void Recall_dealloc(Recall *self)
         Py_XDECREF((PyObject *)self->checks[i].dtype);
     }
     Py_XDECREF(self->engine);
+    PyMem_Free(self->patch);
+    for (int i = 0; i < SEEN; i++)
+        Py_XDECREF(self->seen[i]);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -133,8 +162,25 @@ static int same(PyObject *t, PyObject *x);
 
 /* 1 when the call's arguments are the held ones (or what the template was made of) and its
  * arrays unchanged, 0 if not, -1 on error. */
+/* The engine's cache still holds the plan: 1, 0 if not, -1 on error. */
+static int same_epoch(Recall *self)
+{
+    PyObject *ev = PyObject_GetAttr(self->engine, str_evictions);
+    if (ev == NULL)
+        return -1;
+    long long now = PyLong_AsLongLong(ev);
+    Py_DECREF(ev);
+    if (now == -1 && PyErr_Occurred())
+        return -1;
+    return now == self->epoch;
+}
+
+static int matches_shape(Recall *self, PyObject *const *args, Py_ssize_t nargs);
+
 static int matches(Recall *self, PyObject *const *args, Py_ssize_t nargs)
 {
+    if (self->shaped)
+        return matches_shape(self, args, nargs);
     if (self->template != NULL) {
         if (nargs != PyTuple_GET_SIZE(self->template))
             return 0;
@@ -150,15 +196,9 @@ static int matches(Recall *self, PyObject *const *args, Py_ssize_t nargs)
             if ((i < nargs ? args[i] : Py_None) != self->held[i])
                 return 0;
     }
-    PyObject *ev = PyObject_GetAttr(self->engine, str_evictions);
-    if (ev == NULL)
-        return -1;
-    long long now = PyLong_AsLongLong(ev);
-    Py_DECREF(ev);
-    if (now == -1 && PyErr_Occurred())
-        return -1;
-    if (now != self->epoch)
-        return 0;
+    int ok = same_epoch(self);
+    if (ok != 1)
+        return ok;
     for (int i = 0; i < self->nchecks; i++) {
         Check *c = &self->checks[i];
         PyArrayObject *a = c->array;
@@ -171,6 +211,95 @@ static int matches(Recall *self, PyObject *const *args, Py_ssize_t nargs)
             return 0;
     }
     return 1;
+}
+
+/* 1 when the weak reference ``ref`` refers to ``x``. */
+static int refers_to(PyObject *ref, PyObject *x)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *o;
+    if (PyWeakref_GetRef(ref, &o) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_XDECREF(o);
+    return o == x;
+#else
+    return PyWeakref_GetObject(ref) == x;
+#endif
+}
+
+/* A matcher by shape that declines seen arrays notes ``x`` among them (the oldest out). */
+static void note_seen(Recall *self, PyObject *x)
+{
+    PyObject *ref = PyWeakref_NewRef(x, NULL);
+    if (ref == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    Py_XSETREF(self->seen[self->next_seen], ref);
+    self->next_seen = (self->next_seen + 1) % SEEN;
+}
+
+/* matches() of a matcher by shape (Recall.shape). */
+static int matches_shape(Recall *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int arrays = 0;  /* the positions of array arguments, as bits */
+    if (nargs > MAX_HELD)
+        return 0;
+    for (int i = 0; i < self->nchecks; i++)
+        arrays |= 1 << self->checks[i].arg;
+    for (Py_ssize_t i = 0; i < MAX_HELD; i++) {
+        if (arrays & (1 << i))
+            continue;
+        PyObject *x = i < nargs ? args[i] : Py_None, *h = self->held[i];
+        if (x == h)
+            continue;
+        if (!PyLong_CheckExact(x) || !PyLong_CheckExact(h))
+            return 0;
+        int eq = PyObject_RichCompareBool(x, h, Py_EQ);
+        if (eq != 1)
+            return eq;
+    }
+    char *lo[MAX_CHECKS];
+    npy_intp n[MAX_CHECKS];
+    for (int i = 0; i < self->nchecks; i++) {
+        Check *c = &self->checks[i];
+        if (c->arg >= nargs || !PyArray_CheckExact(args[c->arg]))
+            return 0;
+        PyArrayObject *a = (PyArrayObject *)args[c->arg];
+        if (PyArray_DESCR(a) != c->dtype || PyArray_NDIM(a) != c->ndim)
+            return 0;
+        for (int d = 0; d < c->ndim; d++)
+            if (PyArray_DIMS(a)[d] != c->dims[d] || PyArray_STRIDES(a)[d] != c->strides[d])
+                return 0;
+        if (c->writable && !PyArray_ISWRITEABLE(a))
+            return 0;
+        lo[i] = PyArray_BYTES(a);
+        n[i] = PyArray_NBYTES(a);
+        if (self->declines)
+            for (int j = 0; j < SEEN; j++)
+                if (self->seen[j] != NULL && refers_to(self->seen[j], (PyObject *)a))
+                    return 0;
+    }
+    /* two arrays must not share bytes (mpi4py reads a send buffer at the receive buffer's
+     * address as in place: another call) */
+    if (self->nchecks == 2 && n[0] && n[1] && lo[0] < lo[1] + n[1] && lo[1] < lo[0] + n[0])
+        return 0;
+    return same_epoch(self);
+}
+
+/* A matcher by shape writes its arrays' addresses into its bound call's copies. */
+static void write_patches(Recall *self, PyObject *const *args)
+{
+    for (Py_ssize_t j = 0; j < self->npatch; j++) {
+        const int64_t *p = self->patch + 3 * j;
+        PyArrayObject *a = (PyArrayObject *)args[self->checks[p[1]].arg];
+        *(int64_t *)(uintptr_t)p[0] = (int64_t)(uintptr_t)PyArray_BYTES(a) + p[2];
+    }
+    if (self->declines)
+        for (int i = 0; i < self->nchecks; i++)
+            note_seen(self, args[self->checks[i].arg]);
 }
 
 static PyObject *Recall_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf,
@@ -230,6 +359,8 @@ static PyObject *Recall_vectorcall(PyObject *obj, PyObject *const *args, size_t 
     if (!ok)
         Py_RETURN_FALSE;
 run:;
+    if (self->shaped)
+        write_patches(self, args);
     PyObject *out = self->bound != NULL ? run_bound(self->bound)
                                         : PyObject_CallNoArgs(self->call);
     if (out == NULL)
@@ -295,6 +426,16 @@ static Recall *new_matcher(PyObject *call, PyObject *engine, long long epoch)
     return self;
 }
 
+/* A matcher holds ``held``'s items (None for the missing ones, up to MAX_HELD). */
+static void hold(Recall *self, PyObject *held)
+{
+    for (Py_ssize_t i = 0; i < MAX_HELD; i++) {
+        PyObject *h = i < PyTuple_GET_SIZE(held) ? PyTuple_GET_ITEM(held, i) : Py_None;
+        Py_INCREF(h);
+        self->held[i] = h;
+    }
+}
+
 /* Recall.match(call, held, checks, engine, epoch): a matcher. */
 static PyObject *Recall_match(PyObject *Py_UNUSED(cls), PyObject *args)
 {
@@ -312,11 +453,7 @@ static PyObject *Recall_match(PyObject *Py_UNUSED(cls), PyObject *args)
     Recall *self = new_matcher(call, engine, epoch);
     if (self == NULL)
         return NULL;
-    for (Py_ssize_t i = 0; i < MAX_HELD; i++) {
-        PyObject *h = i < PyTuple_GET_SIZE(held) ? PyTuple_GET_ITEM(held, i) : Py_None;
-        Py_INCREF(h);
-        self->held[i] = h;
-    }
+    hold(self, held);
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(checks); i++) {
         PyObject *arr, *dtype, *shape;
         int writable;
@@ -339,6 +476,80 @@ static PyObject *Recall_match(PyObject *Py_UNUSED(cls), PyObject *args)
             if (c->dims[d] == -1 && PyErr_Occurred())
                 goto fail;
         }
+    }
+    return (PyObject *)self;
+fail:
+    Py_DECREF(self);
+    return NULL;
+}
+
+/* Recall.shape(call, held, checks, engine, epoch, patches[, seen]): a matcher by shape. */
+static PyObject *Recall_shape(PyObject *Py_UNUSED(cls), PyObject *args)
+{
+    PyObject *call, *held, *checks, *engine, *patches, *seen = Py_None;
+    long long epoch;
+    if (!PyArg_ParseTuple(args, "OO!O!OLO!|O", &call, &PyTuple_Type, &held, &PyTuple_Type,
+                          &checks, &engine, &epoch, &PyArray_Type, &patches, &seen))
+        return NULL;
+    if (seen != Py_None && (!PyTuple_Check(seen) || PyTuple_GET_SIZE(seen) > SEEN)) {
+        PyErr_SetString(PyExc_ValueError, "Recall.shape: seen is None or a tuple of at most 8");
+        return NULL;
+    }
+    PyArrayObject *pa = (PyArrayObject *)patches;
+    if (PyTuple_GET_SIZE(held) > MAX_HELD || PyTuple_GET_SIZE(checks) > MAX_CHECKS ||
+            !PyCallable_Check(call) || PyArray_TYPE(pa) != NPY_INT64 || PyArray_NDIM(pa) != 2 ||
+            PyArray_DIM(pa, 1) != 3 || !PyArray_IS_C_CONTIGUOUS(pa)) {
+        PyErr_SetString(PyExc_ValueError, "Recall.shape: at most 4 arguments and 2 arrays, a "
+                        "callable, and patches an int64 array of three columns");
+        return NULL;
+    }
+    Recall *self = new_matcher(call, engine, epoch);
+    if (self == NULL)
+        return NULL;
+    self->shaped = 1;
+    hold(self, held);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(checks); i++) {
+        PyObject *dtype, *shape, *strides;
+        int arg, writable;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(checks, i), "iO!O!O!p", &arg,
+                              &PyArrayDescr_Type, &dtype, &PyTuple_Type, &shape, &PyTuple_Type,
+                              &strides, &writable))
+            goto fail;
+        Check *c = &self->checks[i];
+        Py_ssize_t nd = PyTuple_GET_SIZE(shape);
+        if (nd > MAX_DIMS || PyTuple_GET_SIZE(strides) != nd || arg < 0 || arg >= MAX_HELD) {
+            PyErr_SetString(PyExc_ValueError, "Recall.shape: a bad check");
+            goto fail;
+        }
+        Py_INCREF(dtype); c->dtype = (PyArray_Descr *)dtype;
+        self->nchecks = (int)i + 1;
+        c->arg = arg;
+        c->ndim = (int)nd;
+        c->writable = writable;
+        for (Py_ssize_t d = 0; d < nd; d++) {
+            c->dims[d] = (npy_intp)PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
+            c->strides[d] = (npy_intp)PyLong_AsSsize_t(PyTuple_GET_ITEM(strides, d));
+            if (PyErr_Occurred())
+                goto fail;
+        }
+    }
+    self->npatch = PyArray_DIM(pa, 0);
+    self->patch = PyMem_Malloc(sizeof(int64_t) * 3 * (self->npatch ? self->npatch : 1));
+    if (self->patch == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    memcpy(self->patch, PyArray_DATA(pa), sizeof(int64_t) * 3 * self->npatch);
+    for (Py_ssize_t j = 0; j < self->npatch; j++)
+        if (self->patch[3 * j + 1] < 0 || self->patch[3 * j + 1] >= self->nchecks ||
+                !self->patch[3 * j]) {
+            PyErr_SetString(PyExc_ValueError, "Recall.shape: a patch names no check");
+            goto fail;
+        }
+    if (seen != Py_None) {
+        self->declines = 1;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(seen); i++)
+            note_seen(self, PyTuple_GET_ITEM(seen, i));
     }
     return (PyObject *)self;
 fail:
@@ -1968,6 +2179,9 @@ static PyMethodDef module_functions[] = {
 static PyMethodDef Recall_methods[] = {
     {"match", (PyCFunction)Recall_match, METH_VARARGS | METH_CLASS,
      "match(call, held, checks, engine, epoch): a matcher running ``call`` (see recall.c)"},
+    {"shape", (PyCFunction)Recall_shape, METH_VARARGS | METH_CLASS,
+     "shape(call, held, checks, engine, epoch, patches[, seen]): a matcher of arrays by "
+     "shape, their addresses patched into the call (see recall.c)"},
     {"like", (PyCFunction)Recall_like, METH_VARARGS | METH_CLASS,
      "like(call, template, engine, epoch): a matcher of arguments by value (see recall.c)"},
     {"start", (PyCFunction)Recall_start, METH_VARARGS | METH_CLASS,

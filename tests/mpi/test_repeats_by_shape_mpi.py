@@ -1,0 +1,196 @@
+"""Calls repeated on new arrays of the same shape run from C, as MPI.COMM_WORLD computes them.
+
+A program that slices its buffers in the call (``net.Bcast(a[i:j])``) or makes its receive
+buffer anew (``net.Allreduce(x, np.empty_like(x))``) passes new array objects every call.
+From the second such call a blocking fixed-count collective is remembered *by shape*
+(``Comm._remember``, ``Recall.shape``): any arrays of that dtype, shape and strides run the
+plan bound once, their addresses written into its copies.  Each case here slices every
+call's buffers out of larger arrays at a new offset (what lies around a slice must stay
+untouched), runs it beside ``MPI.COMM_WORLD``'s own method on equal buffers, and checks the
+calls really were matched by shape; every rank finishes its calls, then the ranks agree.
+"""
+
+import numpy as np
+import pytest
+
+from collective_cases import MPI, NETS, RANK, SIZE, WORLD, agree, network
+from collective_cases import free_networks  # noqa: F401 - frees the module's communicators
+
+pytestmark = pytest.mark.mpi
+
+#: Elements of a piece: the call's blocks, small enough to run on copies through the store.
+K = 5
+#: Calls per case: the first is read in Python, the second remembers the shape, the rest
+#: repeat it from C.
+CALLS = 6
+SENTINEL = -7.0
+
+
+def _case(name, k):
+    """Return ``(send length, recv length, call(target, send, recv))`` of a collective whose
+    pieces have ``k`` doubles."""
+    root = SIZE - 1
+    table = {
+        "Bcast": (k, 0, lambda t, s, r: t.Bcast(s, root)),
+        "Scatter": (k * SIZE, k, lambda t, s, r: t.Scatter(s, r, root)),
+        "Gather": (k, k * SIZE, lambda t, s, r: t.Gather(s, r, root)),
+        "Allgather": (k, k * SIZE, lambda t, s, r: t.Allgather(s, r)),
+        "Alltoall": (k * SIZE, k * SIZE, lambda t, s, r: t.Alltoall(s, r)),
+        "Reduce": (k, k, lambda t, s, r: t.Reduce(s, r, MPI.SUM, root)),
+        "Allreduce": (k, k, lambda t, s, r: t.Allreduce(s, r, MPI.SUM)),
+        "Allreduce-max": (k, k, lambda t, s, r: t.Allreduce(s, r, MPI.MAX)),
+        "Scan": (k, k, lambda t, s, r: t.Scan(s, r, MPI.SUM)),
+        "Exscan": (k, k, lambda t, s, r: t.Exscan(s, r, MPI.SUM)),
+        "Reduce_scatter_block": (k * SIZE, k, lambda t, s, r: t.Reduce_scatter_block(s, r)),
+        "Allreduce-in-place": (0, k, lambda t, s, r: t.Allreduce(MPI.IN_PLACE, r)),
+        "Allgather-in-place": (0, k * SIZE, lambda t, s, r: t.Allgather(MPI.IN_PLACE, r)),
+    }
+    return table[name]
+
+
+NAMES = ["Bcast", "Scatter", "Gather", "Allgather", "Alltoall", "Reduce", "Allreduce",
+         "Allreduce-max", "Scan", "Exscan", "Reduce_scatter_block", "Allreduce-in-place",
+         "Allgather-in-place"]
+
+
+def _pair(n, call, where):
+    """Two equal big arrays and the slice of each at offset ``where`` (``n`` doubles)."""
+    rng = np.random.default_rng([RANK, n, call])
+    big = np.full(4 * max(n, 1) + 16, SENTINEL)
+    big[where:where + n] = rng.integers(-50, 50, n)
+    return big, big.copy()
+
+
+@pytest.mark.parametrize("index", NETS)
+@pytest.mark.parametrize("name", NAMES)
+def test_calls_on_new_arrays_of_one_shape_equal_mpi(index, name):
+    net = network(index)
+    ns, nr, run = _case(name, K)
+    method = name.split("-")[0]
+    problems = []
+    for call in range(CALLS):
+        where = 3 + 5 * call  # a new slice every call, at a new place in its array
+        sbig, sref = _pair(ns, call, where)
+        rbig, rref = _pair(nr, call + 100, where)
+        if name == "Bcast":
+            rbig = rref = None
+        send = sbig[where:where + ns] if ns else None
+        recv = rbig[where:where + nr] if nr else None
+        if name == "Bcast":
+            run(net, send, None)
+            run(WORLD, sref[where:where + ns], None)
+        else:
+            run(net, send, recv)
+            run(WORLD, None if send is None else sref[where:where + ns], rref[where:where + nr])
+        if not np.array_equal(sbig, sref) or (rbig is not None and not np.array_equal(rbig, rref)):
+            problems.append(call)
+    entries = net._recalls.get(method, ())
+    shaped = any(e.by_shape_ for e in entries)
+    assert agree(not problems and shaped), (problems, [e.by_shape_ for e in entries])
+
+
+@pytest.mark.parametrize("index", NETS)
+def test_new_arrays_alternating_shapes_and_arrays_that_share_memory(index):
+    """Two shapes in turn (each remembered by shape), an np.empty_like every call, a send
+    slice that overlaps its receive slice (mpi4py: in place when they start together, so
+    never matched by shape), and a read-only receive array (the Python path's error)."""
+    net = network(index)
+    problems = []
+    for call in range(8):
+        k = 3 if call % 2 else 4
+        x = np.arange(k, dtype=np.float64) + RANK + call
+        mine, ref = np.empty_like(x), np.empty_like(x)
+        net.Allreduce(x, mine, MPI.SUM)
+        WORLD.Allreduce(x, ref, MPI.SUM)
+        if not np.array_equal(mine, ref):
+            problems.append(("alternating", call))
+    shapes = {k[2] for e in net._recalls.get("Allreduce", ()) if e.by_shape_
+              for k in e.shape if type(k) is tuple and len(k) == 4}
+    for call in range(3):  # a send buffer at the receive buffer's address: in place
+        both, ref = np.arange(4.0) + RANK + call, np.arange(4.0) + RANK + call
+        net.Allreduce(both[:4], both[:4], MPI.SUM)
+        WORLD.Allreduce(MPI.IN_PLACE, ref, MPI.SUM)
+        if not np.array_equal(both, ref):
+            problems.append(("aliased", call))
+    ro = np.zeros(4)
+    ro.flags.writeable = False
+    try:
+        net.Allreduce(np.ones(4), ro, MPI.SUM)
+        problems.append("read-only recvbuf accepted")
+    except Exception as exc:  # noqa: BLE001 - the verdict below names it
+        if "read-only" not in str(exc):
+            problems.append(("read-only", str(exc)))
+    assert agree(not problems and {(3,), (4,)} <= shapes), (problems, shapes)
+
+
+@pytest.mark.mpi(min_size=2)
+def test_one_rank_passing_another_shape_among_repeats_by_shape_fails_every_rank():
+    """Every rank repeats an Allgather by shape on new slices; then rank 0's slice is one
+    element longer: rank 0 is read in Python (a new signature), the others repeat from C, and
+    every rank raises promptly (the alarm line), as for repeats on the same objects."""
+    import dualmpi
+    from dualmpi.errors import DualmpiError
+
+    spec, q = {2: ("hypercube:n=1", 1), 4: ("hypercube:n=2", 1), 8: ("dualcube:r=2", 1),
+               32: ("dualcube:r=3", 1), 64: ("metacube:k=2,m=1", 1)}[SIZE]
+    net = dualmpi.Comm(WORLD, spec, nodes_per_rank=q, watchdog=60)
+    big = np.arange(64.0)
+    err = None
+    try:
+        for call in range(4):
+            net.Allgather(big[call:call + 2], np.empty(2 * SIZE))
+        n = 3 if RANK == 0 else 2
+        net.Allgather(big[:n], np.empty(n * SIZE))
+    except DualmpiError as exc:
+        err = str(exc)
+    try:
+        net.Barrier()
+        after = "usable"
+    except DualmpiError as exc:
+        after = str(exc)
+    net.Free()
+    assert agree(err is not None or "unusable" in after), (err, after)
+
+
+@pytest.mark.parametrize("index", NETS)
+@pytest.mark.parametrize("name", ["Allgather", "Allreduce", "Bcast"])
+def test_large_pieces_on_new_arrays_run_by_shape_and_arrays_passed_again_bind(index, name):
+    """Pieces of 32 KiB and more (``calls.ZERO_COPY_ABOVE``): calls on new slices are
+    remembered by shape from their second call (on copies through the store); arrays passed
+    again among them are declined by it, so the Python path binds a plan to them (zero-copy,
+    one node per rank) as it did before; every result equals COMM_WORLD's."""
+    from dualmpi.calls import ZERO_COPY_ABOVE
+
+    net = network(index)
+    k = ZERO_COPY_ABOVE // 8
+    ns, nr, run = _case(name, k)
+    problems = []
+    kept = _pair(ns, 0, 0)[0][:ns], _pair(nr, 1, 0)[0][:nr]  # passed again and again
+    for call in range(8):
+        again = call % 2 == 1
+        where = 1 + call
+        sbig, sref = _pair(ns, call, where)
+        rbig, rref = _pair(nr, call + 100, where)
+        if again:
+            sbig[where:where + ns] = kept[0]
+            sref[where:where + ns] = kept[0]
+            send, recv = kept
+        else:
+            send, recv = sbig[where:where + ns], rbig[where:where + nr]
+        before = kept[1].copy()
+        run(net, send, None if name == "Bcast" else recv)
+        run(WORLD, sref[where:where + ns], None if name == "Bcast" else rref[where:where + nr])
+        got = recv if again else rbig[where:where + nr]
+        if name == "Bcast":
+            ok = np.array_equal(send, sref[where:where + ns])
+        else:
+            ok = np.array_equal(got, rref[where:where + nr])
+            if not again:
+                ok = ok and np.array_equal(rbig, rref) and np.array_equal(kept[1], before)
+        if not ok:
+            problems.append(call)
+    entries = net._recalls.get(name, ())
+    shaped = any(e.by_shape_ for e in entries)
+    bound = any(e.pins for e in entries)
+    assert agree(not problems and shaped and (bound or not net._zero_copy)), \
+        (problems, shaped, bound, net._zero_copy)
