@@ -43,7 +43,8 @@ calls that alternate between two sets of buffers (``ALTERNATING``: ``alltoall_al
 the same plan on the buffers and on copies of them, in turn), and calls whose buffers are
 specs written in the call (``SPECS``: ``alltoall_spec`` passes ``[buf, MPI.BYTE]``, a new list
 every call), calls on a new view of each buffer every call (``VIEWS``: ``alltoall_views``
-passes ``send[:]`` and ``recv[:]``, as a program slicing its arrays in the call does), and
+passes ``send[:]`` and ``recv[:]``, as a program slicing its arrays in the call does;
+``ialltoall_views`` the same, started and waited for), and
 v-variants whose counts never repeat (``FRESH``: ``alltoallv_fresh`` takes
 each call's counts from the next of :data:`FRESH_TABLES` tables, more than the engine keeps
 plans for, every count 1 to 250 bytes less than the block: a program whose counts depend on
@@ -128,16 +129,17 @@ ALTERNATING = ("bcast_alternating", "alltoall_alternating", "allgather_alternati
 SPECS = ("bcast_spec", "alltoall_spec", "allgather_spec", "allreduce_spec")
 #: Also timed when asked for: a new view of each buffer every call (``buf[:]``: new array
 #: objects of the same shape, as ``a[i:j]`` or ``np.empty_like(x)`` in the call are).
-VIEWS = ("bcast_views", "alltoall_views", "allgather_views", "allreduce_views")
+VIEWS = ("bcast_views", "alltoall_views", "allgather_views", "allreduce_views",
+         "ibcast_views", "ialltoall_views", "iallgather_views", "iallreduce_views")
 
 
 def base(coll):
     """The collective a name times (without ``_changing``, ``_alternating``, ``_spec``,
     ``_views`` or ``_fresh``; a nonblocking form's blocking one)."""
-    if coll in NONBLOCKING or coll in NEIGHBOR and coll.startswith("i"):
-        coll = coll[1:]
     for suffix in ("_changing", "_alternating", "_spec", "_views", "_fresh"):
         coll = coll.removesuffix(suffix)
+    if coll in NONBLOCKING or coll in NEIGHBOR and coll.startswith("i"):
+        coll = coll[1:]
     return coll
 
 
@@ -270,6 +272,8 @@ def api_call(target, coll, send, recv, less=0):
         return lambda: method([send, t], [recv, t])
     if coll.endswith("_views"):  # a new view of each buffer every call
         kind = base(coll)
+        if coll.removesuffix("_views") in NONBLOCKING:  # started and waited for
+            target = Waited(target, METHODS)
         if kind == "bcast":
             return lambda: target.Bcast(send[:], 0)
         if kind == "allreduce":
@@ -544,8 +548,8 @@ def main():
                 raise SystemExit(f"{coll} {size}: dualmpi differs from native MPI")
             ours()
             ours()  # the same buffers again: the call now runs its zero-copy plan where it can
-            if coll in NONBLOCKING:  # the floor: the blocking form's plan, on these buffers
-                blocking = api_call(net, coll[1:], send, recv)
+            if coll.removesuffix("_views") in NONBLOCKING:  # the floor: the blocking form's
+                blocking = api_call(net, coll[1:], send, recv)  # plan, on these buffers
                 blocking()
                 blocking()
             runner = net._last_runner  # the floor runs exactly the requests the call runs

@@ -74,8 +74,9 @@ def main(argv=None):
     forms = [f for f in args.forms.split(",") if f]
     bad = [f for f in forms if f not in FORMS]
     if bad or args.calls < 1 or args.repeats < 1:
-        if rank == 0:
-            print(f"percall.py: bad --forms {bad}, --calls or --repeats", file=sys.stderr)
+        # (every rank says it: the first rank to leave ends the job, the others' output with it)
+        print(f"percall.py: rank {rank}: bad --forms {bad}, --calls or --repeats",
+              file=sys.stderr, flush=True)
         return 2
     load0 = os.getloadavg()[0]
     comms = {"dualmpi": dualmpi.Comm(world, args.spec)}

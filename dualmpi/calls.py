@@ -862,7 +862,38 @@ def _install_start(comm, imethod, memo):
         return
     setattr(comm, "_m" + imethod, module.Recall.start(
         start, memo.repeat, imethod, comm._transport.alarm, memo.template, comm._engine,
-        memo.epoch))
+        memo.epoch, memo.shape, memo.shaped))
+
+
+def _shaped_repeat(memo, args):
+    """Return the repeat of ``memo``'s fixed-count call for ``args`` on other arrays of its
+    shape (:func:`shape_template_of`; two arrays apart), or None.
+
+    Made once per tuple of the arrays' addresses (:meth:`Repeat.rebased
+    <dualmpi.engine.nonblocking.Repeat.rebased>`: its copies in and out at those addresses;
+    the last :data:`SHAPED` kept in ``memo.shaped``, where the C matcher of the method finds
+    them: ``Recall.start``).  A program that passes a new view of the same memory every call
+    (``a[i:j]``) starts every call after the first from C; one whose arrays are new memory
+    every time makes a repeat each call, in Python, still far less than reading the call
+    afresh and agreeing on it.  The ranks agreed on the call's signature, which arrays of the
+    same dtype and shape do not change (a rank whose arguments differ otherwise misses the
+    match, is read afresh and agrees, as for any call).
+    """
+    if memo.shape is None or memo.repeat is None or not same(memo.shape, args):
+        return None
+    arrays = shaped_arrays(memo.shape, args)
+    if len(arrays) == 2 and _overlap(arrays[0], arrays[1]):
+        return None
+    key = tuple(a.ctypes.data for a in arrays)
+    repeat = memo.shaped.get(key)
+    if repeat is None:
+        repeat = memo.repeat.rebased(memo.arrays, arrays)
+        if repeat is None:
+            return None
+        if len(memo.shaped) >= SHAPED:
+            del memo.shaped[next(iter(memo.shaped))]
+        memo.shaped[key] = repeat
+    return repeat
 
 
 class _VectorMemo:
@@ -923,7 +954,10 @@ class _NotRemembered(Exception):
 
 
 #: The kinds of a template's entries (dualmpi/engine/recall.c says how each is compared).
-SAME, ARRAY, INT, INTS, SEQ, VALUES, HANDLE = range(7)
+SAME, ARRAY, INT, INTS, SEQ, VALUES, HANDLE, SHAPE = range(8)
+#: Repeats of a nonblocking call on other arrays of its shape kept at once, by the arrays'
+#: addresses (:func:`_shaped_repeat`).
+SHAPED = 8
 
 
 def template_of(args):
@@ -963,6 +997,51 @@ def template_of(args):
 
 def _array_entry(x):
     return (ARRAY, x, x.dtype, x.shape, x.strides, bool(x.flags.writeable))
+
+
+def shape_template_of(template):
+    """Return the template of calls like ``template``'s on other arrays of the same shape, or
+    None: each array entry (:func:`template_of`: the buffer arguments' arrays, bare or first in
+    a buffer spec) compared by dtype, shape, strides and writability instead of identity
+    (``SHAPE``); the other entries as they are.  None when the arrays are not C-contiguous or
+    there are none.
+
+    >>> import numpy as np
+    >>> a, b = np.zeros(4), np.zeros(8)
+    >>> t = shape_template_of(template_of((a, [b, 8, None])))
+    >>> same(t, (np.ones(4), [np.ones(8), 8, None])), same(t, (np.ones(5), [b, 8, None]))
+    (True, False)
+    >>> [x.size for x in shaped_arrays(t, (a, [b, 8, None]))]
+    [4, 8]
+    """
+    found = []
+
+    def entry(e):
+        if e[0] == ARRAY:
+            if not e[1].flags.c_contiguous:
+                raise _NotRemembered
+            found.append(e)
+            return (SHAPE,) + e[2:]
+        if e[0] == SEQ:
+            return (SEQ, e[1], tuple(entry(x) for x in e[2]))
+        return e
+    try:
+        out = tuple(entry(e) for e in template)
+    except _NotRemembered:
+        return None
+    return out if 0 < len(found) <= 2 else None
+
+
+def shaped_arrays(template, args):
+    """Return the arrays of ``args`` that ``template``'s ``SHAPE`` entries stand for, in order
+    (:func:`shape_template_of`; ``args`` already found :func:`same`)."""
+    out = []
+    for t, x in zip(template, args):
+        if t[0] == SHAPE:
+            out.append(x)
+        elif t[0] == SEQ and t[2] and t[2][0][0] == SHAPE:
+            out.append(x[0])
+    return out
 
 
 _REMEMBERED_OBJECTS = None
@@ -1032,6 +1111,9 @@ def _entry_same(t, x):
     if kind == ARRAY:
         return (x is t[1] and x.dtype is t[2] and x.shape == t[3] and x.strides == t[4]
                 and bool(x.flags.writeable) == t[5])
+    if kind == SHAPE:
+        return (type(x) is np.ndarray and x.dtype is t[1] and x.shape == t[2]
+                and x.strides == t[3] and bool(x.flags.writeable) == t[4])
     if kind == INT:
         return type(x) is int and x == t[1]
     if kind == INTS:
@@ -1185,21 +1267,31 @@ def icollective(comm, imethod, method, read, args=None):
     if comm._engine is None:
         raise DualmpiError(f"{imethod}: the communicator was freed")
     memo = comm._i_memo.get(imethod) if args is not None else None
+    repeat = None if memo is None else memo.repeat
     if memo is not None and (memo.epoch != comm._engine.evictions or
                              not same(memo.template, args)):
-        memo = None
-    if memo is not None and memo.repeat is not None and comm._transport.alarm.broken is None:
+        # other arrays of the memo's shape: a repeat of its for their addresses
+        repeat = _shaped_repeat(memo, args) if memo.epoch == comm._engine.evictions else None
+        if repeat is None:
+            memo = None
+    if repeat is not None and comm._transport.alarm.broken is None:
         # a repeat of a fixed-count call: started by one C call (Progress.crestart, its request
         # made there too, else Progress.restart), else below
         progress = comm._nb
         req = NotImplemented if progress.crestart is None else \
-            progress.crestart(memo.repeat, imethod)
+            progress.crestart(repeat, imethod)
         if req is NotImplemented:
-            preq = progress.restart(memo.repeat, imethod)
+            preq = progress.restart(repeat, imethod)
             if preq is not None:
+                if repeat is not memo.repeat:  # (the new arrays: held as the request is)
+                    preq.keep = tuple(args)
                 return Request.from_plan(progress, preq)
         elif req is not None:
+            if repeat is not memo.repeat:
+                req._plan.keep = tuple(args)
             return req
+        if repeat is not memo.repeat:  # (a shaped repeat Python must start: read afresh)
+            memo = None
     if memo is not None and memo.counts_repeat is not None and \
             comm._transport.alarm.broken is None:
         # a v-variant's repeat: its count table's request restarted in C (_Chain, t None)
@@ -1279,6 +1371,9 @@ def icollective(comm, imethod, method, read, args=None):
                                                      call.root, comm.variant, algorithm,
                                                      call.itemsize, call.send, call.recv)
                 memo.repeat = Repeat(bound, flat, check, sig, zero=zero, **start)
+                memo.shape = shape_template_of(template)
+                if memo.shape is not None:
+                    memo.arrays = shaped_arrays(memo.shape, args)
             _install_start(comm, imethod, memo)
     preq = progress.start(bound, agree=flat, check=check,
                           signature=sig, what=imethod, call=t, **start)
@@ -1300,7 +1395,8 @@ class _IMemo:
 
     __slots__ = ("template", "args", "bound", "flat", "check", "sig", "start", "epoch", "call",
                  "row", "table", "data", "repeat", "counts", "counts_repeat", "table_buf",
-                 "table_busy", "sink", "data_repeat", "counts_what")
+                 "table_busy", "sink", "data_repeat", "counts_what", "shape", "arrays",
+                 "shaped")
 
     def __init__(self, template, args, bound, flat, check, sig, start, epoch, call=None,
                  row=None):
@@ -1310,6 +1406,10 @@ class _IMemo:
         self.repeat = self.counts = self.counts_repeat = self.table_buf = None
         self.table_busy, self.sink, self.data_repeat = False, [None], None
         self.counts_what = None
+        #: a fixed-count call's template for other arrays of its shape
+        #: (:func:`shape_template_of`), its own arrays then, and its repeats for other arrays
+        #: by their addresses (:func:`_shaped_repeat`)
+        self.shape, self.arrays, self.shaped = None, (), {}
 
     def count_table(self, comm, imethod):
         """Make :attr:`counts_repeat`, the :class:`~dualmpi.engine.nonblocking.Repeat` a

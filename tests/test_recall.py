@@ -323,6 +323,63 @@ def test_a_nonblocking_repeat_matcher_returns_its_request_or_none():
     assert match(a, 0) is None and len(ran) == 3
 
 
+@needs_c
+def test_a_nonblocking_repeat_matcher_starts_the_repeat_made_for_new_arrays_of_its_shape():
+    """``Recall.start`` with a shape template (``calls.shape_template_of``): arguments of
+    other arrays of the shape start ``shaped[their addresses]`` — and the request then holds
+    the arguments (``_plan.keep``: the copies address them) — or None when it has none, when
+    the arrays share bytes or differ in dtype, shape or writability."""
+    from types import SimpleNamespace
+
+    from dualmpi.calls import shape_template_of
+
+    a, b = np.zeros(4), np.zeros(8)
+    engine, alarm, ran = _Engine(), SimpleNamespace(broken=None), []
+
+    def start(repeat, what):
+        ran.append(repeat)
+        return SimpleNamespace(_plan=SimpleNamespace(keep=None))
+
+    template = template_of((a, [b, 8], 0))
+    shaped = {}
+    match = KIND.start(start, "repeat", "Iallgather", alarm, template, engine,
+                       engine.evictions, shape_template_of(template), shaped)
+    assert match(a, [b, 8], 0)._plan.keep is None and ran == ["repeat"]
+    x, y = np.ones(4), np.ones(8)
+    assert match(x, [y, 8], 0) is None and len(ran) == 1  # no repeat made for them yet
+    shaped[(x.ctypes.data, y.ctypes.data)] = "shaped"
+    got = match(x, [y, 8], 0)
+    assert ran[-1] == "shaped" and got._plan.keep[0] is x and got._plan.keep[1][0] is y
+    both = np.zeros(12)
+    shaped[(both.ctypes.data, both[2:].ctypes.data)] = "overlapping"
+    for args in ((both[:4], [both[2:10], 8], 0), (x.astype(np.float32), [y, 8], 0),
+                 (x, [y[:4], 8], 0), (x, [y, 9], 0)):
+        assert match(*args) is None
+    y.flags.writeable = False
+    assert match(x, [y, 8], 0) is None and len(ran) == 2
+    with pytest.raises(ValueError):
+        KIND.start(start, "repeat", "Iallgather", alarm, template, engine, 0, (), None)
+
+
+@pytest.mark.parametrize("impl", ["python", pytest.param("c", marks=needs_c)])
+def test_shape_templates_compare_alike_in_c_and_python(impl):
+    """``SHAPE`` entries: any ndarray (exactly) of the dtype, shape, strides and writability;
+    not an array of another kind, a strided view or a copy made read-only."""
+    from dualmpi import calls
+
+    same = calls._same_python if impl == "python" else MODULE.same
+    a = np.zeros((2, 3))
+    t = calls.shape_template_of(template_of((a, 0)))
+    ro = np.zeros((2, 3))
+    ro.flags.writeable = False
+    assert same(t, (np.ones((2, 3)), 0)) and same(t, (a, 0))
+    for other in (np.ones((3, 2)), np.ones((2, 3), np.float32), np.ones((2, 6))[:, ::2],
+                  np.ones((2, 3)).view(np.recarray), ro):
+        assert not same(t, (other, 0))
+    assert not same(t, (np.ones((2, 3)), 1))
+    assert calls.shape_template_of(template_of((np.ones((3, 4))[:, :2], 0))) is None
+
+
 def test_a_sighting_names_arrays_by_weak_reference():
     """What the zero-copy gate keeps of a call's buffers (``Comm._last``): the arrays, also
     those of buffer specs written anew for every call, by weak reference (a dead array is not

@@ -302,6 +302,46 @@ class Repeat:
                                                           list(zero[2]), [], sig, c_op)
             self.z_addr = self.z_c.ctypes.data
 
+    def rebased(self, old, new):
+        """Return this repeat for other arrays: ``new[k]`` (C-contiguous, of ``old[k]``'s size)
+        in place of ``old[k]``, or None.
+
+        Every address of its copies in and out that lies in ``old[k]`` moves with it (None
+        when one lies in none of them); it copies through the plan's stores (not zero-copy,
+        whose plan is bound to ``old``'s addresses) and holds no buffer (``send``, ``recv``
+        None: a start reads only its copies' table).  A repeat of a call on new arrays of the
+        shape the call was made on (``dualmpi.calls._shaped_repeat``); the rest is shared
+        with this one.
+        """
+        spans = [(a.ctypes.data, a.nbytes) for a in old]
+        bases = [a.ctypes.data for a in new]
+
+        def moved(v):
+            for k, (lo, n) in enumerate(spans):
+                if lo <= v <= lo + n:
+                    return k, v - lo
+            raise LookupError(v)
+
+        if self.c is None:
+            return None
+        cin, cout = self._cin.copy(), self._cout.copy()
+        try:
+            for row, col in [(r, 1) for r in cin[:-1]] + [(r, 0) for r in cout[:-1]]:
+                k, at = moved(int(row[col]))
+                row[col] = bases[k] + at
+        except LookupError:
+            return None
+        out = Repeat.__new__(Repeat)
+        for name in Repeat.__slots__:
+            if hasattr(self, name):
+                setattr(out, name, getattr(self, name))
+        out.zero = out.z_c = out.z_comp = out._zin = out._zout = out.send = out.recv = None
+        out.z_addr = 0
+        out.c, out._cin, out._cout = self.c.copy(), cin, cout
+        out.c[_M_CIN], out.c[_M_COUT] = cin.ctypes.data, cout.ctypes.data
+        out.c_addr = out.c.ctypes.data
+        return out
+
     def _table(self, bound, at, cin, cout, sig, c_op):
         """Return ``dualmpi_istart``'s array for ``bound`` (its store at ``at``: 0 for a run's
         own store, whose offsets are relative) and its copies in and out (kept alive)."""
@@ -366,12 +406,17 @@ class PlanRequest:
         Why it failed (raised by :meth:`outcome`).
     result : object
         What ``finish()`` returned.
+    keep : tuple or None
+        A repeat's on new arrays of its call's shape (``dualmpi.calls._shaped_repeat``): the
+        call's arguments, held until the request ends, as mpi4py's request holds its
+        buffers: the repeat's copies address them, and a program may pass arrays nothing
+        else holds (``net.Iallgather(x, np.empty(n)).Wait()``).
     """
 
     __slots__ = ("progress", "compiled", "store", "tag", "seq", "what", "recv", "combine", "check",
                  "finish", "stage", "k", "reqs", "peers", "since", "done", "error", "result",
                  "agree_in", "agree_out", "bad", "signature", "call", "known", "modes",
-                 "store_mode", "c_state", "c_addr", "c_reqs", "c_mode", "c_call")
+                 "store_mode", "c_state", "c_addr", "c_reqs", "c_mode", "c_call", "keep")
 
     def outcome(self):
         """Return the result of a finished request, or raise its error."""
@@ -655,7 +700,7 @@ class Progress:
         req.recv, req.combine, req.check, req.finish = recv, combine or _add_bytes, check, finish
         req.done, req.error, req.result, req.bad = False, None, None, None
         req.k, req.reqs, req.peers, req.agree_in = -1, [], (), None
-        req.call, req.known, req.modes, req.store_mode = call, None, (), None
+        req.call, req.known, req.modes, req.store_mode, req.keep = call, None, (), None, None
         req.agree_out = None if agree is None else np.asarray(agree, dtype=np.int64).reshape(-1)
         req.stage, req.since = _START, time.monotonic()
         self.active.append(req)
@@ -725,6 +770,7 @@ class Progress:
         req.c_call = call
         req.done = False
         req.error = req.result = req.bad = req.agree_in = req.known = req.store_mode = None
+        req.keep = None
         req.reqs, req.peers, req.modes = [], (), ()
         req.call = None if plain else int(self.transport.alarm.seq[0])
         req.stage, req.since = _CROUNDS, time.monotonic()
@@ -1121,7 +1167,7 @@ class Progress:
             if comp.retired and comp.users == 0:
                 comp.free()
         req.store = req.recv = req.finish = req.check = req.combine = req.agree_in = None
-        req.c_state = req.c_reqs = req.c_mode = req.c_call = None
+        req.c_state = req.c_reqs = req.c_mode = req.c_call = req.keep = None
 
     def _fail(self, req, exc):
         """End ``req`` with error ``exc``; its posted messages are cancelled or left to finish."""

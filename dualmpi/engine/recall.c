@@ -47,12 +47,16 @@
  *       (a buffer spec made anew for every call, ``[buf, MPI.DOUBLE]``) and
  *       ``engine.evictions == epoch``; otherwise it returns False and runs nothing.
  *
- *   Recall.start(start, repeat, what, alarm, template, engine, epoch)
+ *   Recall.start(start, repeat, what, alarm, template, engine, epoch[, shape, shaped])
  *       a nonblocking method's matcher by value: calling it with arguments equal to what
  *       ``template`` was made of, ``engine.evictions == epoch`` and ``alarm.broken`` None
  *       returns ``start(repeat, what)`` (an IRestart, below: the repeat's request), or None
  *       when that returns None or NotImplemented or the arguments do not match (the Python
- *       path starts the call).
+ *       path starts the call).  With ``shape`` (a template whose arrays are compared by
+ *       dtype, shape, strides and writability: dualmpi.calls.shape_template_of), arguments
+ *       equal to what that was made of, two arrays apart, start ``shaped[addresses]``
+ *       instead (a dict by the tuple of the arrays' data addresses, which the Python path
+ *       fills: a repeat whose copies are at those addresses), or None when it has none.
  *
  *   Recall.chain(matchers)
  *       several matchers of one method (a tuple of them, the most recent first): calling it
@@ -78,6 +82,8 @@
 #define SEEN 8  /* arrays a matcher by shape declines: its last calls' (Recall.shape's seen) */
 
 typedef int (*run_fn)(void *);
+/* The kinds of a template's entries (see same(), below). */
+enum { TK_SAME, TK_ARRAY, TK_INT, TK_INTS, TK_SEQ, TK_VALUES, TK_HANDLE, TK_SHAPE };
 
 typedef struct {
     PyArrayObject *array;     /* held (also among the held arguments); NULL by shape */
@@ -109,12 +115,15 @@ typedef struct Recall {
     Py_ssize_t npatch;
     int declines, next_seen;  /* it declines the arrays ``seen`` refers to (weakly) */
     PyObject *seen[SEEN];
+    /* a nonblocking repeat's (kind 3): calls on other arrays of its shape, and their repeats
+     * by the arrays' addresses (Recall.start's shape and shaped) */
+    PyObject *shape_template, *shaped_repeats;
     int matcher;              /* 0 a bound call, 1 a matcher, 2 a chain (``call``: a tuple),
                                * 3 a nonblocking repeat's (``call``: start, repeat, what, alarm) */
 } Recall;
 
 static PyTypeObject RecallType;
-static PyObject *str_state, *str_evictions, *str_broken;
+static PyObject *str_state, *str_evictions, *str_broken, *str_plan, *str_keep;
 
 static void Recall_dealloc(Recall *self)
 {
@@ -127,6 +136,8 @@ static void Recall_dealloc(Recall *self)
     for (int i = 0; i < MAX_HELD; i++)
         Py_XDECREF(self->held[i]);
     Py_XDECREF(self->template);
+    Py_XDECREF(self->shape_template);
+    Py_XDECREF(self->shaped_repeats);
     for (int i = 0; i < self->nchecks; i++) {
         Py_XDECREF((PyObject *)self->checks[i].array);
         Py_XDECREF((PyObject *)self->checks[i].dtype);
@@ -302,6 +313,80 @@ static void write_patches(Recall *self, PyObject *const *args)
             note_seen(self, args[self->checks[i].arg]);
 }
 
+/* A nonblocking repeat's matcher given other arrays of its shape (``shape_template``, the
+ * cache unchanged, two arrays apart): the repeat made for their addresses (borrowed, from
+ * ``shaped``: a dict by the tuple of the arrays' data addresses), or NULL (an error set, or
+ * none: the Python path makes it). */
+static PyObject *shaped_repeat(Recall *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *t = self->shape_template, *arrays[MAX_CHECKS];
+    int n = 0;
+    if (nargs != PyTuple_GET_SIZE(t))
+        return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        PyObject *e = PyTuple_GET_ITEM(t, i);
+        int ok = same(e, args[i]);
+        if (ok != 1)
+            return NULL;
+        long kind = PyLong_AsLong(PyTuple_GET_ITEM(e, 0));
+        PyObject *a = NULL;
+        if (kind == TK_SHAPE)
+            a = args[i];
+        else if (kind == TK_SEQ && PyTuple_GET_SIZE(PyTuple_GET_ITEM(e, 2)) &&
+                 PyLong_AsLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(PyTuple_GET_ITEM(e, 2), 0), 0))
+                     == TK_SHAPE)
+            a = PySequence_Fast_GET_ITEM(args[i], 0);
+        if (a != NULL) {
+            if (n == MAX_CHECKS)
+                return NULL;
+            arrays[n++] = a;
+        }
+    }
+    if (n == 2) {
+        PyArrayObject *a = (PyArrayObject *)arrays[0], *b = (PyArrayObject *)arrays[1];
+        char *la = PyArray_BYTES(a), *lb = PyArray_BYTES(b);
+        npy_intp na = PyArray_NBYTES(a), nb = PyArray_NBYTES(b);
+        if (na && nb && la < lb + nb && lb < la + na)
+            return NULL;
+    }
+    if (same_epoch(self) != 1)
+        return NULL;
+    PyObject *key = PyTuple_New(n);
+    if (key == NULL)
+        return NULL;
+    for (int k = 0; k < n; k++) {
+        PyObject *v = PyLong_FromVoidPtr(PyArray_DATA((PyArrayObject *)arrays[k]));
+        if (v == NULL) {
+            Py_DECREF(key);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(key, k, v);
+    }
+    PyObject *repeat = PyDict_GetItemWithError(self->shaped_repeats, key);
+    Py_DECREF(key);
+    return repeat;
+}
+
+/* A request started on new arrays (a shaped repeat) holds the call's arguments while its
+ * PlanRequest lives (``request._plan.keep``), as mpi4py's request holds its buffers. */
+static int keep_args(PyObject *request, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *plan = PyObject_GetAttr(request, str_plan);
+    if (plan == NULL)
+        return -1;
+    PyObject *held = PyTuple_New(nargs);
+    if (held == NULL) {
+        Py_DECREF(plan);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        PyTuple_SET_ITEM(held, i, Py_NewRef(args[i]));
+    int err = PyObject_SetAttr(plan, str_keep, held);
+    Py_DECREF(held);
+    Py_DECREF(plan);
+    return err;
+}
+
 static PyObject *Recall_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf,
                                    PyObject *kwnames)
 {
@@ -317,10 +402,16 @@ static PyObject *Recall_vectorcall(PyObject *obj, PyObject *const *args, size_t 
     if (self->matcher == 3) {  /* a nonblocking repeat: its request, or None */
         if (kwnames && PyTuple_GET_SIZE(kwnames))
             Py_RETURN_NONE;
-        int ok = matches(self, args, nargs);
-        if (ok <= 0)
-            return ok < 0 ? NULL : Py_NewRef(Py_None);
         PyObject *t = self->call;  /* (start, repeat, what, alarm) */
+        PyObject *repeat = PyTuple_GET_ITEM(t, 1);
+        int ok = matches(self, args, nargs);
+        if (ok < 0)
+            return NULL;
+        if (!ok) {  /* other arrays of its shape, at addresses a repeat was made for? */
+            repeat = self->shape_template == NULL ? NULL : shaped_repeat(self, args, nargs);
+            if (repeat == NULL)
+                return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+        }
         PyObject *broken = PyObject_GetAttr(PyTuple_GET_ITEM(t, 3), str_broken);
         if (broken == NULL)
             return NULL;
@@ -328,8 +419,11 @@ static PyObject *Recall_vectorcall(PyObject *obj, PyObject *const *args, size_t 
         Py_DECREF(broken);
         if (raised)
             Py_RETURN_NONE;
-        PyObject *out = PyObject_Vectorcall(PyTuple_GET_ITEM(t, 0), &PyTuple_GET_ITEM(t, 1), 2,
-                                            NULL);
+        PyObject *pair[2] = {repeat, PyTuple_GET_ITEM(t, 2)};
+        PyObject *out = PyObject_Vectorcall(PyTuple_GET_ITEM(t, 0), pair, 2, NULL);
+        if (out != NULL && out != Py_None && out != Py_NotImplemented &&
+                repeat != PyTuple_GET_ITEM(t, 1) && keep_args(out, args, nargs) < 0)
+            Py_CLEAR(out);
         if (out == Py_NotImplemented) {
             Py_DECREF(out);
             Py_RETURN_NONE;
@@ -576,17 +670,21 @@ static PyObject *Recall_like(PyObject *Py_UNUSED(cls), PyObject *args)
     return (PyObject *)self;
 }
 
-/* Recall.start(start, repeat, what, alarm, template, engine, epoch): a matcher by value of a
- * nonblocking method's repeat. */
+/* Recall.start(start, repeat, what, alarm, template, engine, epoch[, shape, shaped]): a
+ * matcher by value of a nonblocking method's repeat (and of calls on other arrays of its
+ * shape). */
 static PyObject *Recall_start(PyObject *Py_UNUSED(cls), PyObject *args)
 {
-    PyObject *start, *repeat, *what, *alarm, *template, *engine;
+    PyObject *start, *repeat, *what, *alarm, *template, *engine, *shape = Py_None,
+             *shaped = Py_None;
     long long epoch;
-    if (!PyArg_ParseTuple(args, "OOOOO!OL", &start, &repeat, &what, &alarm, &PyTuple_Type,
-                          &template, &engine, &epoch))
+    if (!PyArg_ParseTuple(args, "OOOOO!OL|OO", &start, &repeat, &what, &alarm, &PyTuple_Type,
+                          &template, &engine, &epoch, &shape, &shaped))
         return NULL;
-    if (!PyCallable_Check(start)) {
-        PyErr_SetString(PyExc_ValueError, "Recall.start: a callable");
+    if (!PyCallable_Check(start) || (shape != Py_None && (!PyTuple_Check(shape) ||
+                                                          !PyDict_CheckExact(shaped)))) {
+        PyErr_SetString(PyExc_ValueError, "Recall.start: a callable (and a shape template "
+                        "with a dict of repeats)");
         return NULL;
     }
     Recall *self = new_recall(3);
@@ -602,6 +700,10 @@ static PyObject *Recall_start(PyObject *Py_UNUSED(cls), PyObject *args)
     Py_INCREF(engine);
     self->engine = engine;
     self->epoch = epoch;
+    if (shape != Py_None) {
+        self->shape_template = Py_NewRef(shape);
+        self->shaped_repeats = Py_NewRef(shaped);
+    }
     return (PyObject *)self;
 }
 
@@ -642,22 +744,27 @@ static PyObject *Recall_chain(PyObject *Py_UNUSED(cls), PyObject *args)
  *   (SEQ, type, (entries...))            a list or tuple (exactly) of items, each compared
  *   (VALUES, dtype, shape, bytes)        an integer array of those values (C-contiguous)
  *   (HANDLE, obj, handle)                the same MPI object, whose ``handle`` is still that
+ *   (SHAPE, dtype, shape, strides, w)    any numpy.ndarray (exactly) of that dtype (by
+ *                                        identity), shape, strides and writability
+ *                                        (dualmpi.calls.shape_template_of)
  */
-enum { TK_SAME, TK_ARRAY, TK_INT, TK_INTS, TK_SEQ, TK_VALUES, TK_HANDLE };
+/* (the kinds are listed above same(), below) */
 
 static PyObject *str_handle;
 
 static int same(PyObject *t, PyObject *x);
 
-static int same_array(PyObject *t, PyObject *x)
+/* (ARRAY, a, dtype, shape, strides, w): ``at`` 2; (SHAPE, dtype, shape, strides, w): ``at`` 1 */
+static int same_array(PyObject *t, PyObject *x, int at)
 {
-    if (x != PyTuple_GET_ITEM(t, 1))
+    if (at == 2 ? x != PyTuple_GET_ITEM(t, 1) : !PyArray_CheckExact(x))
         return 0;
     PyArrayObject *a = (PyArrayObject *)x;
-    PyObject *shape = PyTuple_GET_ITEM(t, 3), *strides = PyTuple_GET_ITEM(t, 4);
+    PyObject *shape = PyTuple_GET_ITEM(t, at + 1), *strides = PyTuple_GET_ITEM(t, at + 2);
     int nd = PyArray_NDIM(a);
-    if ((PyObject *)PyArray_DESCR(a) != PyTuple_GET_ITEM(t, 2) || nd != PyTuple_GET_SIZE(shape) ||
-            PyObject_IsTrue(PyTuple_GET_ITEM(t, 5)) != (PyArray_ISWRITEABLE(a) != 0))
+    if ((PyObject *)PyArray_DESCR(a) != PyTuple_GET_ITEM(t, at) ||
+            nd != PyTuple_GET_SIZE(shape) ||
+            PyObject_IsTrue(PyTuple_GET_ITEM(t, at + 3)) != (PyArray_ISWRITEABLE(a) != 0))
         return 0;
     for (int d = 0; d < nd; d++) {
         if (PyArray_DIMS(a)[d] != PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d)) ||
@@ -685,7 +792,9 @@ static int same(PyObject *t, PyObject *x)
     case TK_SAME:
         return x == PyTuple_GET_ITEM(t, 1);
     case TK_ARRAY:
-        return same_array(t, x);
+        return same_array(t, x, 2);
+    case TK_SHAPE:
+        return same_array(t, x, 1);
     case TK_INT:
         return same_int(x, PyLong_AsLongLong(PyTuple_GET_ITEM(t, 1)));
     case TK_INTS: {
@@ -1105,13 +1214,13 @@ enum {
     PL_PROGRESS, PL_COMPILED, PL_STORE, PL_TAG, PL_SEQ, PL_WHAT, PL_RECV, PL_COMBINE, PL_CHECK,
     PL_FINISH, PL_STAGE, PL_K, PL_REQS, PL_PEERS, PL_SINCE, PL_DONE, PL_ERROR, PL_RESULT,
     PL_AGREE_IN, PL_AGREE_OUT, PL_BAD, PL_SIGNATURE, PL_CALL, PL_KNOWN, PL_MODES, PL_STORE_MODE,
-    PL_C_STATE, PL_C_ADDR, PL_C_REQS, PL_C_MODE, PL_C_CALL, PL_SLOTS
+    PL_C_STATE, PL_C_ADDR, PL_C_REQS, PL_C_MODE, PL_C_CALL, PL_KEEP, PL_SLOTS
 };
 static const char *plan_slots[PL_SLOTS] = {
     "progress", "compiled", "store", "tag", "seq", "what", "recv", "combine", "check",
     "finish", "stage", "k", "reqs", "peers", "since", "done", "error", "result",
     "agree_in", "agree_out", "bad", "signature", "call", "known", "modes", "store_mode",
-    "c_state", "c_addr", "c_reqs", "c_mode", "c_call"
+    "c_state", "c_addr", "c_reqs", "c_mode", "c_call", "keep"
 };
 enum { WR_PROGRESS, WR_PLAN, WR_ACTIVE, WR_SLOTS };
 static const char *wrap_slots[WR_SLOTS] = {"_progress", "_plan", "_active"};
@@ -1734,6 +1843,7 @@ static PyObject *IRestart_close(IRestart *self, PyObject *req)
     }
     /* _end */
     put_ref(req, o[PL_DONE], Py_True);
+    put_ref(req, o[PL_KEEP], Py_None);
     put_ref(req, o[PL_STAGE], self->done_obj);
     for (Py_ssize_t i = PyList_GET_SIZE(self->active) - 1; i >= 0; i--)
         if (PyList_GET_ITEM(self->active, i) == req) {
@@ -2218,7 +2328,10 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
     str_evictions = PyUnicode_InternFromString("evictions");
     str_handle = PyUnicode_InternFromString("handle");
     str_broken = PyUnicode_InternFromString("broken");
-    if (str_state == NULL || str_evictions == NULL || str_handle == NULL || str_broken == NULL)
+    str_plan = PyUnicode_InternFromString("_plan");
+    str_keep = PyUnicode_InternFromString("keep");
+    if (str_state == NULL || str_evictions == NULL || str_handle == NULL || str_broken == NULL ||
+            str_plan == NULL || str_keep == NULL)
         return NULL;
     static const struct { const char *name; PyTypeObject *type; } types[] = {
         {"Recall", &RecallType}, {"VRecall", &VRecallType}, {"CFunc", &CFuncType},

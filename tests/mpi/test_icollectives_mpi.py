@@ -623,10 +623,12 @@ def test_repeats_start_in_c_and_match_mpi(net_i, n):
     # the first round of calls agrees; the two after it start in C, the fixed-count ones and
     # the v-variants' count tables and data (plain: no agreement), and so do the barriers
     # beside them (one a case); on one rank a plan may have no round (one node: nothing to
-    # start in C)
+    # start in C). A fixed-count call of the first round starts in C too when an earlier
+    # test's call of its shape is remembered (a repeat for its new arrays:
+    # calls._shaped_repeat)
     most = 2 * (len(cases) + len(vector))
     want = most if _compiled_start(net) and SIZE > 1 else 0
-    ok = not bad and want <= started <= most + len(cases)
+    ok = not bad and want <= started <= most + 2 * len(cases)
     # zero-copy: every fixed-count repeat started in C but Ibarrier's, when one node per rank
     zero, bound = progress.zero_copy - zero, n == LARGE and net.q == 1
     ok = ok and zero == (2 * len(fixed) if bound and want else 0)

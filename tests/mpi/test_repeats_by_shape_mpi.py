@@ -194,3 +194,91 @@ def test_large_pieces_on_new_arrays_run_by_shape_and_arrays_passed_again_bind(in
     bound = any(e.pins for e in entries)
     assert agree(not problems and shaped and (bound or not net._zero_copy)), \
         (problems, shaped, bound, net._zero_copy)
+
+
+#: The nonblocking forms of the fixed-count collectives (their blocking twins as in _case).
+INAMES = ["Bcast", "Scatter", "Gather", "Allgather", "Alltoall", "Reduce", "Allreduce", "Scan",
+          "Exscan", "Reduce_scatter_block", "Allreduce-in-place"]
+
+
+class _Started:
+    """``target`` whose collective methods start its nonblocking ones (``Ibcast`` for
+    ``Bcast``) and return their requests."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def __getattr__(self, name):
+        return getattr(self.target, _nonblocking(name))
+
+
+def _nonblocking(name):
+    """``Ibcast`` for ``Bcast``."""
+    return "I" + name[0].lower() + name[1:]
+
+
+@pytest.mark.parametrize("index", NETS)
+@pytest.mark.parametrize("name", INAMES)
+def test_nonblocking_calls_on_new_arrays_of_one_shape_equal_mpi(index, name):
+    """A nonblocking fixed-count call on new slices every time (``calls._shaped_repeat``: the
+    remembered call's repeat for their addresses), two of them in flight at once on different
+    slices and waited for in reverse order: every result equals COMM_WORLD's, the bytes around
+    each slice untouched, and the calls after the first ran as repeats for their addresses."""
+    net = network(index)
+    ns, nr, run = _case(name, K)
+    started = _Started(net)
+    problems = []
+    for call in range(CALLS):
+        pairs = []
+        for lane in range(2):  # two calls in flight, each on slices of its own arrays
+            where = 3 + 5 * call + lane
+            sbig, sref = _pair(ns, 2 * call + lane, where)
+            rbig, rref = _pair(nr, 2 * call + lane + 100, where)
+            if name == "Bcast":
+                rbig = rref = None
+            send = sbig[where:where + ns] if ns else None
+            recv = rbig[where:where + nr] if nr else None
+            req = run(started, send, recv)
+            pairs.append((req, sbig, sref, rbig, rref, where))
+        for req, *_ in reversed(pairs):
+            req.Wait()
+        for _, sbig, sref, rbig, rref, where in pairs:
+            if name == "Bcast":
+                run(WORLD, sref[where:where + ns], None)
+            else:
+                run(WORLD, None if not ns else sref[where:where + ns], rref[where:where + nr])
+            if not np.array_equal(sbig, sref) or \
+                    (rbig is not None and not np.array_equal(rbig, rref)):
+                problems.append(call)
+    memo = net._i_memo.get(_nonblocking(name.split("-")[0]))
+    shaped = memo is not None and len(memo.shaped) > 0
+    assert agree(not problems and (shaped or SIZE == 1)), (problems, shaped)
+
+
+@pytest.mark.parametrize("index", NETS)
+def test_a_nonblocking_call_holds_its_new_arrays_until_it_ends(index):
+    """``net.Iallgather(x, np.empty(n))``: nothing but the request holds the receive array,
+    whose address the repeat copies the result to (``PlanRequest.keep``); it stays alive until
+    the request is done and is released with it."""
+    import gc
+    import weakref
+
+    net = network(index)
+    x = np.arange(3.0) + RANK
+    ok = True
+    refs = []
+    for call in range(4):
+        req = net.Iallgather(x, np.empty(3 * SIZE))
+        refs.append(weakref.ref(req._plan.keep[1]) if getattr(req._plan, "keep", None) else None)
+        gc.collect()
+        alive = refs[-1] is None or refs[-1]() is not None
+        req.Wait()
+        got = refs[-1]() if refs[-1] is not None else None
+        want = np.empty(3 * SIZE)
+        WORLD.Allgather(x, want)
+        ok = ok and alive and (got is None or np.array_equal(got, want))
+        del req, got
+    gc.collect()
+    held = sum(1 for r in refs if r is not None)
+    freed = all(r() is None for r in refs if r is not None)
+    assert agree(ok and freed and (held >= 2 or SIZE == 1)), (ok, freed, held)
