@@ -1290,8 +1290,8 @@ def icollective(comm, imethod, method, read, args=None):
             if repeat is not memo.repeat:
                 req._plan.keep = tuple(args)
             return req
-        if repeat is not memo.repeat:  # (a shaped repeat Python must start: read afresh)
-            memo = None
+    if memo is not None and repeat is not memo.repeat:  # (a repeat for other arrays that
+        memo = None  # Python must start: the call read afresh)
     if memo is not None and memo.counts_repeat is not None and \
             comm._transport.alarm.broken is None:
         # a v-variant's repeat: its count table's request restarted in C (_Chain, t None)
