@@ -282,3 +282,23 @@ def test_a_nonblocking_call_holds_its_new_arrays_until_it_ends(index):
     held = sum(1 for r in refs if r is not None)
     freed = all(r() is None for r in refs if r is not None)
     assert agree(ok and freed and (held >= 2 or SIZE == 1)), (ok, freed, held)
+
+
+@pytest.mark.parametrize("index", NETS)
+def test_empty_slices_repeat_by_shape_as_mpi_does(index):
+    """Count 0 (``big[i:i]``, a new empty view every call): blocking and nonblocking calls
+    repeat by shape, receive nothing, and leave the receive array's bytes alone."""
+    net = network(index)
+    big = np.arange(20.0) + RANK
+    problems = []
+    for call in range(5):
+        mine, ref = np.full(4, SENTINEL), np.full(4, SENTINEL)
+        net.Allgather(big[call:call], mine[call % 3:call % 3])
+        net.Iallgather(big[call:call], mine[1:1]).Wait()
+        WORLD.Allgather(big[call:call], ref[:0])
+        if not np.array_equal(mine, ref):
+            problems.append(call)
+    shaped = any(e.by_shape_ for e in net._recalls.get("Allgather", ()))
+    memo = net._i_memo.get("Iallgather")
+    ishaped = memo is not None and len(memo.shaped) > 0
+    assert agree(not problems and shaped and (ishaped or SIZE == 1)), (problems, shaped, ishaped)
