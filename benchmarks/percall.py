@@ -40,14 +40,22 @@ FORMS = {
     "Ibarrier": lambda c, s, r, g: c.Ibarrier().Wait(),
     "Bcast": lambda c, s, r, g: c.Bcast(r, 0),
     "Allreduce": lambda c, s, r, g: c.Allreduce(s, r),
+    "Allreduce_uint8": lambda c, s, r, g: c.Allreduce(s, r),
+    "Iallreduce_uint8": lambda c, s, r, g: c.Iallreduce(s, r).Wait(),
+    "Allreduce_int16": lambda c, s, r, g: c.Allreduce(s, r),
 }
 
+#: The element type of a form's buffers (int64 where not named: one element).
+DTYPES = {"Allreduce_uint8": np.uint8, "Iallreduce_uint8": np.uint8,
+          "Allreduce_int16": np.int16}
 
-def buffers(rank, size):
-    """Fresh buffers of 8 bytes a rank: ``send`` and ``recv`` (one int64; rank 0's ``recv``
-    is the broadcast's data) and ``gathered`` (one per rank)."""
-    recv = np.array([7 if rank == 0 else 0], dtype=np.int64)
-    return np.array([rank + 1], dtype=np.int64), recv, np.zeros(size, dtype=np.int64)
+
+def buffers(rank, size, dtype=np.int64):
+    """Fresh buffers of 8 bytes a rank of ``dtype``: ``send`` and ``recv`` (rank 0's ``recv``
+    is the broadcast's data) and ``gathered`` (8 bytes per rank)."""
+    n = 8 // np.dtype(dtype).itemsize
+    recv = np.full(n, 7 if rank == 0 else 0, dtype=dtype)
+    return np.full(n, rank + 1, dtype=dtype), recv, np.zeros(n * size, dtype=dtype)
 
 
 def loop(world, call, comm, bufs, calls):
@@ -86,7 +94,7 @@ def main(argv=None):
     rows = []
     for form in forms:
         call = FORMS[form]
-        bufs = {name: buffers(rank, size) for name in comms}
+        bufs = {name: buffers(rank, size, DTYPES.get(form, np.int64)) for name in comms}
         for name, comm in comms.items():  # (the check, and the warm-up: plans cached)
             for _ in range(3):
                 call(comm, *bufs[name])
@@ -104,7 +112,8 @@ def main(argv=None):
         times = {name: np.max(world.allgather(np.array(t)), axis=0).tolist()
                  for name, t in times.items()}
         med = {name: statistics.median(t) for name, t in times.items()}
-        row = {"form": form, "bytes": 8, "us": med, "samples": times,
+        row = {"form": form, "bytes": 8, "dtype": np.dtype(DTYPES.get(form, np.int64)).name,
+               "us": med, "samples": times,
                "dualmpi-native_us": statistics.median(
                    d - n for d, n in zip(times["dualmpi"], times["native"])),
                "dualmpi/native": statistics.median(
@@ -116,7 +125,7 @@ def main(argv=None):
         if rank == 0:
             extra = (f"  against {med['against']:6.2f}  dualmpi/against {row['dualmpi/against']:5.2f}"
                      if args.against else "")
-            print(f"{form:11s} dualmpi {med['dualmpi']:6.2f} us  native {med['native']:6.2f}"
+            print(f"{form:16s} dualmpi {med['dualmpi']:6.2f} us  native {med['native']:6.2f}"
                   f"  dualmpi-native {row['dualmpi-native_us']:5.2f} us"
                   f"  dualmpi/native {row['dualmpi/native']:5.2f}{extra}", flush=True)
     load1 = os.getloadavg()[0]

@@ -45,6 +45,11 @@ def resolve(op, dtype, what, MPI=None):
     Traceback (most recent call last):
     ...
     dualmpi.errors.InputError: Allreduce: the operation bitwise_and does not apply to float64
+    >>> from mpi4py import MPI
+    >>> resolve(MPI.MAX, np.dtype(complex), "Allreduce", MPI)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dualmpi.errors.InputError: Allreduce: the operation MAX does not apply to complex128 ...
     >>> resolve(np.subtract, np.dtype(float), "Allreduce")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -71,6 +76,10 @@ def resolve(op, dtype, what, MPI=None):
                 if mpi_name in ("LAND", "LOR", "LXOR") and dtype.kind not in "biu":
                     raise InputError(f"{what}: the operation {mpi_name} does not apply to "
                                      f"{dtype} (MPI defines it on integers and logicals)")
+                if mpi_name in ("MIN", "MAX") and dtype.kind == "c":
+                    raise InputError(f"{what}: the operation {mpi_name} does not apply to "
+                                     f"{dtype} (MPI defines it on integers and floating "
+                                     "point, not on complex numbers)")
                 ufunc, name = fn, mpi_name
                 key, code = ("mpi", mpi_name), zlib.crc32(mpi_name.encode())
                 break

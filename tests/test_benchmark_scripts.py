@@ -232,12 +232,13 @@ def test_percall_benchmark_times_each_form_against_native(tmp_path):
     ``--against`` the commit's too; a bad form is refused with exit status 2."""
     out = tmp_path / "percall.json"
     job = run_job(mpi_cmd(2, REPO / "benchmarks" / "percall.py", "hypercube:n=1", "--forms",
-                          "Ibcast,Iallgather,Bcast", "--calls", "5", "--repeats", "2", "--json",
-                          out), ompi_env(120), timeout=180)
+                          "Ibcast,Iallgather,Bcast,Allreduce_uint8", "--calls", "5", "--repeats",
+                          "2", "--json", out), ompi_env(120), timeout=180)
     assert job.returncode == 0 and not job.timed_out, job.stdout + job.stderr
     data = json.loads(out.read_text())
     assert data["format"] == "percall-1" and data["meta"]["calls"] == 5
-    assert [r["form"] for r in data["rows"]] == ["Ibcast", "Iallgather", "Bcast"]
+    assert [r["form"] for r in data["rows"]] == ["Ibcast", "Iallgather", "Bcast", "Allreduce_uint8"]
+    assert [r["dtype"] for r in data["rows"]] == ["int64"] * 3 + ["uint8"]
     for row in data["rows"]:
         assert set(row["samples"]) == {"dualmpi", "native"}
         assert all(len(ts) == 2 and min(ts) > 0 for ts in row["samples"].values())

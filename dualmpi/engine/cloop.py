@@ -38,7 +38,8 @@ SYMBOLS = ("dualmpi_request_size", "dualmpi_fields", "dualmpi_run", "dualmpi_ste
            "dualmpi_istart", "dualmpi_start_fields", "dualmpi_mode_code", "dualmpi_python_code",
            "dualmpi_istep", "dualmpi_iwait", "dualmpi_alarm_code", "dualmpi_hook_code",
            "dualmpi_future", "dualmpi_nx_fields", "dualmpi_nexchange",
-           "dualmpi_npost", "dualmpi_ntest", "dualmpi_nwait")
+           "dualmpi_npost", "dualmpi_ntest", "dualmpi_nwait", "dualmpi_combine",
+           "dualmpi_kernel_ops", "dualmpi_kernel_types")
 
 
 class Library:
@@ -124,6 +125,9 @@ def load(library_version=""):
         lib.dualmpi_nx_fields.restype = ctypes.c_int
         for fn in (lib.dualmpi_nexchange, lib.dualmpi_npost, lib.dualmpi_ntest, lib.dualmpi_nwait):
             fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_void_p]
+        lib.dualmpi_combine.restype = ctypes.c_int
+        lib.dualmpi_combine.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int64] * 4
+        lib.dualmpi_kernel_ops.restype = lib.dualmpi_kernel_types.restype = ctypes.c_int
     _loaded.update(lib=lib, reason=why)
     return lib
 

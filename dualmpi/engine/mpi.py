@@ -896,20 +896,39 @@ def handle_dtype(lib):
     return {4: np.uint32, 8: np.uint64}.get(lib.dualmpi_request_size())
 
 
+#: The orders of the compiled loop's own kernels (rounds.c: K_OPS, K_TYPES): MPI's predefined
+#: operations, and the numpy type codes of int8, uint8, int16, uint16 and bool.
+_KERNEL_OPS = ("SUM", "PROD", "MIN", "MAX", "LAND", "LOR", "LXOR", "BAND", "BOR", "BXOR")
+_KERNEL_TYPES = "bBhH?"
+
+
 def _mpi_op(combine):
-    """Return ``(MPI_Op, MPI_Datatype, itemsize)`` handles of a predefined reduction, or None.
+    """Return ``(op, datatype, itemsize)`` of a reduction the compiled loop applies, or None.
 
     For an operator :func:`dualmpi.ops.resolve` marked ``predefined`` (MPI's own operation
-    on a numeric type MPI has): the compiled loop applies it with ``MPI_Reduce_local``.
+    on a numeric type): on C types of 32 bits and more, float and double (complex too) the
+    ``MPI_Op`` and ``MPI_Datatype`` handles, which the loop passes to ``MPI_Reduce_local``;
+    on 8- and 16-bit integers and bools datatype 0 and the code of the loop's own kernel
+    (``rounds.c``: the Open MPI 5.0.11 wheel's ``MPI_SUM`` on those saturates from 16
+    elements on, uint8 200 + 100 giving 255, not C's 44, which MPI defines and numpy
+    computes). None for anything else (float16, long double, pair types, numpy ufuncs,
+    user ops: numpy or ``Op.Reduce_local`` combines in Python).
+
+    >>> from dualmpi.ops import resolve
+    >>> _mpi_op(resolve(MPI.SUM, np.dtype(np.uint8), "Allreduce", MPI)[2])
+    (2, 0, 1)
+    >>> _mpi_op(resolve(MPI.BXOR, np.dtype(np.int16), "Allreduce", MPI)[2])
+    (75, 0, 2)
+    >>> _mpi_op(resolve(MPI.SUM, np.dtype(np.float16), "Allreduce", MPI)[2]) is None
+    True
     """
     predefined = getattr(combine, "predefined", None)
     if predefined is None:
         return None
     name, dtype = predefined
-    # C types of 32 bits and more, float and double (complex): not float16 nor long double,
-    # nor 8- and 16-bit integers, whose MPI_SUM the Open MPI 5.0.11 wheel computes with
-    # saturating vector adds from 16 elements on (uint8 200 + 100 gives 255, not 44: C's
-    # arithmetic, which MPI defines and numpy computes, wraps)
+    if dtype.isnative and dtype.char in _KERNEL_TYPES:
+        return 1 + 8 * _KERNEL_OPS.index(name) + _KERNEL_TYPES.index(dtype.char), 0, \
+            dtype.itemsize
     mpitype = MPI._typedict.get(dtype.char) if dtype.isnative and \
         dtype.char in "iIlLqQfdFD" else None
     if mpitype is None or not mpitype.is_predefined or mpitype.Get_size() != dtype.itemsize:

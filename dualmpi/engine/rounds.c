@@ -18,8 +18,9 @@
  * stops the loop before the rank forwards anything, and the caller raises the alarm.
  *
  * A reduction whose operation is one of MPI's own on a predefined type combines the blocks
- * that met in a round right after it, with MPI_Reduce_local (the table of combines per round:
- * A_NCOMB, A_COMBS), so the whole reduction is one C call; other operations (numpy ufuncs, user
+ * that met in a round right after it (the table of combines per round: A_NCOMB, A_COMBS), so
+ * the whole reduction is one C call: with MPI_Reduce_local, or for 8- and 16-bit integers and
+ * bools with this file's own kernels (reduce_local, below); other operations (numpy ufuncs, user
  * MPI.Ops) are applied in Python between segments of rounds.
  *
  * dualmpi_run also does what a call needs around the rounds, so a repeated call is one
@@ -78,6 +79,100 @@ static void copies(int64_t n, const int64_t *c)
     for (int64_t i = 0; i < n; i++, c += 3)
         if (c[2])
             memcpy((void *)(intptr_t)c[0], (const void *)(intptr_t)c[1], (size_t)c[2]);
+}
+
+/* dualmpi's own kernels: MPI's predefined operations on 8- and 16-bit integers and bools, with
+ * C's arithmetic (sums and products wrap, as MPI defines them and numpy computes them).  The
+ * Open MPI 5.0.11 wheel's MPI_Reduce_local saturates 8- and 16-bit sums from 16 elements on
+ * (its vector kernels, open-mpi/ompi#8045), so a combine whose datatype handle is 0 runs one
+ * of these instead, its op field the kernel's code: 1 + 8 * operation + type, in the orders
+ * of K_OPS and K_TYPES (dualmpi/engine/mpi.py: _KERNEL_OPS, _KERNEL_TYPES).  A bool combines
+ * as numpy combines bools (SUM, MAX and BOR: or; PROD, MIN and BAND: and; BXOR: xor). */
+enum { K_SUM, K_PROD, K_MIN, K_MAX, K_LAND, K_LOR, K_LXOR, K_BAND, K_BOR, K_BXOR, K_NOPS };
+enum { K_INT8, K_UINT8, K_INT16, K_UINT16, K_BOOL, K_NTYPES };
+
+int dualmpi_kernel_ops(void) { return K_NOPS; }
+int dualmpi_kernel_types(void) { return K_NTYPES; }
+
+/* dst[i] = src[i] op dst[i] for n elements of T (U: its unsigned type, in which sums and
+ * products wrap without undefined behaviour). */
+#define KERNEL(T, U)                                                                          \
+    {                                                                                         \
+        const T *x = (const T *)src;                                                          \
+        T *y = (T *)dst;                                                                      \
+        switch (op) {                                                                         \
+        case K_SUM: for (int64_t i = 0; i < n; i++)                                           \
+                y[i] = (T)(U)((unsigned)(U)x[i] + (unsigned)(U)y[i]); return 0;               \
+        case K_PROD: for (int64_t i = 0; i < n; i++)                                          \
+                y[i] = (T)(U)((unsigned)(U)x[i] * (unsigned)(U)y[i]); return 0;               \
+        case K_MIN: for (int64_t i = 0; i < n; i++) y[i] = x[i] < y[i] ? x[i] : y[i];         \
+            return 0;                                                                         \
+        case K_MAX: for (int64_t i = 0; i < n; i++) y[i] = x[i] > y[i] ? x[i] : y[i];         \
+            return 0;                                                                         \
+        case K_LAND: for (int64_t i = 0; i < n; i++) y[i] = (T)(x[i] && y[i]); return 0;      \
+        case K_LOR: for (int64_t i = 0; i < n; i++) y[i] = (T)(x[i] || y[i]); return 0;       \
+        case K_LXOR: for (int64_t i = 0; i < n; i++) y[i] = (T)(!x[i] != !y[i]); return 0;    \
+        case K_BAND: for (int64_t i = 0; i < n; i++) y[i] = (T)(x[i] & y[i]); return 0;       \
+        case K_BOR: for (int64_t i = 0; i < n; i++) y[i] = (T)(x[i] | y[i]); return 0;        \
+        case K_BXOR: for (int64_t i = 0; i < n; i++) y[i] = (T)(x[i] ^ y[i]); return 0;       \
+        }                                                                                     \
+        return MPI_ERR_OP;                                                                    \
+    }
+
+static int kernel(int64_t code, const char *src, char *dst, int64_t n)
+{
+    const int64_t op = (code - 1) / 8, type = (code - 1) % 8;
+    if (code < 1 || op >= K_NOPS)
+        return MPI_ERR_OP;
+    switch (type) {
+    case K_INT8: KERNEL(int8_t, uint8_t)
+    case K_UINT8: KERNEL(uint8_t, uint8_t)
+    case K_INT16: KERNEL(int16_t, uint16_t)
+    case K_UINT16: KERNEL(uint16_t, uint16_t)
+    case K_BOOL: {
+        const unsigned char *x = (const unsigned char *)src;
+        unsigned char *y = (unsigned char *)dst;
+        switch (op) {
+        case K_SUM: case K_MAX: case K_BOR: case K_LOR:
+            for (int64_t i = 0; i < n; i++) y[i] = (unsigned char)(x[i] || y[i]);
+            return 0;
+        case K_PROD: case K_MIN: case K_BAND: case K_LAND:
+            for (int64_t i = 0; i < n; i++) y[i] = (unsigned char)(x[i] && y[i]);
+            return 0;
+        default:  /* K_BXOR, K_LXOR */
+            for (int64_t i = 0; i < n; i++) y[i] = (unsigned char)(!x[i] != !y[i]);
+            return 0;
+        }
+    }
+    }
+    return MPI_ERR_TYPE;
+}
+#undef KERNEL
+
+/* Combine `length` bytes of elements of `item` bytes: dst = src op dst, with MPI's own op and
+ * datatype (handles), or the kernel `op` when `type` is 0 (above). */
+static int reduce_local(const char *src, char *dst, int64_t length, int64_t item, int64_t op,
+                        int64_t type)
+{
+    if (type == 0)
+        return kernel(op, src, dst, length / item);
+    for (int64_t done = 0, left = length / item; left > 0;) {
+        int count = left > (1 << 30) ? (1 << 30) : (int)left;
+        int err = MPI_Reduce_local(src + done * item, dst + done * item, count,
+                                   (MPI_Datatype)(intptr_t)type, (MPI_Op)(intptr_t)op);
+        if (err != MPI_SUCCESS)
+            return err;
+        done += count;
+        left -= count;
+    }
+    return MPI_SUCCESS;
+}
+
+/* dualmpi_combine(src, dst, length, item, op, type): reduce_local for tests. */
+int dualmpi_combine(const char *src, char *dst, int64_t length, int64_t item, int64_t op,
+                    int64_t type)
+{
+    return reduce_local(src, dst, length, item, op, type);
 }
 
 static uint64_t call_signature(uint64_t base, int64_t seq)
@@ -205,17 +300,11 @@ int dualmpi_run(const int64_t *a)
                     return (int)-(a[A_TBASE] + t + 1);
                 }
         if (ncomb)  /* a reduction: the blocks that met this round, combined by MPI's own op */
-            for (int i = 0; i < ncomb[k]; i++, combs += 3)
-                for (int64_t done = 0, left = combs[2] / item; left > 0;) {
-                    int count = left > (1 << 30) ? (1 << 30) : (int)left;
-                    err = MPI_Reduce_local(store + combs[0] + done * item,
-                                           store + combs[1] + done * item, count,
-                                           (MPI_Datatype)(intptr_t)a[A_TYPE],
-                                           (MPI_Op)(intptr_t)a[A_OP]);
-                    if (err != MPI_SUCCESS) { progress[0] = 0; return err; }
-                    done += count;
-                    left -= count;
-                }
+            for (int i = 0; i < ncomb[k]; i++, combs += 3) {
+                err = reduce_local(store + combs[0], store + combs[1], combs[2], item, a[A_OP],
+                                   a[A_TYPE]);
+                if (err != MPI_SUCCESS) { progress[0] = 0; return err; }
+            }
         reqs += n + 1;
     }
     progress[0] = 0;
@@ -238,10 +327,10 @@ int dualmpi_run(const int64_t *a)
  * the _S_ constants) has its round k (-1 before the first, nrounds once done), its store, tag
  * and request array, its call's signature, where a trailer first differed from it (round,
  * peer), and its combine's MPI_Op, datatype and item size (MPI's own operation on a
- * predefined type).
+ * predefined type; datatype 0: the op field is one of this file's kernels).
  *
  * dualmpi_istep tests round k's requests (MPI_Testall); when they are all done it checks the
- * round's trailers, combines its blocks (MPI_Reduce_local), posts round k + 1 (MPI_Irecv and
+ * round's trailers, combines its blocks (reduce_local), posts round k + 1 (MPI_Irecv and
  * MPI_Isend with the run's tag) and does its local moves while its messages fly, and so on
  * until a round is still in flight or the plan is done.  Returns MPI_SUCCESS or an MPI error
  * code (a failed message's own code when the test reported MPI_ERR_IN_STATUS).
@@ -347,17 +436,10 @@ static int istep(const int64_t *p, int64_t *s, int post_only)
             }
             for (int64_t i = 0; i < row[R_NCOMB]; i++) {
                 const int64_t *c = combs + (row[R_COMB] + i) * 3;
-                const int64_t item = s[S_ITEM];
-                for (int64_t done = 0, left = c[2] / item; left > 0;) {
-                    int count = left > (1 << 30) ? (1 << 30) : (int)left;
-                    err = MPI_Reduce_local(store + c[0] + done * item, store + c[1] + done * item,
-                                           count, (MPI_Datatype)(intptr_t)s[S_TYPE],
-                                           (MPI_Op)(intptr_t)s[S_OP]);
-                    if (err != MPI_SUCCESS)
-                        return err;
-                    done += count;
-                    left -= count;
-                }
+                err = reduce_local(store + c[0], store + c[1], c[2], s[S_ITEM], s[S_OP],
+                                   s[S_TYPE]);
+                if (err != MPI_SUCCESS)
+                    return err;
             }
         }
         s[S_K] = ++k;

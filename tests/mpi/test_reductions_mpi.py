@@ -305,8 +305,11 @@ def test_bad_reductions_raise_everywhere(case):
 def test_integer_sums_wrap_as_in_c(dtype):
     """MPI defines SUM with C's arithmetic, which wraps; the Open MPI 5.0.11 wheel's own
     kernels saturate 8- and 16-bit sums from 16 elements on (uint8: 255 where C gives the
-    sum modulo 256), so dualmpi combines those types with numpy and only wider ones with
-    MPI_Reduce_local: every rank gets the wrapped sum, whatever MPI.COMM_WORLD says."""
+    sum modulo 256), so dualmpi's compiled loop combines those types with kernels of its own
+    (rounds.c) and only wider ones with MPI_Reduce_local: every rank gets the wrapped sum,
+    whatever MPI.COMM_WORLD says, in one C call where the loop is built."""
+    from dualmpi.engine import cloop
+
     world = MPI.COMM_WORLD
     size, rank = world.Get_size(), world.Get_rank()
     net = dualmpi.Comm(world, f"hypercube:n={size.bit_length() - 1}") \
@@ -323,12 +326,66 @@ def test_integer_sums_wrap_as_in_c(dtype):
         return low + r % (info.max - low + 1)
 
     a = np.full(n, value(rank), dtype=dtype)
-    got = np.zeros_like(a)
+    got, again = np.zeros_like(a), np.zeros_like(a)
     net.Allreduce(a, got)
+    single = net._last_runner.single
+    net.Iallreduce(a, again).Wait()
     net.Free()
     exact = sum(np.full(n, value(r), dtype=np.int64) for r in range(size))
     wrapped = ((exact - info.min) % (1 << (8 * a.itemsize)) + info.min).astype(dtype)
-    assert bool(world.allreduce(int(np.array_equal(got, wrapped)), op=MPI.MIN))
+    ok = np.array_equal(got, wrapped) and np.array_equal(again, wrapped)
+    ok = ok and single == (cloop.load() is not None)
+    assert bool(world.allreduce(int(ok), op=MPI.MIN))
+
+
+@pytest.mark.mpi(min_size=1)
+@pytest.mark.parametrize("spec", SPECS)
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.uint16, np.int16, np.bool_])
+def test_small_integers_combine_in_one_c_call(spec, dtype):
+    """Every predefined operation on 8- and 16-bit integers and bools, on values whose sums and
+    products overflow: the result is C's (numpy's, folded in rank order: the operations are
+    commutative and associative with wrap-around), blocking and nonblocking, and the
+    blocking call runs in one C call where the compiled loop is built (no Python between
+    rounds). Where nothing overflows, it equals MPI.COMM_WORLD's."""
+    from dualmpi.engine import cloop
+
+    net = _net(spec)
+    dtype = np.dtype(dtype)
+    n = 40
+    ops = [name for name in OPS if dtype.kind != "b" or name in ("LAND", "LOR", "LXOR")]
+    bad = []
+    for name in ops:
+        def operand(r):
+            rng = np.random.default_rng([r, n, dtype.itemsize, len(name)])
+            if dtype.kind == "b":
+                return rng.integers(0, 2, n).astype(dtype)
+            info = np.iinfo(dtype)
+            return rng.integers(info.min, info.max, n, endpoint=True, dtype=dtype)
+        want = operand(0)
+        for r in range(1, SIZE):
+            with np.errstate(all="ignore"):
+                want = np.asarray(getattr(np, {"SUM": "add", "PROD": "multiply",
+                                                "MIN": "minimum", "MAX": "maximum",
+                                                "BAND": "bitwise_and", "BOR": "bitwise_or",
+                                                "BXOR": "bitwise_xor", "LAND": "logical_and",
+                                                "LOR": "logical_or",
+                                                "LXOR": "logical_xor"}[name])(operand(r), want),
+                                  dtype=dtype)
+        a = operand(RANK)
+        got, nb = np.zeros_like(a), np.zeros_like(a)
+        net.Allreduce(a, got, OPS[name])
+        single = net._last_runner.single
+        net.Iallreduce(a, nb, OPS[name]).Wait()
+        if not (np.array_equal(got, want) and np.array_equal(nb, want)):
+            bad.append((name, "result"))
+        if single != (cloop.load() is not None):
+            bad.append((name, "not one C call"))
+        if name not in ("SUM", "PROD") and dtype.kind != "b":  # nothing overflows: MPI agrees
+            ref = np.zeros_like(a)
+            WORLD.Allreduce(a, ref, OPS[name])
+            if not np.array_equal(got, ref):
+                bad.append((name, "MPI"))
+    assert _agree(not bad), bad
 
 
 @pytest.mark.mpi(min_size=2)
