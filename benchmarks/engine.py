@@ -44,7 +44,8 @@ the same plan on the buffers and on copies of them, in turn), and calls whose bu
 specs written in the call (``SPECS``: ``alltoall_spec`` passes ``[buf, MPI.BYTE]``, a new list
 every call), calls on a new view of each buffer every call (``VIEWS``: ``alltoall_views``
 passes ``send[:]`` and ``recv[:]``, as a program slicing its arrays in the call does;
-``ialltoall_views`` the same, started and waited for), and
+``ialltoall_views`` the same, started and waited for), both at once (``SPEC_VIEWS``:
+``alltoall_specviews`` passes ``[send[:], MPI.BYTE]``), and
 v-variants whose counts never repeat (``FRESH``: ``alltoallv_fresh`` takes
 each call's counts from the next of :data:`FRESH_TABLES` tables, more than the engine keeps
 plans for, every count 1 to 250 bytes less than the block: a program whose counts depend on
@@ -131,12 +132,16 @@ SPECS = ("bcast_spec", "alltoall_spec", "allgather_spec", "allreduce_spec")
 #: objects of the same shape, as ``a[i:j]`` or ``np.empty_like(x)`` in the call are).
 VIEWS = ("bcast_views", "alltoall_views", "allgather_views", "allreduce_views",
          "ibcast_views", "ialltoall_views", "iallgather_views", "iallreduce_views")
+#: Also timed when asked for: specs of a new view of each buffer every call
+#: (``[buf[:], MPI.BYTE]``, as ``[np.empty(n), MPI.DOUBLE]`` in the call is).
+SPEC_VIEWS = ("bcast_specviews", "alltoall_specviews", "allgather_specviews",
+              "allreduce_specviews")
 
 
 def base(coll):
     """The collective a name times (without ``_changing``, ``_alternating``, ``_spec``,
-    ``_views`` or ``_fresh``; a nonblocking form's blocking one)."""
-    for suffix in ("_changing", "_alternating", "_spec", "_views", "_fresh"):
+    ``_views``, ``_specviews`` or ``_fresh``; a nonblocking form's blocking one)."""
+    for suffix in ("_changing", "_alternating", "_specviews", "_spec", "_views", "_fresh"):
         coll = coll.removesuffix(suffix)
     if coll in NONBLOCKING or coll in NEIGHBOR and coll.startswith("i"):
         coll = coll[1:]
@@ -261,6 +266,15 @@ def api_call(target, coll, send, recv, less=0):
             turn[0] ^= 1
             calls[turn[0]]()
         return alternating
+    if coll.endswith("_specviews"):  # [buf[:], datatype]: a new list and view every call
+        kind = base(coll)
+        t = MPI.DOUBLE if kind in _REDUCING else MPI.BYTE
+        if kind == "bcast":
+            return lambda: target.Bcast([send[:], t], 0)
+        if kind == "allreduce":
+            return lambda: target.Allreduce([send[:], t], [recv[:], t], MPI.SUM)
+        method = getattr(target, kind.capitalize())
+        return lambda: method([send[:], t], [recv[:], t])
     if coll.endswith("_spec"):  # [buf, datatype], a new list every call
         kind = base(coll)
         t = MPI.DOUBLE if kind in _REDUCING else MPI.BYTE
@@ -480,7 +494,7 @@ def main():
     parser.add_argument("--collectives", default=",".join(COLLECTIVES),
                         help="comma-separated, of " + ", ".join(ALL + IN_PLACE + CHANGING +
                                                                 ALTERNATING + SPECS + VIEWS +
-                                                                FRESH +
+                                                                SPEC_VIEWS + FRESH +
                                                                 NONBLOCKING + NEIGHBOR)
                         + "; all (all but the in-place, changing, alternating, spec, views, fresh, "
                         "nonblocking and neighbourhood ones); nonblocking (the nonblocking "
@@ -502,7 +516,8 @@ def main():
     groups = {"all": ALL, "nonblocking": NONBLOCKING, "neighbor": NEIGHBOR}
     colls = [c for name in args.collectives.split(",") for c in groups.get(name, (name,))]
     unknown = sorted(set(colls) - set(ALL) - set(IN_PLACE) - set(CHANGING) - set(ALTERNATING) -
-                     set(SPECS) - set(VIEWS) - set(FRESH) - set(NONBLOCKING) - set(NEIGHBOR))
+                     set(SPECS) - set(VIEWS) - set(SPEC_VIEWS) - set(FRESH) - set(NONBLOCKING) -
+                     set(NEIGHBOR))
     if unknown:
         raise SystemExit(f"--collectives: unknown {', '.join(unknown)} (choose from "
                          f"{', '.join(ALL)}, the groups all, nonblocking and neighbor, or see "

@@ -999,12 +999,14 @@ def _array_entry(x):
     return (ARRAY, x, x.dtype, x.shape, x.strides, bool(x.flags.writeable))
 
 
-def shape_template_of(template):
+def shape_template_of(template, written=None):
     """Return the template of calls like ``template``'s on other arrays of the same shape, or
     None: each array entry (:func:`template_of`: the buffer arguments' arrays, bare or first in
-    a buffer spec) compared by dtype, shape, strides and writability instead of identity
-    (``SHAPE``); the other entries as they are.  None when the arrays are not C-contiguous or
-    there are none.
+    a buffer spec) compared by dtype, shape and strides instead of identity, and writable when
+    the call writes it (``SHAPE``); the other entries as they are.  ``written`` (a bool per
+    buffer argument, or None: each array as writable as it is) says which arguments the call
+    writes.  None when the arrays are not C-contiguous, more than two, none, or share bytes
+    (mpi4py reads a send buffer at the receive buffer's address as in place).
 
     >>> import numpy as np
     >>> a, b = np.zeros(4), np.zeros(8)
@@ -1013,23 +1015,31 @@ def shape_template_of(template):
     (True, False)
     >>> [x.size for x in shaped_arrays(t, (a, [b, 8, None]))]
     [4, 8]
+    >>> ro = np.ones(4)
+    >>> ro.flags.writeable = False
+    >>> same(t, (ro, [b, 8, None])), same(shape_template_of(template_of((a, b)), (False, True)),
+    ...                                    (ro, b))
+    (False, True)
     """
     found = []
 
-    def entry(e):
+    def entry(e, i):
         if e[0] == ARRAY:
             if not e[1].flags.c_contiguous:
                 raise _NotRemembered
-            found.append(e)
-            return (SHAPE,) + e[2:]
+            found.append(e[1])
+            w = e[5] if written is None or i >= len(written) else bool(written[i])
+            return (SHAPE,) + e[2:5] + (w,)
         if e[0] == SEQ:
-            return (SEQ, e[1], tuple(entry(x) for x in e[2]))
+            return (SEQ, e[1], tuple(entry(x, i) for x in e[2]))
         return e
     try:
-        out = tuple(entry(e) for e in template)
+        out = tuple(entry(e, i) for i, e in enumerate(template))
     except _NotRemembered:
         return None
-    return out if 0 < len(found) <= 2 else None
+    if not 0 < len(found) <= 2 or (len(found) == 2 and np.may_share_memory(*found)):
+        return None
+    return out
 
 
 def shaped_arrays(template, args):
@@ -1113,7 +1123,7 @@ def _entry_same(t, x):
                 and bool(x.flags.writeable) == t[5])
     if kind == SHAPE:
         return (type(x) is np.ndarray and x.dtype is t[1] and x.shape == t[2]
-                and x.strides == t[3] and bool(x.flags.writeable) == t[4])
+                and x.strides == t[3] and (x.flags.writeable or not t[4]))
     if kind == INT:
         return type(x) is int and x == t[1]
     if kind == INTS:

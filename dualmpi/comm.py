@@ -936,7 +936,10 @@ class Comm(p2p.PointToPoint):
         arrays would have made.  Only the newest call holds buffers of more than
         :data:`REMEMBERED_BYTES` bytes before its first repeat (but for a runner bound to
         them, which holds them anyway), so a program that makes new large buffers for every
-        call keeps no more of them alive than before.  The argument
+        call keeps no more of them alive than before.  Arrays in buffer specs made for every
+        call (``[np.empty(n), MPI.DOUBLE]``) are remembered by shape alike: what a call has
+        in common with another of its shape is :func:`dualmpi.calls.shape_template_of`'s
+        template of it, as for the nonblocking methods.  The argument
         check was agreed on when the call was first made, as for every known signature (see
         :func:`dualmpi.calls.agree`).  With the compiled extension
         (:mod:`dualmpi.engine.recall`) the match is made in C too: ``self._m<name>`` is a
@@ -956,21 +959,22 @@ class Comm(p2p.PointToPoint):
                                        if a is not None and a is not self._IN_PLACE)
             # else a buffer spec (``[buf, MPI.DOUBLE]``, made anew for every call): compared by
             # value, its array by identity (no template: one that cannot be compared)
-            template = None if plain else calls.template_of(tuple(args))
+            template = calls.template_of(tuple(args))
             if plain or template is not None:
                 entry = None
-                shape = _shape_key(args, checks) if plain else None
+                shape = _shape_of(template, arrays)
                 twin = None if shape is None else next(
                     (e for e in entries if e.shape == shape and e.run is run), None)
                 if twin is not None:
                     # a second call of this shape on other arrays: from now on every call of
                     # it, on any arrays of that shape, repeats the plan bound once
-                    entry = _Remembered.by_shape(self, name, tuple(args), arrays, run, send,
-                                                 recv, shape)
+                    entry = _Remembered.by_shape(self, name, tuple(args), run, send, recv,
+                                                 shape)
                     if entry is not None:
                         entries.remove(twin)
                 entries.insert(0, entry or _Remembered(self, name, tuple(args), checks, run,
-                                                       send, recv, template, shape))
+                                                       send, recv, None if plain else template,
+                                                       shape))
         if len(entries) == len(old or ()) and (not entries or entries[0] is old[0]):
             return  # the same calls remembered as before (``self._m<name>`` matches them)
         # older calls not repeated yet keep their buffers alive only when small (or when their
@@ -990,20 +994,17 @@ class Comm(p2p.PointToPoint):
         """
         if getattr(run, "transient", False) or hasattr(run, "pinned"):
             return None
-        checks = [(a, None) for a, _ in arrays if type(a) is np.ndarray]
-        if len(checks) != sum(1 for a, _ in arrays if a is not None and a is not self._IN_PLACE):
-            return None
-        shape = _shape_key(args, checks)
+        shape = _shape_of(calls.template_of(tuple(args)), arrays)
         if shape is None:
             return None
-        users = [a for a, _ in checks]
+        users = calls.shaped_arrays(shape, args)
         prev = self._shaped.get(name)
         if prev is None or prev[0] != shape or prev[1] is not run:
             self._shaped[name] = (shape, run, tuple(weakref.ref(a) for a in users))
             return None
         del self._shaped[name]
         earlier = [a for a in (r() for r in prev[2]) if a is not None]
-        return _Remembered.by_shape(self, name, tuple(args), arrays, run, send, recv, shape,
+        return _Remembered.by_shape(self, name, tuple(args), run, send, recv, shape,
                                     seen=earlier + users)
 
     def _install_recalls(self, name):
@@ -1178,42 +1179,28 @@ def _liker(template, call, engine):
     return match
 
 
-def _shaper(held, checks, call, engine, epoch, patches, seen=None):
+def _shaper(shape, call, engine, epoch, patches, seen=None):
     """Return ``match(*args)``: ``Recall.shape`` in Python (:meth:`_Remembered.by_shape`).
 
-    The arguments at the positions of ``checks`` ``(position, dtype, shape, strides,
-    writable)`` are numpy arrays of that dtype (by identity), shape and strides (writable
-    when asked), two of them apart; the others are ``held`` (by identity, an int by value),
-    and ``engine.evictions == epoch``.  Then each ``(slot, k, offset)`` of ``patches`` is
-    written (check ``k``'s array's address plus ``offset``) and ``call`` runs.  With
-    ``seen`` (arrays), it declines the arrays of its last :data:`SEEN` calls' (``seen``'s
-    first), held by weak references.
+    The arguments are what the template ``shape`` (:func:`dualmpi.calls.shape_template_of`)
+    was made of: its arrays any numpy arrays of their dtype (by identity), shape and strides
+    (writable when it says so), two of them apart, and ``engine.evictions == epoch``.  Then
+    each ``(slot, k, offset)`` of ``patches`` is written (the template's ``k``-th array's
+    address plus ``offset``) and ``call`` runs.  With ``seen`` (arrays), it declines the
+    arrays of its last :data:`SEEN` calls' (``seen``'s first), held by weak references.
     """
     import collections
     import ctypes
 
     ring = None if seen is None else collections.deque(
         (weakref.ref(a) for a in seen), maxlen=SEEN)
-    held = tuple(held) + (None,) * (4 - len(held))
-    arrays = {c[0] for c in checks}
     slots = [(ctypes.c_int64.from_address(int(slot)), int(k), int(off))
              for slot, k, off in patches]
 
     def match(*args):
-        if len(args) > 4:
+        if not calls.same(shape, args):
             return False
-        for i, h in enumerate(held):
-            x = args[i] if i < len(args) else None
-            if i not in arrays and x is not h and not (type(x) is int and type(h) is int
-                                                       and x == h):
-                return False
-        got = []
-        for i, dtype, shape, strides, writable in checks:
-            a = args[i] if i < len(args) else None
-            if type(a) is not np.ndarray or a.dtype is not dtype or a.shape != shape or \
-                    a.strides != strides or (writable and not a.flags.writeable):
-                return False
-            got.append(a)
+        got = calls.shaped_arrays(shape, args)
         if len(got) == 2 and got[0].nbytes and got[1].nbytes:
             lo0, lo1 = got[0].ctypes.data, got[1].ctypes.data
             if lo0 < lo1 + got[1].nbytes and lo1 < lo0 + got[0].nbytes:
@@ -1241,25 +1228,15 @@ def _chain(matchers):
     return match
 
 
-def _shape_key(args, checks):
-    """Return what a call remembered by shape compares of ``args`` (``checks``: their arrays
-    first, :meth:`Comm._remember`): each array's position, dtype, shape and strides, the
-    other arguments by identity (an int by value); None when the arrays cannot be matched so
-    (none or more than two, more than four arguments, not contiguous, or sharing memory)."""
-    if len(args) > 4 or not 0 < len(checks) <= 2:
+def _shape_of(template, arrays):
+    """Return what a call remembered by shape compares (:meth:`Comm._remember`): the template
+    (:func:`dualmpi.calls.template_of`) of its arguments with their arrays compared by dtype,
+    shape and strides (:func:`dualmpi.calls.shape_template_of`), receive buffers writable;
+    ``arrays``: the buffer arguments and whether the call writes each.  None when there is no
+    template or it has no such form (arrays not contiguous, sharing bytes, ...)."""
+    if template is None:
         return None
-    key = []
-    for i, x in enumerate(args):
-        a = next((c[0] for c in checks if c[0] is x), None)
-        if a is None:
-            key.append((int, x) if type(x) is int else id(x))
-        elif not (a.flags.c_contiguous or a.flags.f_contiguous) or a.ndim > 8:
-            return None
-        else:
-            key.append((i, a.dtype, a.shape, a.strides))
-    if len(checks) == 2 and np.may_share_memory(checks[0][0], checks[1][0]):
-        return None
-    return tuple(key)
+    return calls.shape_template_of(template, tuple(bool(w) for _, w in arrays))
 
 
 class _Remembered:
@@ -1269,7 +1246,7 @@ class _Remembered:
     arrays), or, given a ``template`` (:func:`dualmpi.calls.template_of`), with what it was
     made of, and runs the call: the first time through a function that binds the runner
     ``run`` to the buffers ``send`` and ``recv`` and runs that bound call from then on
-    (``bound``).  ``shape`` (:func:`_shape_key`) is what a call of the same shape on other
+    (``bound``).  ``shape`` (:func:`_shape_of`) is what a call of the same shape on other
     arrays has in common with it; an entry made :meth:`by_shape` matches every such call.
     """
 
@@ -1304,10 +1281,10 @@ class _Remembered:
         self.matcher = self._match(first)
 
     @classmethod
-    def by_shape(cls, comm, name, args, arrays, run, send, recv, shape, seen=None):
-        """Return the call remembered by shape: ``run`` bound to ``send`` and ``recv`` (the
-        byte buffers of the user's ``arrays``) once, matched for any arrays of the dtype,
-        shape and strides of ``shape`` (:func:`_shape_key`), their addresses written into the
+    def by_shape(cls, comm, name, args, run, send, recv, shape, seen=None):
+        """Return the call remembered by shape: ``run`` bound to ``send`` and ``recv`` (byte
+        buffers in the arrays of ``args``) once, matched for any arguments the template
+        ``shape`` (:func:`_shape_of`) was made of, their arrays' addresses written into the
         bound call's copies before it runs; None when the runner cannot be bound so
         (:meth:`MPIRunner.bind_shape <dualmpi.engine.mpi.MPIRunner.bind_shape>`).
 
@@ -1318,27 +1295,22 @@ class _Remembered:
         bind = getattr(run, "bind_shape", None)
         if bind is None or hasattr(run, "pinned") or getattr(run, "transient", False):
             return None
-        users = [a for a, _ in arrays if type(a) is np.ndarray]
-        bound = bind(send, recv, users)
+        bound = bind(send, recv, calls.shaped_arrays(shape, args))
         if bound is None:
             return None
         call, patches = bound
-        position = {id(a): i for i, a in enumerate(args)}
-        checks = tuple((position[id(a)], a.dtype, a.shape, a.strides, bool(w))
-                       for a, w in arrays if type(a) is np.ndarray)
-        held = tuple(None if any(a is u for u in users) else a for a in args)
         self = cls.__new__(cls)
-        self.comm, self.name, self.held, self.checks = comm, name, held, checks
+        self.comm, self.name, self.held, self.checks = comm, name, (), ()
         self.template, self.run, self.shape, self.by_shape_ = None, run, shape, True
         self.epoch = comm._engine.evictions
         self.nbytes, self.pins, self.bound = 0, False, True
         module = recall.load()
         seen = None if seen is None else tuple(seen)[-SEEN:]
         if module is not None:
-            self.matcher = module.Recall.shape(call, held, checks, comm._engine, self.epoch,
-                                               patches, seen)
+            self.matcher = module.Recall.shape(call, shape, comm._engine, self.epoch, patches,
+                                               seen)
         else:
-            self.matcher = _shaper(held, checks, call, comm._engine, self.epoch, patches, seen)
+            self.matcher = _shaper(shape, call, comm._engine, self.epoch, patches, seen)
         return self
 
     def _match(self, call):
@@ -1356,8 +1328,7 @@ class _Remembered:
         """True when ``args`` are this call's argument objects (or, with a template, what it
         was made of; remembered by shape, of its shape)."""
         if self.by_shape_:
-            checks = [(a, None) for a in args if type(a) is np.ndarray]
-            return len(checks) == len(self.checks) and _shape_key(args, checks) == self.shape
+            return calls.same(self.shape, tuple(args))
         if self.template is not None:
             return calls.same(self.template, tuple(args))
         return len(args) == len(self.held) and all(a is b for a, b in zip(args, self.held))

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from mpi_helpers import mpi_cmd, needs_mpiexec, ompi_env, run_job
 
-from dualmpi.calls import template_of
+from dualmpi.calls import shape_template_of, template_of
 from dualmpi.comm import _chain, _liker, _matcher, _seen, _shaper, _sighting
 from dualmpi.engine import cloop, recall
 
@@ -125,16 +125,21 @@ def test_a_chain_holds_matchers_only():
         KIND.chain((lambda: None,))
 
 
-def _c_shaper(held, checks, call, engine, patches):
-    return KIND.shape(call, tuple(held), tuple(checks), engine, engine.evictions, patches)
+def _c_shaper(shape, call, engine, patches, seen=None):
+    return KIND.shape(call, shape, engine, engine.evictions, patches, seen)
 
 
-def _py_shaper(held, checks, call, engine, patches):
-    return _shaper(held, checks, call, engine, engine.evictions, patches)
+def _py_shaper(shape, call, engine, patches, seen=None):
+    return _shaper(shape, call, engine, engine.evictions, patches, seen)
 
 
 SHAPERS = [pytest.param(_py_shaper, id="python"),
            pytest.param(_c_shaper, id="c", marks=needs_c)]
+
+
+def _shape(*args, written=(False, True)):
+    """The template by shape of a call on ``args`` (``Comm._remember``'s: ``_shape_of``)."""
+    return shape_template_of(template_of(args), written)
 
 
 def _shaped(make, send, recv, extra=3):
@@ -144,9 +149,7 @@ def _shaped(make, send, recv, extra=3):
     patches = np.array([[slots.ctypes.data, 0, 1], [slots.ctypes.data + 8, 1, 0]],
                        dtype=np.int64)
     seen = []
-    checks = ((0, send.dtype, send.shape, send.strides, False),
-              (1, recv.dtype, recv.shape, recv.strides, True))
-    match = make((None, None, extra), checks, lambda: seen.append(tuple(slots)), _Engine(),
+    match = make(_shape(send, recv, extra), lambda: seen.append(tuple(slots)), _Engine(),
                  patches)
     return match, seen, slots
 
@@ -164,6 +167,32 @@ def test_a_matcher_by_shape_runs_for_new_arrays_of_the_shape_and_patches_their_a
         assert seen[-1] == (send.ctypes.data + 1, recv.ctypes.data)
     assert match(np.ones(4), np.ones(4), 1000 + 3 - 1000) is True  # an int by value
     assert len(seen) == 4
+
+
+@pytest.mark.parametrize("make", SHAPERS)
+def test_a_matcher_by_shape_takes_arrays_in_buffer_specs(make):
+    """Buffer specs made for every call (``[np.empty(n), MPI.DOUBLE]``): the arrays in them by
+    shape, the rest by value; the patches address the specs' arrays."""
+    MPI = pytest.importorskip("mpi4py.MPI")
+    slots = np.zeros(2, dtype=np.int64)
+    patches = np.array([[slots.ctypes.data, 0, 0], [slots.ctypes.data + 8, 1, 8]],
+                       dtype=np.int64)
+    seen = []
+    match = make(_shape([np.zeros(4), MPI.DOUBLE], [np.zeros(8), 8, MPI.DOUBLE], 0),
+                 lambda: seen.append(tuple(slots)), _Engine(), patches)
+    for _ in range(3):
+        send, recv = np.arange(4.0), np.empty(8)
+        assert match([send, MPI.DOUBLE], [recv, 8, MPI.DOUBLE], 0) is True
+        assert seen[-1] == (send.ctypes.data, recv.ctypes.data + 8)
+    send, recv = np.arange(4.0), np.empty(8)
+    for args in (([send, MPI.FLOAT], [recv, 8, MPI.DOUBLE], 0),
+                 ([send, MPI.DOUBLE], [recv, 7, MPI.DOUBLE], 0),
+                 ((send, MPI.DOUBLE), [recv, 8, MPI.DOUBLE], 0),
+                 ([send, MPI.DOUBLE], [recv[:4], 8, MPI.DOUBLE], 0),
+                 ([send, MPI.DOUBLE], [recv, 8, MPI.DOUBLE], 1),
+                 ([send, MPI.DOUBLE], recv, 0)):
+        assert match(*args) is False
+    assert len(seen) == 3
 
 
 @pytest.mark.parametrize("make", SHAPERS)
@@ -198,9 +227,8 @@ def test_a_matcher_by_shape_refuses_what_its_plan_does_not_fit(make, change):
         args = args[:1]
     else:
         match_engine = _Engine()
-        match = make((None, None, 3), ((0, send.dtype, send.shape, send.strides, False),
-                                       (1, recv.dtype, recv.shape, recv.strides, True)),
-                     lambda: seen.append(1), match_engine, np.zeros((0, 3), dtype=np.int64))
+        match = make(_shape(send, recv, 3), lambda: seen.append(1), match_engine,
+                     np.zeros((0, 3), dtype=np.int64))
         match_engine.evictions += 1
     assert match(*args) is False and not seen and not slots.any()
 
@@ -224,8 +252,8 @@ def test_a_read_only_send_array_and_a_chain_by_shape(make):
         assert chain(np.ones(4), np.ones(4), 3) is True and held == [1] and len(seen) == 2
 
 
-@pytest.mark.parametrize("impl", ["python", pytest.param("c", marks=needs_c)])
-def test_a_matcher_by_shape_declines_the_arrays_of_its_last_calls(impl):
+@pytest.mark.parametrize("make", SHAPERS)
+def test_a_matcher_by_shape_declines_the_arrays_of_its_last_calls(make):
     """With ``seen`` (a call whose plan could be bound to its buffers): arrays of its last
     calls, ``seen``'s first, are declined (the Python path binds a plan to an array passed
     again); arrays that died are not taken for new ones."""
@@ -233,12 +261,8 @@ def test_a_matcher_by_shape_declines_the_arrays_of_its_last_calls(impl):
 
     a, b = np.zeros(4), np.zeros(4)
     ran, engine = [], _Engine()
-    check = ((0, a.dtype, a.shape, a.strides, True),)
     none = np.zeros((0, 3), dtype=np.int64)
-    if impl == "c":
-        match = KIND.shape(lambda: ran.append(1), (), check, engine, 0, none, (a,))
-    else:
-        match = _shaper((), check, lambda: ran.append(1), engine, 0, none, (a,))
+    match = make(_shape(a, written=(True,)), lambda: ran.append(1), engine, none, (a,))
     assert match(a) is False and not ran
     assert match(b) is True and match(b) is False and len(ran) == 1
     for _ in range(20):  # new arrays every call, each dying after it
@@ -248,16 +272,17 @@ def test_a_matcher_by_shape_declines_the_arrays_of_its_last_calls(impl):
 
 
 @needs_c
-def test_a_matcher_by_shape_refuses_bad_patches():
-    dt = np.dtype(np.float64)
-    check = ((0, dt, (4,), (8,), False),)
+def test_a_matcher_by_shape_refuses_bad_patches_and_templates():
+    shape = _shape(np.zeros(4), written=(True,))
     for patches in (np.zeros((1, 2), dtype=np.int64), np.zeros((1, 3)),
                     np.array([[8, 1, 0]], dtype=np.int64), np.array([[0, 0, 0]], dtype=np.int64)):
         with pytest.raises(ValueError):
-            KIND.shape(lambda: None, (), check, _Engine(), 0, patches)
-    with pytest.raises(ValueError):
-        KIND.shape(lambda: None, (), ((4, dt, (4,), (8,), False),), _Engine(), 0,
-                   np.zeros((0, 3), dtype=np.int64))
+            KIND.shape(lambda: None, shape, _Engine(), 0, patches)
+    a, b, c = np.zeros(4), np.zeros(4), np.zeros(4)
+    three = tuple(e for t in (_shape(a, b), _shape(c, written=(True,))) for e in t)
+    for bad in (three, ((),), (1,)):
+        with pytest.raises(ValueError):
+            KIND.shape(lambda: None, bad, _Engine(), 0, np.zeros((0, 3), dtype=np.int64))
 
 
 def _c_liker(template, call, engine):
@@ -363,8 +388,9 @@ def test_a_nonblocking_repeat_matcher_starts_the_repeat_made_for_new_arrays_of_i
 
 @pytest.mark.parametrize("impl", ["python", pytest.param("c", marks=needs_c)])
 def test_shape_templates_compare_alike_in_c_and_python(impl):
-    """``SHAPE`` entries: any ndarray (exactly) of the dtype, shape, strides and writability;
-    not an array of another kind, a strided view or a copy made read-only."""
+    """``SHAPE`` entries: any ndarray (exactly) of the dtype, shape and strides, writable when
+    the entry says so; not an array of another kind, a strided view or a copy made read-only
+    where the call writes it."""
     from dualmpi import calls
 
     same = calls._same_python if impl == "python" else MODULE.same
@@ -378,6 +404,9 @@ def test_shape_templates_compare_alike_in_c_and_python(impl):
         assert not same(t, (other, 0))
     assert not same(t, (np.ones((2, 3)), 1))
     assert calls.shape_template_of(template_of((np.ones((3, 4))[:, :2], 0))) is None
+    read = calls.shape_template_of(template_of((a, 0)), (False,))  # a buffer it only reads
+    assert same(read, (ro, 0)) and same(read, (np.ones((2, 3)), 0))
+    assert calls.shape_template_of(template_of((a, a[1:], 0))) is None  # sharing bytes
 
 
 def test_a_sighting_names_arrays_by_weak_reference():

@@ -23,19 +23,20 @@
  *       Python callable of no argument (a plan that combines in Python between segments, or
  *       a call not bound yet, which binds itself the first time it runs).
  *
- *   Recall.shape(call, held, checks, engine, epoch, patches)
- *       a matcher by shape: the arrays are compared not by identity but by what the call's
- *       plan needs of them -- ``checks`` is ``(position, dtype, shape, strides, writable)``
- *       per array argument: exactly a numpy.ndarray there, of that dtype (by identity),
- *       shape and strides (and writable when asked), two arrays' bytes apart -- the other
- *       arguments are ``held`` (by identity, or an int of equal value).  Before it runs
- *       ``call`` it writes each ``(slot, check, offset)`` of ``patches`` (an int64 array of
- *       three columns): the int64 at address ``slot`` (a copy's address in the bound call's
- *       argument block) becomes the data address of check ``check``'s array plus
- *       ``offset``.  A program that passes new arrays of the same shape every call
- *       (``a[i:j]``, ``np.empty_like(x)``) repeats its call from C so.
+ *   Recall.shape(call, shape, engine, epoch, patches)
+ *       a matcher by shape: the arguments are compared with ``shape``, a template whose
+ *       arrays (bare, or first in a buffer spec ``[buf, MPI.DOUBLE]``) are compared not by
+ *       identity but by what the call's plan needs of them (dualmpi.calls.shape_template_of:
+ *       entries of kind TK_SHAPE, below): exactly a numpy.ndarray, of that dtype (by
+ *       identity), shape and strides (and writable when asked), two arrays' bytes apart.
+ *       Before it runs ``call`` it writes each ``(slot, k, offset)`` of ``patches`` (an int64
+ *       array of three columns): the int64 at address ``slot`` (a copy's address in the
+ *       bound call's argument block) becomes the data address of the template's ``k``-th
+ *       array plus ``offset``.  A program that passes new arrays of the same shape every
+ *       call (``a[i:j]``, ``np.empty_like(x)``, ``[np.empty(n), MPI.DOUBLE]``) repeats its
+ *       call from C so.
  *
- *   Recall.shape(call, held, checks, engine, epoch, patches, seen)
+ *   Recall.shape(call, shape, engine, epoch, patches, seen)
  *       the same, ``seen`` a tuple of arrays: it also keeps weak references to the arrays of
  *       its last few calls (``seen``'s to begin with) and declines a call on any of them
  *       (returns False), so that an array a program passes again reaches the Python path,
@@ -53,7 +54,7 @@
  *       returns ``start(repeat, what)`` (an IRestart, below: the repeat's request), or None
  *       when that returns None or NotImplemented or the arguments do not match (the Python
  *       path starts the call).  With ``shape`` (a template whose arrays are compared by
- *       dtype, shape, strides and writability: dualmpi.calls.shape_template_of), arguments
+ *       dtype, shape and strides: dualmpi.calls.shape_template_of), arguments
  *       equal to what that was made of, two arrays apart, start ``shaped[addresses]``
  *       instead (a dict by the tuple of the arrays' data addresses, which the Python path
  *       fills: a repeat whose copies are at those addresses), or None when it has none.
@@ -80,18 +81,17 @@
 #define MAX_CHECKS 2
 #define MAX_DIMS 8
 #define SEEN 8  /* arrays a matcher by shape declines: its last calls' (Recall.shape's seen) */
+#define MAX_SHAPED 2  /* arrays a template by shape compares (dualmpi.calls.shape_template_of) */
 
 typedef int (*run_fn)(void *);
 /* The kinds of a template's entries (see same(), below). */
 enum { TK_SAME, TK_ARRAY, TK_INT, TK_INTS, TK_SEQ, TK_VALUES, TK_HANDLE, TK_SHAPE };
 
 typedef struct {
-    PyArrayObject *array;     /* held (also among the held arguments); NULL by shape */
+    PyArrayObject *array;     /* held (also among the held arguments) */
     PyArray_Descr *dtype;     /* compared by identity */
     int ndim, writable;
-    int arg;                  /* by shape: the argument's position */
     npy_intp dims[MAX_DIMS];
-    npy_intp strides[MAX_DIMS];  /* by shape */
 } Check;
 
 typedef struct Recall {
@@ -110,13 +110,15 @@ typedef struct Recall {
     Check checks[MAX_CHECKS];
     PyObject *engine;
     long long epoch;
-    int shaped;               /* a matcher by shape (Recall.shape): checks by position */
-    int64_t *patch;           /* its (slot, check, offset) triples, ``npatch`` of them */
+    int shaped;               /* a matcher by shape (Recall.shape): ``shape_template`` */
+    int nshaped;              /* the arrays that template compares */
+    int64_t *patch;           /* its (slot, k, offset) triples, ``npatch`` of them */
     Py_ssize_t npatch;
     int declines, next_seen;  /* it declines the arrays ``seen`` refers to (weakly) */
     PyObject *seen[SEEN];
-    /* a nonblocking repeat's (kind 3): calls on other arrays of its shape, and their repeats
-     * by the arrays' addresses (Recall.start's shape and shaped) */
+    /* a matcher by shape's template, or a nonblocking repeat's (kind 3) for calls on other
+     * arrays of its shape, and then their repeats by the arrays' addresses (Recall.start's
+     * shape and shaped) */
     PyObject *shape_template, *shaped_repeats;
     int matcher;              /* 0 a bound call, 1 a matcher, 2 a chain (``call``: a tuple),
                                * 3 a nonblocking repeat's (``call``: start, repeat, what, alarm) */
@@ -186,12 +188,14 @@ static int same_epoch(Recall *self)
     return now == self->epoch;
 }
 
-static int matches_shape(Recall *self, PyObject *const *args, Py_ssize_t nargs);
+static int matches_shape(Recall *self, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject **found);
 
-static int matches(Recall *self, PyObject *const *args, Py_ssize_t nargs)
+/* ``found``: a matcher by shape's arrays (MAX_SHAPED), borrowed, when it matches. */
+static int matches(Recall *self, PyObject *const *args, Py_ssize_t nargs, PyObject **found)
 {
     if (self->shaped)
-        return matches_shape(self, args, nargs);
+        return matches_shape(self, args, nargs, found);
     if (self->template != NULL) {
         if (nargs != PyTuple_GET_SIZE(self->template))
             return 0;
@@ -252,82 +256,20 @@ static void note_seen(Recall *self, PyObject *x)
     self->next_seen = (self->next_seen + 1) % SEEN;
 }
 
-/* matches() of a matcher by shape (Recall.shape). */
-static int matches_shape(Recall *self, PyObject *const *args, Py_ssize_t nargs)
+/* The arguments are what the template by shape ``t`` (dualmpi.calls.shape_template_of) was
+ * made of, its arrays (``found``: MAX_SHAPED, borrowed; *n of them) apart: 1, 0 if not, -1 on
+ * error. */
+static int shape_arrays(PyObject *t, PyObject *const *args, Py_ssize_t nargs, PyObject **found,
+                        int *n)
 {
-    int arrays = 0;  /* the positions of array arguments, as bits */
-    if (nargs > MAX_HELD)
-        return 0;
-    for (int i = 0; i < self->nchecks; i++)
-        arrays |= 1 << self->checks[i].arg;
-    for (Py_ssize_t i = 0; i < MAX_HELD; i++) {
-        if (arrays & (1 << i))
-            continue;
-        PyObject *x = i < nargs ? args[i] : Py_None, *h = self->held[i];
-        if (x == h)
-            continue;
-        if (!PyLong_CheckExact(x) || !PyLong_CheckExact(h))
-            return 0;
-        int eq = PyObject_RichCompareBool(x, h, Py_EQ);
-        if (eq != 1)
-            return eq;
-    }
-    char *lo[MAX_CHECKS];
-    npy_intp n[MAX_CHECKS];
-    for (int i = 0; i < self->nchecks; i++) {
-        Check *c = &self->checks[i];
-        if (c->arg >= nargs || !PyArray_CheckExact(args[c->arg]))
-            return 0;
-        PyArrayObject *a = (PyArrayObject *)args[c->arg];
-        if (PyArray_DESCR(a) != c->dtype || PyArray_NDIM(a) != c->ndim)
-            return 0;
-        for (int d = 0; d < c->ndim; d++)
-            if (PyArray_DIMS(a)[d] != c->dims[d] || PyArray_STRIDES(a)[d] != c->strides[d])
-                return 0;
-        if (c->writable && !PyArray_ISWRITEABLE(a))
-            return 0;
-        lo[i] = PyArray_BYTES(a);
-        n[i] = PyArray_NBYTES(a);
-        if (self->declines)
-            for (int j = 0; j < SEEN; j++)
-                if (self->seen[j] != NULL && refers_to(self->seen[j], (PyObject *)a))
-                    return 0;
-    }
-    /* two arrays must not share bytes (mpi4py reads a send buffer at the receive buffer's
-     * address as in place: another call) */
-    if (self->nchecks == 2 && n[0] && n[1] && lo[0] < lo[1] + n[1] && lo[1] < lo[0] + n[0])
-        return 0;
-    return same_epoch(self);
-}
-
-/* A matcher by shape writes its arrays' addresses into its bound call's copies. */
-static void write_patches(Recall *self, PyObject *const *args)
-{
-    for (Py_ssize_t j = 0; j < self->npatch; j++) {
-        const int64_t *p = self->patch + 3 * j;
-        PyArrayObject *a = (PyArrayObject *)args[self->checks[p[1]].arg];
-        *(int64_t *)(uintptr_t)p[0] = (int64_t)(uintptr_t)PyArray_BYTES(a) + p[2];
-    }
-    if (self->declines)
-        for (int i = 0; i < self->nchecks; i++)
-            note_seen(self, args[self->checks[i].arg]);
-}
-
-/* A nonblocking repeat's matcher given other arrays of its shape (``shape_template``, the
- * cache unchanged, two arrays apart): the repeat made for their addresses (borrowed, from
- * ``shaped``: a dict by the tuple of the arrays' data addresses), or NULL (an error set, or
- * none: the Python path makes it). */
-static PyObject *shaped_repeat(Recall *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    PyObject *t = self->shape_template, *arrays[MAX_CHECKS];
-    int n = 0;
+    *n = 0;
     if (nargs != PyTuple_GET_SIZE(t))
-        return NULL;
+        return 0;
     for (Py_ssize_t i = 0; i < nargs; i++) {
         PyObject *e = PyTuple_GET_ITEM(t, i);
         int ok = same(e, args[i]);
         if (ok != 1)
-            return NULL;
+            return ok;
         long kind = PyLong_AsLong(PyTuple_GET_ITEM(e, 0));
         PyObject *a = NULL;
         if (kind == TK_SHAPE)
@@ -337,18 +279,64 @@ static PyObject *shaped_repeat(Recall *self, PyObject *const *args, Py_ssize_t n
                      == TK_SHAPE)
             a = PySequence_Fast_GET_ITEM(args[i], 0);
         if (a != NULL) {
-            if (n == MAX_CHECKS)
-                return NULL;
-            arrays[n++] = a;
+            if (*n == MAX_SHAPED)
+                return 0;
+            found[(*n)++] = a;
         }
     }
-    if (n == 2) {
-        PyArrayObject *a = (PyArrayObject *)arrays[0], *b = (PyArrayObject *)arrays[1];
+    /* two arrays must not share bytes (mpi4py reads a send buffer at the receive buffer's
+     * address as in place: another call) */
+    if (*n == 2) {
+        PyArrayObject *a = (PyArrayObject *)found[0], *b = (PyArrayObject *)found[1];
         char *la = PyArray_BYTES(a), *lb = PyArray_BYTES(b);
         npy_intp na = PyArray_NBYTES(a), nb = PyArray_NBYTES(b);
         if (na && nb && la < lb + nb && lb < la + na)
-            return NULL;
+            return 0;
     }
+    return 1;
+}
+
+/* matches() of a matcher by shape (Recall.shape): its template, none of the arrays it
+ * declines, the cache unchanged. */
+static int matches_shape(Recall *self, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject **found)
+{
+    int n;
+    int ok = shape_arrays(self->shape_template, args, nargs, found, &n);
+    if (ok != 1)
+        return ok;
+    if (self->declines)
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < SEEN; j++)
+                if (self->seen[j] != NULL && refers_to(self->seen[j], found[i]))
+                    return 0;
+    return same_epoch(self);
+}
+
+/* A matcher by shape writes its arrays' (``found``) addresses into its bound call's copies,
+ * and notes them among those it declines. */
+static void write_patches(Recall *self, PyObject *const *found)
+{
+    for (Py_ssize_t j = 0; j < self->npatch; j++) {
+        const int64_t *p = self->patch + 3 * j;
+        PyArrayObject *a = (PyArrayObject *)found[p[1]];
+        *(int64_t *)(uintptr_t)p[0] = (int64_t)(uintptr_t)PyArray_BYTES(a) + p[2];
+    }
+    if (self->declines)
+        for (int i = 0; i < self->nshaped; i++)
+            note_seen(self, found[i]);
+}
+
+/* A nonblocking repeat's matcher given other arrays of its shape (``shape_template``, the
+ * cache unchanged, two arrays apart): the repeat made for their addresses (borrowed, from
+ * ``shaped``: a dict by the tuple of the arrays' data addresses), or NULL (an error set, or
+ * none: the Python path makes it). */
+static PyObject *shaped_repeat(Recall *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *arrays[MAX_SHAPED];
+    int n;
+    if (shape_arrays(self->shape_template, args, nargs, arrays, &n) != 1)
+        return NULL;
     if (same_epoch(self) != 1)
         return NULL;
     PyObject *key = PyTuple_New(n);
@@ -403,8 +391,8 @@ static PyObject *Recall_vectorcall(PyObject *obj, PyObject *const *args, size_t 
         if (kwnames && PyTuple_GET_SIZE(kwnames))
             Py_RETURN_NONE;
         PyObject *t = self->call;  /* (start, repeat, what, alarm) */
-        PyObject *repeat = PyTuple_GET_ITEM(t, 1);
-        int ok = matches(self, args, nargs);
+        PyObject *repeat = PyTuple_GET_ITEM(t, 1), *found[MAX_SHAPED];
+        int ok = matches(self, args, nargs, found);
         if (ok < 0)
             return NULL;
         if (!ok) {  /* other arrays of its shape, at addresses a repeat was made for? */
@@ -432,12 +420,13 @@ static PyObject *Recall_vectorcall(PyObject *obj, PyObject *const *args, size_t 
     }
     if (kwnames && PyTuple_GET_SIZE(kwnames))
         Py_RETURN_FALSE;  /* keywords: the Python path reads them */
+    PyObject *found[MAX_SHAPED];
     if (self->matcher == 2) {
         /* the chain's tuple holds its matchers while one runs (and may install another) */
         PyObject *chain = self->call;
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(chain); i++) {
             Recall *m = (Recall *)PyTuple_GET_ITEM(chain, i);
-            int ok = matches(m, args, nargs);
+            int ok = matches(m, args, nargs, found);
             if (ok < 0)
                 return NULL;
             if (ok) {
@@ -447,14 +436,14 @@ static PyObject *Recall_vectorcall(PyObject *obj, PyObject *const *args, size_t 
         }
         Py_RETURN_FALSE;
     }
-    int ok = matches(self, args, nargs);
+    int ok = matches(self, args, nargs, found);
     if (ok < 0)
         return NULL;
     if (!ok)
         Py_RETURN_FALSE;
 run:;
     if (self->shaped)
-        write_patches(self, args);
+        write_patches(self, found);
     PyObject *out = self->bound != NULL ? run_bound(self->bound)
                                         : PyObject_CallNoArgs(self->call);
     if (out == NULL)
@@ -577,56 +566,65 @@ fail:
     return NULL;
 }
 
-/* Recall.shape(call, held, checks, engine, epoch, patches[, seen]): a matcher by shape. */
+/* The number of arrays a template by shape compares (its TK_SHAPE entries, bare or first in a
+ * sequence), or -1 when ``t`` is not such a template (an error set). */
+static int shape_count(PyObject *t)
+{
+    int n = 0;
+    if (!PyTuple_Check(t))
+        goto bad;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t); i++) {
+        PyObject *e = PyTuple_GET_ITEM(t, i);
+        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) < 1 || !PyLong_Check(PyTuple_GET_ITEM(e, 0)))
+            goto bad;
+        long kind = PyLong_AsLong(PyTuple_GET_ITEM(e, 0));
+        if (kind == TK_SEQ && PyTuple_GET_SIZE(e) == 3 && PyTuple_Check(PyTuple_GET_ITEM(e, 2)) &&
+                PyTuple_GET_SIZE(PyTuple_GET_ITEM(e, 2))) {
+            PyObject *first = PyTuple_GET_ITEM(PyTuple_GET_ITEM(e, 2), 0);
+            if (!PyTuple_Check(first) || PyTuple_GET_SIZE(first) < 1)
+                goto bad;
+            kind = PyLong_AsLong(PyTuple_GET_ITEM(first, 0));
+        }
+        if (kind == TK_SHAPE)
+            n++;
+    }
+    if (n <= MAX_SHAPED)
+        return n;
+bad:
+    PyErr_SetString(PyExc_ValueError, "Recall.shape: not a template by shape of at most 2 "
+                    "arrays");
+    return -1;
+}
+
+/* Recall.shape(call, shape, engine, epoch, patches[, seen]): a matcher by shape. */
 static PyObject *Recall_shape(PyObject *Py_UNUSED(cls), PyObject *args)
 {
-    PyObject *call, *held, *checks, *engine, *patches, *seen = Py_None;
+    PyObject *call, *shape, *engine, *patches, *seen = Py_None;
     long long epoch;
-    if (!PyArg_ParseTuple(args, "OO!O!OLO!|O", &call, &PyTuple_Type, &held, &PyTuple_Type,
-                          &checks, &engine, &epoch, &PyArray_Type, &patches, &seen))
+    if (!PyArg_ParseTuple(args, "OO!OLO!|O", &call, &PyTuple_Type, &shape, &engine, &epoch,
+                          &PyArray_Type, &patches, &seen))
         return NULL;
     if (seen != Py_None && (!PyTuple_Check(seen) || PyTuple_GET_SIZE(seen) > SEEN)) {
         PyErr_SetString(PyExc_ValueError, "Recall.shape: seen is None or a tuple of at most 8");
         return NULL;
     }
     PyArrayObject *pa = (PyArrayObject *)patches;
-    if (PyTuple_GET_SIZE(held) > MAX_HELD || PyTuple_GET_SIZE(checks) > MAX_CHECKS ||
-            !PyCallable_Check(call) || PyArray_TYPE(pa) != NPY_INT64 || PyArray_NDIM(pa) != 2 ||
+    if (!PyCallable_Check(call) || PyArray_TYPE(pa) != NPY_INT64 || PyArray_NDIM(pa) != 2 ||
             PyArray_DIM(pa, 1) != 3 || !PyArray_IS_C_CONTIGUOUS(pa)) {
-        PyErr_SetString(PyExc_ValueError, "Recall.shape: at most 4 arguments and 2 arrays, a "
-                        "callable, and patches an int64 array of three columns");
+        PyErr_SetString(PyExc_ValueError, "Recall.shape: a callable, and patches an int64 "
+                        "array of three columns");
         return NULL;
     }
+    int narrays = shape_count(shape);
+    if (narrays < 0)
+        return NULL;
     Recall *self = new_matcher(call, engine, epoch);
     if (self == NULL)
         return NULL;
     self->shaped = 1;
-    hold(self, held);
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(checks); i++) {
-        PyObject *dtype, *shape, *strides;
-        int arg, writable;
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(checks, i), "iO!O!O!p", &arg,
-                              &PyArrayDescr_Type, &dtype, &PyTuple_Type, &shape, &PyTuple_Type,
-                              &strides, &writable))
-            goto fail;
-        Check *c = &self->checks[i];
-        Py_ssize_t nd = PyTuple_GET_SIZE(shape);
-        if (nd > MAX_DIMS || PyTuple_GET_SIZE(strides) != nd || arg < 0 || arg >= MAX_HELD) {
-            PyErr_SetString(PyExc_ValueError, "Recall.shape: a bad check");
-            goto fail;
-        }
-        Py_INCREF(dtype); c->dtype = (PyArray_Descr *)dtype;
-        self->nchecks = (int)i + 1;
-        c->arg = arg;
-        c->ndim = (int)nd;
-        c->writable = writable;
-        for (Py_ssize_t d = 0; d < nd; d++) {
-            c->dims[d] = (npy_intp)PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
-            c->strides[d] = (npy_intp)PyLong_AsSsize_t(PyTuple_GET_ITEM(strides, d));
-            if (PyErr_Occurred())
-                goto fail;
-        }
-    }
+    Py_INCREF(shape);
+    self->shape_template = shape;
+    self->nshaped = narrays;
     self->npatch = PyArray_DIM(pa, 0);
     self->patch = PyMem_Malloc(sizeof(int64_t) * 3 * (self->npatch ? self->npatch : 1));
     if (self->patch == NULL) {
@@ -635,9 +633,9 @@ static PyObject *Recall_shape(PyObject *Py_UNUSED(cls), PyObject *args)
     }
     memcpy(self->patch, PyArray_DATA(pa), sizeof(int64_t) * 3 * self->npatch);
     for (Py_ssize_t j = 0; j < self->npatch; j++)
-        if (self->patch[3 * j + 1] < 0 || self->patch[3 * j + 1] >= self->nchecks ||
+        if (self->patch[3 * j + 1] < 0 || self->patch[3 * j + 1] >= self->nshaped ||
                 !self->patch[3 * j]) {
-            PyErr_SetString(PyExc_ValueError, "Recall.shape: a patch names no check");
+            PyErr_SetString(PyExc_ValueError, "Recall.shape: a patch names no array");
             goto fail;
         }
     if (seen != Py_None) {
@@ -745,7 +743,7 @@ static PyObject *Recall_chain(PyObject *Py_UNUSED(cls), PyObject *args)
  *   (VALUES, dtype, shape, bytes)        an integer array of those values (C-contiguous)
  *   (HANDLE, obj, handle)                the same MPI object, whose ``handle`` is still that
  *   (SHAPE, dtype, shape, strides, w)    any numpy.ndarray (exactly) of that dtype (by
- *                                        identity), shape, strides and writability
+ *                                        identity), shape and strides, writable when ``w``
  *                                        (dualmpi.calls.shape_template_of)
  */
 /* (the kinds are listed above same(), below) */
@@ -762,9 +760,11 @@ static int same_array(PyObject *t, PyObject *x, int at)
     PyArrayObject *a = (PyArrayObject *)x;
     PyObject *shape = PyTuple_GET_ITEM(t, at + 1), *strides = PyTuple_GET_ITEM(t, at + 2);
     int nd = PyArray_NDIM(a);
+    /* writable: an array by identity as it was; by shape, writable when asked */
+    const int writable = PyObject_IsTrue(PyTuple_GET_ITEM(t, at + 3));
+    const int now = PyArray_ISWRITEABLE(a) != 0;
     if ((PyObject *)PyArray_DESCR(a) != PyTuple_GET_ITEM(t, at) ||
-            nd != PyTuple_GET_SIZE(shape) ||
-            PyObject_IsTrue(PyTuple_GET_ITEM(t, at + 3)) != (PyArray_ISWRITEABLE(a) != 0))
+            nd != PyTuple_GET_SIZE(shape) || (at == 2 ? writable != now : writable && !now))
         return 0;
     for (int d = 0; d < nd; d++) {
         if (PyArray_DIMS(a)[d] != PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d)) ||

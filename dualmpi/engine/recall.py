@@ -18,12 +18,14 @@ does the same steps in one call:
   identity; missing ones None), each ``(array, dtype, shape, writable)`` of ``checks`` still
   holds and ``engine.evictions == epoch``; else it runs nothing and returns False — what
   ``dualmpi.comm._matcher`` does in Python;
-* ``Recall.shape(call, held, checks, engine, epoch, patches[, seen])`` is a matcher of arrays
-  by shape: any numpy arrays of the dtype, shape and strides of ``checks`` (writable where
-  asked, two of them apart) at their positions, the other arguments ``held``; before it runs
-  ``call`` it writes each array's address into the bound call's copies (``patches``: ``(slot,
-  array, offset)``), and with ``seen`` it declines the arrays of its last calls — a call
-  repeated on new arrays of one shape (``a[i:j]``, ``np.empty_like(x)``), ``Comm._remember``'s
+* ``Recall.shape(call, shape, engine, epoch, patches[, seen])`` is a matcher of arrays by
+  shape: the arguments equal to what the template ``shape`` was made of
+  (:func:`dualmpi.calls.shape_template_of`: its arrays, bare or first in a buffer spec, any
+  numpy arrays of their dtype, shape and strides, writable where the call writes them, two
+  of them apart); before it runs ``call`` it writes each array's address into the bound
+  call's copies (``patches``: ``(slot, array, offset)``), and with ``seen`` it declines the
+  arrays of its last calls — a call repeated on new arrays of one shape (``a[i:j]``,
+  ``np.empty_like(x)``, ``[np.empty(n), MPI.DOUBLE]``), ``Comm._remember``'s
   ``_Remembered.by_shape``; ``dualmpi.comm._shaper`` in Python;
 * ``Recall.like(call, template, engine, epoch)`` is a matcher of arguments compared by value
   (``same(template, args)``, below): a buffer spec written anew for every call

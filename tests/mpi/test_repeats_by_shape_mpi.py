@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from collective_cases import MPI, NETS, RANK, SIZE, WORLD, agree, network
+from dualmpi.calls import SEQ, SHAPE
 from collective_cases import free_networks  # noqa: F401 - frees the module's communicators
 
 pytestmark = pytest.mark.mpi
@@ -90,6 +91,53 @@ def test_calls_on_new_arrays_of_one_shape_equal_mpi(index, name):
 
 
 @pytest.mark.parametrize("index", NETS)
+@pytest.mark.parametrize("name", ["Bcast", "Allgather", "Alltoall", "Allreduce", "Gather",
+                                  "Scatter", "Allreduce-in-place"])
+def test_buffer_specs_on_new_arrays_repeat_by_shape_as_mpi_computes(index, name, monkeypatch):
+    """Buffer specs made for every call on new arrays (``[np.empty(n), MPI.DOUBLE]``, ``[x, n,
+    MPI.DOUBLE]``): from the third call on they repeat by shape without the Python path
+    (``calls.collective`` not entered), every result equal to COMM_WORLD's on the same specs
+    and the bytes around each slice untouched."""
+    from dualmpi import calls
+
+    net = network(index)
+    ns, nr, run = _case(name, K)
+    method = name.split("-")[0]
+    entered = []
+    real = calls.collective
+    monkeypatch.setattr(calls, "collective",
+                        lambda *a, **k: entered.append(a[1]) or real(*a, **k))
+    problems = []
+    earlier = list(net._recalls.get(method, ()))  # (held: no id reused)
+    for call in range(CALLS):
+        where = 2 + 3 * call
+        sbig, sref = _pair(ns, call, where)
+        rbig, rref = _pair(nr, call + 100, where)
+
+        def spec(big, n):
+            if not n:
+                return MPI.IN_PLACE
+            piece = big[where:where + n]  # (a count in a spec is per block: K elements)
+            return [piece, MPI.DOUBLE] if call % 2 else [piece, K, MPI.DOUBLE]
+
+        if name == "Bcast":
+            run(net, spec(sbig, ns), None)
+            run(WORLD, spec(sref, ns), None)
+        else:
+            run(net, spec(sbig, ns), spec(rbig, nr))
+            run(WORLD, spec(sref, ns), spec(rref, nr))
+        if not np.array_equal(sbig, sref) or not np.array_equal(rbig, rref):
+            problems.append(call)
+    entries = net._recalls.get(method, ())
+    shaped = sum(e.by_shape_ and all(e is not x for x in earlier) and
+                 any(k[0] == SEQ for k in e.shape) for e in entries)
+    # (the two spec forms alternate: each is read twice, then repeats by shape; a method keeps
+    # its last few calls, so older entries may have gone)
+    assert agree(not problems and shaped >= 1 and len(entered) <= 4), \
+        (problems, shaped, entered)
+
+
+@pytest.mark.parametrize("index", NETS)
 def test_new_arrays_alternating_shapes_and_arrays_that_share_memory(index):
     """Two shapes in turn (each remembered by shape), an np.empty_like every call, a send
     slice that overlaps its receive slice (mpi4py: in place when they start together, so
@@ -105,7 +153,7 @@ def test_new_arrays_alternating_shapes_and_arrays_that_share_memory(index):
         if not np.array_equal(mine, ref):
             problems.append(("alternating", call))
     shapes = {k[2] for e in net._recalls.get("Allreduce", ()) if e.by_shape_
-              for k in e.shape if type(k) is tuple and len(k) == 4}
+              for k in e.shape if k[0] == SHAPE}
     for call in range(3):  # a send buffer at the receive buffer's address: in place
         both, ref = np.arange(4.0) + RANK + call, np.arange(4.0) + RANK + call
         net.Allreduce(both[:4], both[:4], MPI.SUM)
