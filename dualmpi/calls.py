@@ -127,6 +127,8 @@ def collective(comm, method, read, args=None, arrays=(), exchanged=False):
     finally:
         if getattr(run, "transient", False):
             comm._engine.release(run)
+    if getattr(run, "addresses", None) is not None:
+        run.buffers = None  # (bound at the addresses: it holds no array between calls)
     call.unpack()
 
 
@@ -1022,24 +1024,28 @@ def shape_template_of(template, written=None):
     (False, True)
     """
     found = []
-
-    def entry(e, i):
-        if e[0] == ARRAY:
-            if not e[1].flags.c_contiguous:
-                raise _NotRemembered
-            found.append(e[1])
-            w = e[5] if written is None or i >= len(written) else bool(written[i])
-            return (SHAPE,) + e[2:5] + (w,)
-        if e[0] == SEQ:
-            return (SEQ, e[1], tuple(entry(x, i) for x in e[2]))
-        return e
     try:
-        out = tuple(entry(e, i) for i, e in enumerate(template))
+        out = tuple(_shape_entry(e, i, written, found) for i, e in enumerate(template))
     except _NotRemembered:
         return None
     if not 0 < len(found) <= 2 or (len(found) == 2 and np.may_share_memory(*found)):
         return None
     return out
+
+
+def _shape_entry(e, i, written, found):
+    """:func:`shape_template_of`'s entry for template entry ``e`` of argument ``i``, its
+    array appended to ``found`` (a function of the module, not a closure that refers to
+    itself: that cycle would keep the call's arrays alive until the garbage collector ran)."""
+    if e[0] == ARRAY:
+        if not e[1].flags.c_contiguous:
+            raise _NotRemembered
+        found.append(e[1])
+        w = e[5] if written is None or i >= len(written) else bool(written[i])
+        return (SHAPE,) + e[2:5] + (w,)
+    if e[0] == SEQ:
+        return (SEQ, e[1], tuple(_shape_entry(x, i, written, found) for x in e[2]))
+    return e
 
 
 def shaped_arrays(template, args):

@@ -16,6 +16,7 @@ send them, hop by hop over the links, forwarded by the ranks in between (see
 every rank.  Modelled on :class:`mpi4py.util.pkl5.Comm`.
 """
 
+import collections
 import weakref
 import zlib
 
@@ -33,9 +34,13 @@ __all__ = ["Comm", "PACKETS_ABOVE", "REMEMBERED", "REMEMBERED_BYTES"]
 
 #: Calls of one method remembered at once, the most recent first (:meth:`Comm._remember`).
 REMEMBERED = 4
-#: Arrays a call remembered by shape for pieces of ``calls.ZERO_COPY_ABOVE`` bytes or more
-#: declines (its last calls', weakly held), so that one passed again binds a plan to it.
+#: Address sets a call remembered by shape for pieces of ``calls.ZERO_COPY_ABOVE`` bytes or
+#: more declines (its last calls'), so that arrays at addresses a program comes back to bind a
+#: plan to them.
 SEEN = 8
+#: Runners bound to the memory at an address set, holding none of it between calls, a
+#: communicator keeps (:meth:`Comm._runner`; the oldest released first).
+AT_ADDRESSES = 8
 #: The fixed-count nonblocking methods: a repeat is matched and started in C
 #: (``Comm._m<name>``: :func:`dualmpi.calls._install_start`), and the v-variants: a repeat is
 #: matched in C and its count table restarted there (:func:`dualmpi.calls._install_vstart`).
@@ -174,6 +179,12 @@ class Comm(p2p.PointToPoint):
         #: the plan of each v-variant method's last full call (calls._Speculation)
         self._v_last = {}
         self._fast, self._gen, self._last = {}, 0, {}
+        #: recent address sets of calls that could bind their buffers (per runner key), and the
+        #: runners bound at such addresses (:meth:`_runner`)
+        self._last_at, self._at = {}, collections.OrderedDict()
+        #: address sets a matcher by shape declined: calls at addresses it saw before
+        #: (``Recall.shape``'s ``wanted``), which bind a runner at them (:meth:`_runner`)
+        self._wanted = set()
         #: whether a call can be bound in place, per call shape (calls._apart)
         self._in_place = {}
         self._zero_copy = q == 1 and not verify and shape is None and drop is None
@@ -254,6 +265,7 @@ class Comm(p2p.PointToPoint):
     def Free(self):
         """Release the plans, persistent requests and the graph communicator."""
         self._forget()
+        self._release_at(len(self._at))
         if self._router is not None:
             p2p.stop_lane(self)
             self._router.close()
@@ -945,6 +957,9 @@ class Comm(p2p.PointToPoint):
         (:mod:`dualmpi.engine.recall`) the match is made in C too: ``self._m<name>`` is a
         ``Recall`` matcher, or a chain of them.
         """
+        if getattr(run, "addresses", None) is not None:
+            self._remember_at(name, args, arrays, run, send, recv)
+            return
         old = self._recalls.get(name)
         evictions = self._engine.evictions
         entries = [e for e in old if e.epoch == evictions and not e.holds(args)] if old else []
@@ -997,15 +1012,64 @@ class Comm(p2p.PointToPoint):
         shape = _shape_of(calls.template_of(tuple(args)), arrays)
         if shape is None:
             return None
-        users = calls.shaped_arrays(shape, args)
+        here = _addresses(calls.shaped_arrays(shape, args))
         prev = self._shaped.get(name)
         if prev is None or prev[0] != shape or prev[1] is not run:
-            self._shaped[name] = (shape, run, tuple(weakref.ref(a) for a in users))
+            self._shaped[name] = (shape, run, here)
             return None
         del self._shaped[name]
-        earlier = [a for a in (r() for r in prev[2]) if a is not None]
         return _Remembered.by_shape(self, name, tuple(args), run, send, recv, shape,
-                                    seen=earlier + users)
+                                    seen=(prev[2], here))
+
+    def _remember_at(self, name, args, arrays, run, send, recv):
+        """Remember a call whose runner is bound to the memory at its arrays' addresses
+        (``run.addresses``, :meth:`_runner`): the call remembered by shape on copies
+        (``run.copying``, made now if there is none) runs ``run``'s bound call for arrays at
+        those addresses (``at``: :meth:`_Remembered.by_shape`), the arrays held while it runs
+        only.  A call with no shape template (:func:`_shape_of`) is not remembered."""
+        shape = _shape_of(calls.template_of(tuple(args)), arrays)
+        if shape is None:
+            return
+        entries = list(self._recalls.get(name, ()))
+        evictions = self._engine.evictions
+        entry = next((e for e in entries if e.by_shape_ and e.shape == shape and e.at is not None
+                      and e.epoch == evictions), None)
+        if entry is None:
+            entry = _Remembered.by_shape(self, name, tuple(args), run.copying, send, recv, shape,
+                                         seen=(run.addresses,))
+            if entry is None:
+                return
+            self._recalls[name] = [entry] + [e for e in entries if e.epoch == evictions and not (
+                e.by_shape_ and e.shape == shape)][:REMEMBERED - 1]
+            self._install_recalls(name)
+        if run.addresses not in entry.at:
+            call = run.bind_addresses(send, recv)
+            if call is None:
+                return
+            me = weakref.ref(self)
+
+            def at(*arrays):
+                # the arrays are held while the call runs (after a failure, until the runner
+                # is freed: its receives may still write into them, MPIRunner.free)
+                run.buffers = arrays
+                call()
+                run.buffers = None
+                comm = me()
+                if comm is not None:
+                    comm._last_runner = run
+            entry.at[run.addresses] = at
+            run.registered.append(entry.at)
+
+    def _release_at(self, n):
+        """Release the ``n`` oldest runners bound at address sets (:meth:`_runner`), after
+        taking their calls out of the matchers that run them."""
+        for _ in range(min(n, len(self._at))):
+            _, run = self._at.popitem(last=False)
+            for at in run.registered:
+                at.pop(run.addresses, None)
+            run.registered = []
+            if self._engine is not None:
+                self._engine.release(run)
 
     def _install_recalls(self, name):
         """Make ``self._m<name>`` match the remembered calls of ``name`` (:meth:`_remember`)."""
@@ -1033,8 +1097,9 @@ class Comm(p2p.PointToPoint):
         them, so their memory stays where it is while it is cached).  Buffers seen for the first time, when binding costs less
         than copying (``calls._worth_binding``: the rank moves at least
         :data:`dualmpi.calls.ZERO_COPY_FIRST` bytes), get a runner bound to
-        them for that call only (``run.transient``: the caller releases it).  Other calls copy
-        through the store.  ``salt``, ``itemsize`` and ``op`` (a reduction's): see
+        them for that call only (``run.transient``: the caller releases it).  Arrays at the
+        addresses of a recent call get a runner bound to that memory that holds no array
+        between calls (:meth:`_at_addresses`).  Other calls copy through the store.  ``salt``, ``itemsize`` and ``op`` (a reduction's): see
         :meth:`Engine.runner <dualmpi.engine.core.Engine.runner>`.
         """
         engine = self._engine
@@ -1042,6 +1107,7 @@ class Comm(p2p.PointToPoint):
             raise DualmpiError(f"{collective}: the communicator was freed")
         if self._gen != engine.evictions:
             self._fast, self._gen = {}, engine.evictions
+            self._release_at(len(self._at))
         key = (collective, root, nbytes, salt, None if op is None else (op[0], itemsize))
         # settled: the same objects next time get the same runner (for _remember)
         self._settled = True
@@ -1079,12 +1145,72 @@ class Comm(p2p.PointToPoint):
                 run.transient = True
                 self._last_runner = run
                 return run
+            here = _addresses_of(objs)
+            if not self._settled and here is not None:
+                # new arrays at addresses a recent call had: a runner bound to that memory
+                run = self._at_addresses(key, here, collective, nbytes, root, send, recv, salt,
+                                         itemsize, op)
+                if run is not None:
+                    return run
+        run = self._copying(key, collective, nbytes, root, salt, itemsize, op)
+        self._last_runner = run
+        return run
+
+    def _copying(self, key, collective, nbytes, root, salt, itemsize, op):
+        """Return the runner of ``key`` (:meth:`_runner`) that copies through its store."""
         run = self._fast.get(key)
         if run is None:
-            run = self._fast[key] = engine.runner(
+            run = self._fast[key] = self._engine.runner(
                 self.rank, collective, nbytes, root, self.variant, self.algorithms.get(collective),
                 packets=None if self.packets == "auto" else self.packets, salt=salt,
                 itemsize=itemsize, op=op)
+        return run
+
+    def _at_addresses(self, key, here, collective, nbytes, root, send, recv, salt, itemsize,
+                      op):
+        """Return the runner bound to the memory at the address set ``here`` (the data
+        addresses of the call's arrays, :func:`_addresses_of`), or None.
+
+        A call on new arrays at the addresses of one of the last :data:`REMEMBERED` calls of
+        its kind in Python (``self._last_at``) or of the calls its matcher by shape made
+        (which declined it: ``self._wanted``) -- new views of the same arrays (``a[i:j]`` with the same
+        ``i`` and ``j``), a temporary made where the allocator put the last one
+        (``np.empty_like(x)`` in the call) -- gets a runner bound to that memory, as one on the
+        same arrays does (zero-copy), kept by the address set (``self._at``, the last
+        :data:`AT_ADDRESSES`).  It holds no array between calls (``run.buffers`` None once
+        the call is over): its persistent requests address memory it does not own, and run
+        only in a call whose arrays are at those addresses, with their dtype, shape and
+        strides (:meth:`_remember_at`: the matcher by shape's ``at``), so their memory is the
+        call's own.  ``run.copying`` is the runner on copies of the same call.
+        """
+        recent = self._last_at.get(key, ())
+        self._last_at[key] = (here,) + tuple(a for a in recent if a != here)[:REMEMBERED - 1]
+        wanted = here in self._wanted
+        if wanted:
+            self._wanted.discard(here)
+        elif len(self._wanted) > 4 * AT_ADDRESSES:
+            self._wanted.clear()
+        run = self._at.get((key, here))
+        if run is not None:
+            self._at.move_to_end((key, here))
+            run.buffers = (send, recv)
+            self._settled = True
+            self._last_runner = run
+            return run
+        if here not in recent and not wanted or AT_ADDRESSES < 1:
+            return None
+        run = self._engine.runner(
+            self.rank, collective, nbytes, root, self.variant, self.algorithms.get(collective),
+            packets=None if self.packets == "auto" else self.packets, buffers=(send, recv),
+            salt=salt, cache=False, lend=False, itemsize=itemsize, op=op)
+        if not getattr(run, "single", False) or not getattr(run, "absolute", False):
+            self._engine.release(run)  # (not one C call: the copies stay)
+            return None
+        run.addresses, run.registered = here, []
+        run.copying = self._copying(key, collective, nbytes, root, salt, itemsize, op)
+        self._release_at(len(self._at) + 1 - AT_ADDRESSES)  # (the oldest make room)
+        self._at[(key, here)] = run
+        self._settled = True
         self._last_runner = run
         return run
 
@@ -1133,6 +1259,26 @@ def _buffer_of(obj):
     return obj
 
 
+def _addresses(arrays):
+    """The data addresses of ``arrays`` (a tuple of ints)."""
+    return tuple(a.ctypes.data for a in arrays)
+
+
+def _addresses_of(objs):
+    """The data addresses of the arrays buffer arguments ``objs`` name (:func:`_buffer_of`;
+    None and ``MPI.IN_PLACE`` skipped), or None when one names something else or none does."""
+    out = []
+    for o in objs:
+        if o is None:
+            continue
+        b = _buffer_of(o)
+        if type(b) is np.ndarray:
+            out.append(b.ctypes.data)
+        elif not (b is _mpi().IN_PLACE):
+            return None
+    return tuple(out) or None
+
+
 def _ref(obj):
     """A weak reference to the array ``obj`` names (:func:`_buffer_of`); None for None, and
     for ``MPI.IN_PLACE`` or ``MPI.BOTTOM`` (which live as long as mpi4py) a function returning
@@ -1179,21 +1325,22 @@ def _liker(template, call, engine):
     return match
 
 
-def _shaper(shape, call, engine, epoch, patches, seen=None):
+def _shaper(shape, call, engine, epoch, patches, seen=None, at=None, wanted=None):
     """Return ``match(*args)``: ``Recall.shape`` in Python (:meth:`_Remembered.by_shape`).
 
     The arguments are what the template ``shape`` (:func:`dualmpi.calls.shape_template_of`)
     was made of: its arrays any numpy arrays of their dtype (by identity), shape and strides
     (writable when it says so), two of them apart, and ``engine.evictions == epoch``.  Then
     each ``(slot, k, offset)`` of ``patches`` is written (the template's ``k``-th array's
-    address plus ``offset``) and ``call`` runs.  With ``seen`` (arrays), it declines the
-    arrays of its last :data:`SEEN` calls' (``seen``'s first), held by weak references.
+    address plus ``offset``) and ``call`` runs.  With ``seen`` (tuples of data addresses) and
+    ``at`` (a dict by them): arrays at addresses ``at`` has run ``at[addresses](*arrays)``
+    instead, and a call at the addresses of one of its last :data:`SEEN` calls (``seen``'s
+    first) is declined, its addresses added to the set ``wanted``.
     """
     import collections
     import ctypes
 
-    ring = None if seen is None else collections.deque(
-        (weakref.ref(a) for a in seen), maxlen=SEEN)
+    ring = None if seen is None else collections.deque(seen, maxlen=SEEN)
     slots = [(ctypes.c_int64.from_address(int(slot)), int(k), int(off))
              for slot, k, off in patches]
 
@@ -1205,14 +1352,20 @@ def _shaper(shape, call, engine, epoch, patches, seen=None):
             lo0, lo1 = got[0].ctypes.data, got[1].ctypes.data
             if lo0 < lo1 + got[1].nbytes and lo1 < lo0 + got[0].nbytes:
                 return False
-        if ring is not None and any(r() is a for r in ring for a in got):
-            return False
         if engine.evictions != epoch:
             return False
+        if ring is not None:
+            here = _addresses(got)
+            bound = at.get(here)
+            if bound is not None:
+                bound(*got)
+                return True
+            if here in ring:
+                wanted.add(here)
+                return False
+            ring.append(here)
         for slot, k, off in slots:
             slot.value = got[k].ctypes.data + off
-        if ring is not None:
-            ring.extend(weakref.ref(a) for a in got)
         call()
         return True
     return match
@@ -1251,11 +1404,12 @@ class _Remembered:
     """
 
     __slots__ = ("comm", "name", "held", "checks", "template", "epoch", "nbytes", "pins",
-                 "matcher", "bound", "run", "shape", "by_shape_", "__weakref__")
+                 "matcher", "bound", "run", "shape", "by_shape_", "at", "__weakref__")
 
     def __init__(self, comm, name, held, checks, run, send, recv, template=None, shape=None):
         self.comm, self.name, self.held, self.checks = comm, name, held, checks
         self.template, self.run, self.shape, self.by_shape_ = template, run, shape, False
+        self.at = None
         self.epoch = comm._engine.evictions
         self.nbytes = sum(b.nbytes for b in (send, recv) if b is not None)
         #: the runner is bound to the buffers' memory (zero-copy): it holds them already
@@ -1289,8 +1443,11 @@ class _Remembered:
         (:meth:`MPIRunner.bind_shape <dualmpi.engine.mpi.MPIRunner.bind_shape>`).
 
         It holds none of the arrays: each call's own are the ones it copies from and to.
-        ``seen`` (arrays, or None): it declines the arrays of its last :data:`SEEN` calls
-        (``seen``'s first), which reach the Python path and so a plan bound to them.
+        ``seen`` (tuples of the arrays' data addresses, or None): it declines calls at the
+        addresses of its last :data:`SEEN` calls (``seen``'s first), which reach the Python
+        path and so a runner bound to that memory (:meth:`Comm._runner`), whose call it then
+        runs for arrays at those addresses (``at``, a dict by address tuple that
+        :meth:`Comm._remember_at` fills).
         """
         bind = getattr(run, "bind_shape", None)
         if bind is None or hasattr(run, "pinned") or getattr(run, "transient", False):
@@ -1306,11 +1463,13 @@ class _Remembered:
         self.nbytes, self.pins, self.bound = 0, False, True
         module = recall.load()
         seen = None if seen is None else tuple(seen)[-SEEN:]
+        self.at = None if seen is None else {}
+        more = () if seen is None else (seen, self.at, comm._wanted)
         if module is not None:
             self.matcher = module.Recall.shape(call, shape, comm._engine, self.epoch, patches,
-                                               seen)
+                                               *more)
         else:
-            self.matcher = _shaper(shape, call, comm._engine, self.epoch, patches, seen)
+            self.matcher = _shaper(shape, call, comm._engine, self.epoch, patches, *more)
         return self
 
     def _match(self, call):

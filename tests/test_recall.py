@@ -125,12 +125,12 @@ def test_a_chain_holds_matchers_only():
         KIND.chain((lambda: None,))
 
 
-def _c_shaper(shape, call, engine, patches, seen=None):
-    return KIND.shape(call, shape, engine, engine.evictions, patches, seen)
+def _c_shaper(shape, call, engine, patches, *more):
+    return KIND.shape(call, shape, engine, engine.evictions, patches, *more)
 
 
-def _py_shaper(shape, call, engine, patches, seen=None):
-    return _shaper(shape, call, engine, engine.evictions, patches, seen)
+def _py_shaper(shape, call, engine, patches, *more):
+    return _shaper(shape, call, engine, engine.evictions, patches, *more)
 
 
 SHAPERS = [pytest.param(_py_shaper, id="python"),
@@ -253,22 +253,30 @@ def test_a_read_only_send_array_and_a_chain_by_shape(make):
 
 
 @pytest.mark.parametrize("make", SHAPERS)
-def test_a_matcher_by_shape_declines_the_arrays_of_its_last_calls(make):
-    """With ``seen`` (a call whose plan could be bound to its buffers): arrays of its last
-    calls, ``seen``'s first, are declined (the Python path binds a plan to an array passed
-    again); arrays that died are not taken for new ones."""
-    import gc
-
+def test_a_matcher_by_shape_declines_addresses_it_saw_and_runs_calls_bound_at_them(make):
+    """With ``seen``, ``at`` and ``wanted`` (a call whose plan could be bound to its buffers):
+    a call at the addresses of one of its last calls (``seen``'s first) -- the same array, a
+    new view of it, a new array where an old one was -- is declined and its addresses added
+    to ``wanted`` (the Python path binds a runner there); one at addresses ``at`` has a call
+    for runs that call with its arrays instead of the copies; the ring holds 8 address sets."""
     a, b = np.zeros(4), np.zeros(4)
-    ran, engine = [], _Engine()
+    ran, engine, at, wanted = [], _Engine(), {}, set()
     none = np.zeros((0, 3), dtype=np.int64)
-    match = make(_shape(a, written=(True,)), lambda: ran.append(1), engine, none, (a,))
-    assert match(a) is False and not ran
-    assert match(b) is True and match(b) is False and len(ran) == 1
-    for _ in range(20):  # new arrays every call, each dying after it
-        assert match(np.zeros(4)) is True
-        gc.collect()
-    assert match(a) is True and len(ran) == 22  # out of the last calls by now
+    match = make(_shape(a, written=(True,)), lambda: ran.append(1), engine, none,
+                 ((a.ctypes.data,),), at, wanted)
+    assert match(a) is False and match(a[:]) is False and not ran
+    assert wanted == {(a.ctypes.data,)}
+    assert match(b) is True and len(ran) == 1  # new addresses: on copies, noted
+    assert match(b[:]) is False and (b.ctypes.data,) in wanted
+    hits = []
+    at[(b.ctypes.data,)] = lambda *arrays: hits.append(arrays)
+    view = b[:]
+    assert match(view) is True and hits == [(view,)] and len(ran) == 1
+    others = [np.zeros(4) for _ in range(8)]  # (held: each at its own address)
+    for o in others:
+        assert match(o) is True
+    assert match(a) is True and len(ran) == 10  # out of the last 8 by now
+    assert match(b) is True and len(hits) == 2  # bound there: always run so
 
 
 @needs_c
@@ -283,6 +291,10 @@ def test_a_matcher_by_shape_refuses_bad_patches_and_templates():
     for bad in (three, ((),), (1,)):
         with pytest.raises(ValueError):
             KIND.shape(lambda: None, bad, _Engine(), 0, np.zeros((0, 3), dtype=np.int64))
+    none = np.zeros((0, 3), dtype=np.int64)
+    for more in (((),), ((), {}), ((), {}, {}), (((1, 2),), {}, set()), ((("x",),), {}, set())):
+        with pytest.raises((ValueError, TypeError)):
+            KIND.shape(lambda: None, shape, _Engine(), 0, none, *more)
 
 
 def _c_liker(template, call, engine):
@@ -671,3 +683,24 @@ def test_a_tick_counts_a_plan_with_an_entry_and_adds_one_without():
         MODULE.Tick({1: [0, 1]}, 1, lambda: None)()
     with pytest.raises(TypeError):
         tick(1)
+
+
+def test_a_shape_template_keeps_no_array_alive():
+    """Building a template by shape leaves no reference cycle holding the call's arrays (a
+    temporary made for every call must be freed when the call ends, so that the next one can
+    take its place: ``Comm._at_addresses``), without the garbage collector."""
+    import gc
+    import weakref
+
+    from dualmpi.calls import shape_template_of
+
+    gc.disable()
+    try:
+        a, b = np.zeros(4), np.zeros(8)
+        refs = [weakref.ref(a), weakref.ref(b)]
+        t = shape_template_of(template_of((a, [b, 8, None], 0)), (False, True))
+        assert t is not None
+        del a, b, t
+        assert all(r() is None for r in refs)
+    finally:
+        gc.enable()

@@ -97,6 +97,9 @@ class Engine:
         #: Runners dropped from the cache so far (a client's own cache must then be refreshed).
         self.evictions = 0
         self._bound = OrderedDict()
+        #: runners made with ``cache=False, lend=False`` that their caller keeps (counted in
+        #: the statistics until released: :meth:`runners`)
+        self._kept = {}
         self._bound_only = OrderedDict()
         self._costs = OrderedDict()
         self._store_sizes = OrderedDict()
@@ -273,7 +276,7 @@ class Engine:
 
     def runner(self, rank, collective, nbytes, root_rank=0, variant="corrected", algorithm=None,
                sdispls=None, rdispls=None, packets=None, buffers=None, itemsize=1, op=None,
-               salt=0, cache=True):
+               salt=0, cache=True, lend=True):
         """Return the transport's runner of one collective and size (cached).
 
         ``salt`` (an int) joins the call signature every message carries: what the caller
@@ -284,7 +287,8 @@ class Engine:
         addresses; one node per rank; a reduction first copies the blocks it combines into
         from the send buffer; ``send`` may be ``recv`` where :meth:`in_place` allows it);
         with ``cache=False`` it is not kept (a call's own runner:
-        :meth:`release` it after the call).  Reductions take ``op=(key, code,
+        :meth:`release` it after the call; it runs on the spare store unless ``lend`` is
+        False: a runner the caller keeps, counted in the statistics until released).  Reductions take ``op=(key, code,
         combine)`` (:func:`dualmpi.ops.resolve`): ``combine(src, dst)`` combines byte array
         ``src`` into ``dst`` (whole elements of ``itemsize`` bytes), ``key`` names it in the
         cache and ``code`` in the messages' call signature.
@@ -325,7 +329,7 @@ class Engine:
                     opcode, salt)).encode()
         signature = zlib.crc32(key) << 32 | zlib.crc32(key[::-1])
         extra = {} if buffers is None else {"layout": layout, "buffers": buffers}
-        if buffers is not None and not cache:  # released after its call: the spare store
+        if buffers is not None and not cache and lend:  # released after its call: the spare store
             extra["store"] = self._lend
         if op is not None:
             extra["combine"] = op[2]
@@ -333,6 +337,8 @@ class Engine:
         run.hop_rounds, run.steps, run.step_bytes = self.cost(collective, nbytes, root_rank,
                                                               variant, algorithm, itemsize)
         if not cache:
+            if not lend:
+                self._kept[id(run)] = run
             return run
         self._bound[sig] = run
         while len(self._bound) > CACHE_SIZE:
@@ -348,6 +354,7 @@ class Engine:
         Its store was the spare one (:meth:`_lend`), free for the next such runner — but
         after an alarm, when receives the runner started may still write into it.
         """
+        self._kept.pop(id(run), None)
         self._retire(run)
         run.free()
         if getattr(getattr(run, "alarm", None), "broken", None) is not None:
@@ -461,12 +468,13 @@ class Engine:
         return links, totals
 
     def runners(self):
-        """Return every cached runner and its companions (for statistics).
+        """Return every cached runner and its companions, and the runners kept by their
+        callers (``cache=False, lend=False``), for the statistics.
 
         A companion is a runner's plan merged with another's (:func:`dualmpi.engine.mpi.pair`).
         """
         out = []
-        for run in self._bound.values():
+        for run in list(self._bound.values()) + list(self._kept.values()):
             out.append(run)
             out.extend(other for _, other in getattr(run, "companions", {}).values()
                        if other is not None)
@@ -477,6 +485,9 @@ class Engine:
         self.evictions += 1
         while self._bound:
             _, run = self._bound.popitem()
+            run.free()
+        while self._kept:
+            _, run = self._kept.popitem()
             run.free()
 
 

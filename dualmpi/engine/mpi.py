@@ -323,8 +323,12 @@ class MPIRunner:
         trail_at = sig_at + 8
         self.absolute = buffers is not None or absolute
         self._own, self._seeds = [], []
-        #: the user's (send, recv) uint8 arrays a zero-copy runner is bound to
+        #: the user's (send, recv) uint8 arrays a zero-copy runner is bound to (None between
+        #: calls for a runner its caller runs only on arrays at their addresses:
+        #: dualmpi.Comm's runners at an address set), and their data addresses
         self.buffers = buffers
+        self.bound_at = None if buffers is None else tuple(
+            None if b is None else b.ctypes.data for b in buffers)
         #: other runners' stores this one's segments address (a merged zero-copy runner's)
         self.stores = ()
         if buffers is not None:
@@ -576,6 +580,20 @@ class MPIRunner:
         return (self._closure(fn, arg, (None, None, keep[2])),
                 np.array(patches, dtype=np.int64).reshape(-1, 3))
 
+    def bind_addresses(self, send, recv):
+        """Return :meth:`bind_call`'s call on these buffers holding none of them, or None for a
+        runner that is not bound to buffers or runs in more than one C call.
+
+        For a runner bound to the memory at the buffers' addresses (zero-copy) that the caller
+        runs only on arrays at those very addresses (``dualmpi.Comm``'s runners at an address
+        set): the call's copies (a rank's own block, a reduction's seeds) are at absolute
+        addresses, so any arrays there are the ones it reads and writes.
+        """
+        if not (self.single and self.absolute and self.buffers is not None):
+            return None
+        fn, arg, keep = self.bound_args(send, recv)
+        return self._closure(fn, arg, (None, None, keep[2]))
+
     def bound_args(self, send, recv, pre=(), post=()):
         """Return ``(fn, arg, keep)`` of the C call :meth:`bind_call` makes (compiled loop).
 
@@ -653,10 +671,12 @@ class MPIRunner:
         if not self.absolute:
             return []
         if send is None and recv is None:
-            send, recv = self.buffers
-        if recv is None:
+            at = self.bound_at
+        else:
+            at = tuple(None if b is None else b.ctypes.data for b in (send, recv))
+        if at is None or at[1] is None:
             return []
-        return [(recv.ctypes.data + a, send.ctypes.data + b, n) for a, b, n in self._own]
+        return [(at[1] + a, at[0] + b, n) for a, b, n in self._own]
 
     def _call_segments(self, fn, args):
         """Run the plan's segments in C, combining in between (reductions)."""
@@ -864,6 +884,7 @@ def pair(first, first_buffers, second, second_buffers):
                             combine=second.combine, absolute=second.absolute)
             if second.absolute:  # its own block and seeds, and the stores its segments address
                 run._own, run._seeds, run.buffers = second._own, second._seeds, second.buffers
+                run.bound_at = second.bound_at
                 run.stores = (first.store, second.store)
             run.parts = first.parts + second.parts
             run.hop_rounds = first.hop_rounds + second.hop_rounds

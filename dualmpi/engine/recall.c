@@ -36,11 +36,16 @@
  *       call (``a[i:j]``, ``np.empty_like(x)``, ``[np.empty(n), MPI.DOUBLE]``) repeats its
  *       call from C so.
  *
- *   Recall.shape(call, shape, engine, epoch, patches, seen)
- *       the same, ``seen`` a tuple of arrays: it also keeps weak references to the arrays of
- *       its last few calls (``seen``'s to begin with) and declines a call on any of them
- *       (returns False), so that an array a program passes again reaches the Python path,
- *       which binds a plan to it (zero-copy) from its second call.
+ *   Recall.shape(call, shape, engine, epoch, patches, seen, at, wanted)
+ *       the same for a call whose plan can be bound to its buffers (zero-copy): ``seen`` a
+ *       tuple of tuples of the arrays' data addresses, ``at`` a dict by such tuples.  A call
+ *       on arrays at addresses ``at`` has runs ``at[addresses](*arrays)`` instead (a call
+ *       bound to the memory at those addresses, holding none of it between calls); one at
+ *       the addresses of one of its last few calls (``seen``'s to begin with) is declined
+ *       (returns False) and its addresses added to the set ``wanted``, so that arrays at
+ *       addresses a program comes back to -- the same arrays, new views of them, a temporary
+ *       the allocator puts where the last one was -- reach the Python path, which binds a
+ *       plan to them.
  *
  *   Recall.like(call, template, engine, epoch)
  *       a matcher of arguments compared by value (the kinds below, ``same``): calling it
@@ -80,7 +85,7 @@
 #define MAX_HELD 4
 #define MAX_CHECKS 2
 #define MAX_DIMS 8
-#define SEEN 8  /* arrays a matcher by shape declines: its last calls' (Recall.shape's seen) */
+#define SEEN 8  /* address sets a matcher by shape declines: its last calls' (Recall.shape's seen) */
 #define MAX_SHAPED 2  /* arrays a template by shape compares (dualmpi.calls.shape_template_of) */
 
 typedef int (*run_fn)(void *);
@@ -114,8 +119,10 @@ typedef struct Recall {
     int nshaped;              /* the arrays that template compares */
     int64_t *patch;           /* its (slot, k, offset) triples, ``npatch`` of them */
     Py_ssize_t npatch;
-    int declines, next_seen;  /* it declines the arrays ``seen`` refers to (weakly) */
-    PyObject *seen[SEEN];
+    int declines, next_seen;  /* it declines calls at the addresses of its last calls */
+    int64_t seen[SEEN][MAX_SHAPED + 1];  /* [number of arrays, their data addresses] */
+    PyObject *at;             /* a dict: the call bound at such addresses (Recall.shape's at) */
+    PyObject *wanted;         /* a set: the address sets it declined (Recall.shape's wanted) */
     /* a matcher by shape's template, or a nonblocking repeat's (kind 3) for calls on other
      * arrays of its shape, and then their repeats by the arrays' addresses (Recall.start's
      * shape and shaped) */
@@ -146,8 +153,8 @@ static void Recall_dealloc(Recall *self)
     }
     Py_XDECREF(self->engine);
     PyMem_Free(self->patch);
-    for (int i = 0; i < SEEN; i++)
-        Py_XDECREF(self->seen[i]);
+    Py_XDECREF(self->at);
+    Py_XDECREF(self->wanted);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -189,13 +196,16 @@ static int same_epoch(Recall *self)
 }
 
 static int matches_shape(Recall *self, PyObject *const *args, Py_ssize_t nargs,
-                         PyObject **found);
+                         PyObject **found, PyObject **bound);
 
-/* ``found``: a matcher by shape's arrays (MAX_SHAPED), borrowed, when it matches. */
-static int matches(Recall *self, PyObject *const *args, Py_ssize_t nargs, PyObject **found)
+/* ``found``: a matcher by shape's arrays (MAX_SHAPED), borrowed, when it matches; ``bound``
+ * (borrowed) the call it has for their addresses, or NULL (matches_shape). */
+static int matches(Recall *self, PyObject *const *args, Py_ssize_t nargs, PyObject **found,
+                   PyObject **bound)
 {
+    *bound = NULL;
     if (self->shaped)
-        return matches_shape(self, args, nargs, found);
+        return matches_shape(self, args, nargs, found, bound);
     if (self->template != NULL) {
         if (nargs != PyTuple_GET_SIZE(self->template))
             return 0;
@@ -228,32 +238,46 @@ static int matches(Recall *self, PyObject *const *args, Py_ssize_t nargs, PyObje
     return 1;
 }
 
-/* 1 when the weak reference ``ref`` refers to ``x``. */
-static int refers_to(PyObject *ref, PyObject *x)
+/* A matcher by shape that declines calls at seen addresses notes those of ``found`` (``n``
+ * arrays) among them (the oldest out). */
+static void note_seen(Recall *self, PyObject *const *found, int n)
 {
-#if PY_VERSION_HEX >= 0x030D0000
-    PyObject *o;
-    if (PyWeakref_GetRef(ref, &o) < 0) {
-        PyErr_Clear();
-        return 0;
-    }
-    Py_XDECREF(o);
-    return o == x;
-#else
-    return PyWeakref_GetObject(ref) == x;
-#endif
+    int64_t *row = self->seen[self->next_seen];
+    row[0] = n;
+    for (int i = 0; i < n; i++)
+        row[1 + i] = (int64_t)(uintptr_t)PyArray_DATA((PyArrayObject *)found[i]);
+    self->next_seen = (self->next_seen + 1) % SEEN;
 }
 
-/* A matcher by shape that declines seen arrays notes ``x`` among them (the oldest out). */
-static void note_seen(Recall *self, PyObject *x)
+/* The arrays ``found`` (``n``) are at the addresses of one of the matcher's last calls. */
+static int at_seen(Recall *self, PyObject *const *found, int n)
 {
-    PyObject *ref = PyWeakref_NewRef(x, NULL);
-    if (ref == NULL) {
-        PyErr_Clear();
-        return;
+    for (int j = 0; j < SEEN; j++) {
+        const int64_t *row = self->seen[j];
+        int same = row[0] == n;
+        for (int i = 0; same && i < n; i++)
+            same = row[1 + i] == (int64_t)(uintptr_t)PyArray_DATA((PyArrayObject *)found[i]);
+        if (same)
+            return 1;
     }
-    Py_XSETREF(self->seen[self->next_seen], ref);
-    self->next_seen = (self->next_seen + 1) % SEEN;
+    return 0;
+}
+
+/* The tuple of the data addresses of ``found`` (``n`` arrays), or NULL with an error set. */
+static PyObject *addresses(PyObject *const *found, int n)
+{
+    PyObject *key = PyTuple_New(n);
+    if (key == NULL)
+        return NULL;
+    for (int k = 0; k < n; k++) {
+        PyObject *v = PyLong_FromVoidPtr(PyArray_DATA((PyArrayObject *)found[k]));
+        if (v == NULL) {
+            Py_DECREF(key);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(key, k, v);
+    }
+    return key;
 }
 
 /* The arguments are what the template by shape ``t`` (dualmpi.calls.shape_template_of) was
@@ -296,21 +320,33 @@ static int shape_arrays(PyObject *t, PyObject *const *args, Py_ssize_t nargs, Py
     return 1;
 }
 
-/* matches() of a matcher by shape (Recall.shape): its template, none of the arrays it
- * declines, the cache unchanged. */
+/* matches() of a matcher by shape (Recall.shape): its template, the cache unchanged; then
+ * ``*bound`` (borrowed) is the call its ``at`` has for the arrays' addresses, or NULL when it
+ * has none -- and a call at the addresses of one of its last calls is declined. */
 static int matches_shape(Recall *self, PyObject *const *args, Py_ssize_t nargs,
-                         PyObject **found)
+                         PyObject **found, PyObject **bound)
 {
     int n;
+    *bound = NULL;
     int ok = shape_arrays(self->shape_template, args, nargs, found, &n);
     if (ok != 1)
         return ok;
-    if (self->declines)
-        for (int i = 0; i < n; i++)
-            for (int j = 0; j < SEEN; j++)
-                if (self->seen[j] != NULL && refers_to(self->seen[j], found[i]))
-                    return 0;
-    return same_epoch(self);
+    ok = same_epoch(self);
+    if (ok != 1 || !self->declines)
+        return ok;
+    const int again = at_seen(self, found, n);
+    if (!again && !PyDict_GET_SIZE(self->at))
+        return 1;
+    PyObject *key = addresses(found, n);
+    if (key == NULL)
+        return -1;
+    *bound = PyDict_GetItemWithError(self->at, key);
+    if (*bound == NULL && !PyErr_Occurred() && again && PySet_Add(self->wanted, key) == 0) {
+        Py_DECREF(key);
+        return 0;  /* declined: the Python path binds a plan at these addresses */
+    }
+    Py_DECREF(key);
+    return PyErr_Occurred() ? -1 : 1;
 }
 
 /* A matcher by shape writes its arrays' (``found``) addresses into its bound call's copies,
@@ -323,8 +359,7 @@ static void write_patches(Recall *self, PyObject *const *found)
         *(int64_t *)(uintptr_t)p[0] = (int64_t)(uintptr_t)PyArray_BYTES(a) + p[2];
     }
     if (self->declines)
-        for (int i = 0; i < self->nshaped; i++)
-            note_seen(self, found[i]);
+        note_seen(self, found, self->nshaped);
 }
 
 /* A nonblocking repeat's matcher given other arrays of its shape (``shape_template``, the
@@ -339,17 +374,9 @@ static PyObject *shaped_repeat(Recall *self, PyObject *const *args, Py_ssize_t n
         return NULL;
     if (same_epoch(self) != 1)
         return NULL;
-    PyObject *key = PyTuple_New(n);
+    PyObject *key = addresses(arrays, n);
     if (key == NULL)
         return NULL;
-    for (int k = 0; k < n; k++) {
-        PyObject *v = PyLong_FromVoidPtr(PyArray_DATA((PyArrayObject *)arrays[k]));
-        if (v == NULL) {
-            Py_DECREF(key);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(key, k, v);
-    }
     PyObject *repeat = PyDict_GetItemWithError(self->shaped_repeats, key);
     Py_DECREF(key);
     return repeat;
@@ -391,8 +418,8 @@ static PyObject *Recall_vectorcall(PyObject *obj, PyObject *const *args, size_t 
         if (kwnames && PyTuple_GET_SIZE(kwnames))
             Py_RETURN_NONE;
         PyObject *t = self->call;  /* (start, repeat, what, alarm) */
-        PyObject *repeat = PyTuple_GET_ITEM(t, 1), *found[MAX_SHAPED];
-        int ok = matches(self, args, nargs, found);
+        PyObject *repeat = PyTuple_GET_ITEM(t, 1), *found[MAX_SHAPED], *bound;
+        int ok = matches(self, args, nargs, found, &bound);
         if (ok < 0)
             return NULL;
         if (!ok) {  /* other arrays of its shape, at addresses a repeat was made for? */
@@ -420,13 +447,13 @@ static PyObject *Recall_vectorcall(PyObject *obj, PyObject *const *args, size_t 
     }
     if (kwnames && PyTuple_GET_SIZE(kwnames))
         Py_RETURN_FALSE;  /* keywords: the Python path reads them */
-    PyObject *found[MAX_SHAPED];
+    PyObject *found[MAX_SHAPED], *bound;
     if (self->matcher == 2) {
         /* the chain's tuple holds its matchers while one runs (and may install another) */
         PyObject *chain = self->call;
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(chain); i++) {
             Recall *m = (Recall *)PyTuple_GET_ITEM(chain, i);
-            int ok = matches(m, args, nargs, found);
+            int ok = matches(m, args, nargs, found, &bound);
             if (ok < 0)
                 return NULL;
             if (ok) {
@@ -436,16 +463,22 @@ static PyObject *Recall_vectorcall(PyObject *obj, PyObject *const *args, size_t 
         }
         Py_RETURN_FALSE;
     }
-    int ok = matches(self, args, nargs, found);
+    int ok = matches(self, args, nargs, found, &bound);
     if (ok < 0)
         return NULL;
     if (!ok)
         Py_RETURN_FALSE;
 run:;
-    if (self->shaped)
-        write_patches(self, found);
-    PyObject *out = self->bound != NULL ? run_bound(self->bound)
-                                        : PyObject_CallNoArgs(self->call);
+    PyObject *out;
+    if (bound != NULL) {  /* the call bound at the arrays' addresses, given the arrays */
+        Py_INCREF(bound);  /* (it may leave ``at`` while it runs) */
+        out = PyObject_Vectorcall(bound, found, (size_t)self->nshaped, NULL);
+        Py_DECREF(bound);
+    } else {
+        if (self->shaped)
+            write_patches(self, found);
+        out = self->bound != NULL ? run_bound(self->bound) : PyObject_CallNoArgs(self->call);
+    }
     if (out == NULL)
         return NULL;
     Py_DECREF(out);
@@ -596,16 +629,20 @@ bad:
     return -1;
 }
 
-/* Recall.shape(call, shape, engine, epoch, patches[, seen]): a matcher by shape. */
+/* Recall.shape(call, shape, engine, epoch, patches[, seen, at, wanted]): a matcher by shape. */
 static PyObject *Recall_shape(PyObject *Py_UNUSED(cls), PyObject *args)
 {
-    PyObject *call, *shape, *engine, *patches, *seen = Py_None;
+    PyObject *call, *shape, *engine, *patches, *seen = Py_None, *at = Py_None;
+    PyObject *wanted = Py_None;
     long long epoch;
-    if (!PyArg_ParseTuple(args, "OO!OLO!|O", &call, &PyTuple_Type, &shape, &engine, &epoch,
-                          &PyArray_Type, &patches, &seen))
+    if (!PyArg_ParseTuple(args, "OO!OLO!|OOO", &call, &PyTuple_Type, &shape, &engine, &epoch,
+                          &PyArray_Type, &patches, &seen, &at, &wanted))
         return NULL;
-    if (seen != Py_None && (!PyTuple_Check(seen) || PyTuple_GET_SIZE(seen) > SEEN)) {
-        PyErr_SetString(PyExc_ValueError, "Recall.shape: seen is None or a tuple of at most 8");
+    if ((seen == Py_None) != (at == Py_None) || (seen == Py_None) != (wanted == Py_None) ||
+            (seen != Py_None && (!PyTuple_Check(seen) || PyTuple_GET_SIZE(seen) > SEEN ||
+                                 !PyDict_Check(at) || !PySet_Check(wanted)))) {
+        PyErr_SetString(PyExc_ValueError, "Recall.shape: seen a tuple of at most 8 tuples of "
+                        "addresses, at a dict and wanted a set, or none of them");
         return NULL;
     }
     PyArrayObject *pa = (PyArrayObject *)patches;
@@ -640,8 +677,26 @@ static PyObject *Recall_shape(PyObject *Py_UNUSED(cls), PyObject *args)
         }
     if (seen != Py_None) {
         self->declines = 1;
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(seen); i++)
-            note_seen(self, PyTuple_GET_ITEM(seen, i));
+        Py_INCREF(at);
+        self->at = at;
+        Py_INCREF(wanted);
+        self->wanted = wanted;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(seen); i++) {
+            PyObject *t = PyTuple_GET_ITEM(seen, i);
+            if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != self->nshaped) {
+                PyErr_SetString(PyExc_ValueError, "Recall.shape: seen holds a tuple of an "
+                                "address per array");
+                goto fail;
+            }
+            int64_t *row = self->seen[self->next_seen];
+            row[0] = self->nshaped;
+            for (int k = 0; k < self->nshaped; k++) {
+                row[1 + k] = (int64_t)(intptr_t)PyLong_AsVoidPtr(PyTuple_GET_ITEM(t, k));
+                if (PyErr_Occurred())
+                    goto fail;
+            }
+            self->next_seen = (self->next_seen + 1) % SEEN;
+        }
     }
     return (PyObject *)self;
 fail:
