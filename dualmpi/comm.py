@@ -1173,8 +1173,8 @@ class Comm(p2p.PointToPoint):
 
         A call on new arrays at the addresses of one of the last :data:`REMEMBERED` calls of
         its kind in Python (``self._last_at``) or of the calls its matcher by shape made
-        (which declined it: ``self._wanted``) -- new views of the same arrays (``a[i:j]`` with the same
-        ``i`` and ``j``), a temporary made where the allocator put the last one
+        (which declined it: ``self._wanted``) -- new views of the same arrays (``a[i:j]`` with
+        the same ``i`` and ``j``), a temporary made where the allocator put the last one
         (``np.empty_like(x)`` in the call) -- gets a runner bound to that memory, as one on the
         same arrays does (zero-copy), kept by the address set (``self._at``, the last
         :data:`AT_ADDRESSES`).  It holds no array between calls (``run.buffers`` None once

@@ -286,9 +286,9 @@ class Engine:
         ``buffers=(send, recv)``: a zero-copy runner bound to those arrays (cached by their
         addresses; one node per rank; a reduction first copies the blocks it combines into
         from the send buffer; ``send`` may be ``recv`` where :meth:`in_place` allows it);
-        with ``cache=False`` it is not kept (a call's own runner:
-        :meth:`release` it after the call; it runs on the spare store unless ``lend`` is
-        False: a runner the caller keeps, counted in the statistics until released).  Reductions take ``op=(key, code,
+        with ``cache=False`` it is not kept (a call's own runner: :meth:`release` it after
+        the call; it runs on the spare store unless ``lend`` is False: a runner the caller
+        keeps, counted in the statistics until released).  Reductions take ``op=(key, code,
         combine)`` (:func:`dualmpi.ops.resolve`): ``combine(src, dst)`` combines byte array
         ``src`` into ``dst`` (whole elements of ``itemsize`` bytes), ``key`` names it in the
         cache and ``code`` in the messages' call signature.
