@@ -54,3 +54,43 @@ def test_missing_send_aborts_the_job_with_a_diagnostic(mpi_env):  # noqa: F811
                      r"3 s\) in round 1 for rank 0 to send(; [^\n]*)?; aborting the job",
                      proc.stderr)
     assert line and float(line.group(1)) < 20, proc.stderr
+
+
+LATE_SCRIPT = """
+import time
+import numpy as np
+from mpi4py import MPI
+import dualmpi
+
+world = MPI.COMM_WORLD
+if world.Get_rank() == 1:
+    time.sleep({late})  # a rank that starts late (slow imports, a loaded host)
+net = dualmpi.Comm(world, "hypercube:n=1", watchdog={deadline})
+x = np.arange(4.0) + world.Get_rank()
+mine, theirs = np.empty(4), np.empty(4)
+net.Allreduce(x, mine)
+world.Allreduce(x, theirs)
+print("same" if np.array_equal(mine, theirs) else "differ", flush=True)
+net.Free()
+"""
+
+
+def test_a_rank_that_arrives_late_at_the_set_up_is_waited_for(tmp_path):
+    """Ranks start at different times: the set-up waits past the deadline for them to arrive.
+
+    One rank comes to ``dualmpi.Comm`` 8 s after the other, with a watchdog of 1 s: the set-up
+    allows :data:`dualmpi.engine.mpi.STARTUP_GRACE` past the deadline for the ranks to arrive
+    (a rank of an oversubscribed CI job arrived over 8 s late), so the job runs to the end."""
+    from mpi_helpers import MPIEXEC as mpiexec, PYTHON, ompi_env, run_job
+    from dualmpi.engine.mpi import STARTUP_GRACE
+
+    if not mpiexec.exists():
+        pytest.skip(f"no mpiexec beside {mpiexec.parent}")
+    late, deadline = 8, 1
+    assert deadline + 5 < late < deadline + STARTUP_GRACE
+    script = tmp_path / "late.py"
+    script.write_text(LATE_SCRIPT.format(late=late, deadline=deadline))
+    job = run_job([mpiexec, "-n", 2, PYTHON, "-m", "mpi4py", script], ompi_env(120), timeout=150)
+    shown = f"exit {job.returncode} after {job.elapsed:.1f} s\n{job.stdout}\n{job.stderr[-3000:]}"
+    assert not job.timed_out and job.returncode == 0, shown
+    assert job.stdout.split() == ["same", "same"], shown

@@ -63,6 +63,11 @@ def call_signature(base, seq):
 #: that have not answered), last the other ranks waiting for rank 0.
 ROOT_GRACE, OTHER_GRACE = 5.5, 8.0
 
+#: Grace past the deadline (s) for the ranks to arrive at a communicator's set-up: ranks start
+#: at different times (imports, a loaded or oversubscribed host), and the set-up is the first
+#: wait that spans them all.  A rank that never arrives still ends the job, later.
+STARTUP_GRACE = 30.0
+
 #: Tag of the roll call on dualmpi's control communicator when a :class:`MPITransport` is built.
 ROLL_TAG = 32000
 
@@ -106,7 +111,7 @@ class MPITransport:
         # every message of dualmpi travels on communicators of its own, never on the user's:
         # a user's message in flight (any tag, ANY_SOURCE receives) is never taken for ours
         self.watchdog.arm("the set-up of dualmpi.Comm (duplicating the ranks' communicator: "
-                          "has every rank called dualmpi.Comm?)", ())
+                          "has every rank called dualmpi.Comm?)", (), grace=STARTUP_GRACE)
         #: the control plane (barriers, verdicts, timings): messages through rank 0, so a wait
         #: can always name the ranks that have not answered
         self.ctl = comm.Dup()
