@@ -1338,6 +1338,7 @@ def icollective(comm, imethod, method, read, args=None):
                                                       chain.row)
                 memo.counts = chain.setup
                 memo.count_table(comm, imethod)
+                chain.remember(memo)  # (its table may have come already: the plan made)
                 _install_vstart(comm, imethod, method, memo)
         return Request.from_plan(progress, chain)
     name = short = None
@@ -1454,7 +1455,7 @@ class _Chain:
     """
 
     __slots__ = ("comm", "progress", "what", "method", "desc", "call", "error", "data", "memo",
-                 "problem", "row", "setup", "data_seq", "owns", "counts", "table", "seq")
+                 "problem", "row", "setup", "data_seq", "owns", "counts", "table", "seq", "made")
 
     @classmethod
     def repeat(cls, comm, progress, imethod, method, desc, memo):
@@ -1468,14 +1469,14 @@ class _Chain:
         self.comm, self.progress, self.what, self.method, self.desc = \
             comm, progress, imethod, method, desc
         self.call, self.error, self.data, self.memo, self.problem = memo.call, None, None, memo, None
-        self.row, self.setup = memo.row, memo.counts
+        self.row, self.setup, self.made = memo.row, memo.counts, None
         self._begin(comm, progress, imethod, memo.counts_repeat, None)
         return self
 
     def __init__(self, comm, progress, imethod, method, desc, call, problem, t, memo=None):
         self.comm, self.progress, self.what = comm, progress, imethod
         self.method, self.desc, self.call = method, desc, call
-        self.error, self.data, self.memo = None, None, memo
+        self.error, self.data, self.memo, self.made = None, None, memo, None
         if memo is not None:  # a repeat: the row the call sent then
             row, self.problem = memo.row, None
         else:
@@ -1555,15 +1556,31 @@ class _Chain:
             start = dict(send=call.send, recv=call.recv,
                          combine=None if call.op is None else call.op[2], finish=finish,
                          signature=sig, what=self.what)
+            self.made = (table, bound, sig, start, None if packed else
+                         (nbytes, root, sdispls, rdispls))
             memo = comm._i_memo.get(self.what)
             if memo is not None and memo.call is call:  # (this call's, or a repeat's)
-                memo.table, memo.data = table, ((bound,), start)
-                memo.data_repeat = None if sig is None else Repeat(
-                    bound, np.zeros(0, np.int64), None, sig, send=call.send, recv=call.recv,
-                    combine=start["combine"], finish=finish, plain=True)
+                self.remember(memo)
             self.data = self.progress.start(bound, seq=self.data_seq, **start)
         except (InputError, DualmpiError) as exc:
             self.error = exc
+
+    def remember(self, memo):
+        """Give ``memo`` (of this call) the data's plan made for the table this call got (its
+        repeats with that table start it in C: ``memo.data_repeat``, zero-copy where
+        :func:`_zero_bound` binds it); nothing when the plan is not made yet or failed.  Called
+        when the plan is made, and by :func:`icollective` after it makes the memo of a first
+        call whose table came at once (the plan made before the memo)."""
+        if self.made is None or self.error is not None:
+            return
+        table, bound, sig, start, sizes = self.made
+        comm, call = self.comm, self.call
+        memo.table, memo.data = table, ((bound,), start)
+        memo.data_repeat = None if sig is None else Repeat(
+            bound, np.zeros(0, np.int64), None, sig, send=call.send, recv=call.recv,
+            combine=start["combine"], finish=start["finish"], plain=True,
+            zero=None if sizes is None else _zero_bound(comm, self.what, self.desc, call, bound,
+                                                        *sizes))
 
     @property
     def done(self):
@@ -1587,6 +1604,28 @@ class _Chain:
     def waiting(self):
         """What the call waits for (for the watchdog): its current request's."""
         return self.current.waiting()
+
+
+def _zero_bound(comm, imethod, desc, call, bound, nbytes, root, sdispls, rdispls):
+    """Return the plan ``bound`` of a nonblocking v-variant's data rebound to the call's
+    buffers (:meth:`Engine.bind_buffers <dualmpi.engine.core.Engine.bind_buffers>`: its
+    repeats then run zero-copy, as a fixed-count call's do, :func:`icollective`), or None.
+
+    As the blocking v-variants (:func:`_memorize`): one node per rank, no option that needs
+    the store, buffers apart, the rank moving :data:`ZERO_COPY_ABOVE` bytes or more, and the
+    bound plan's store fitting in memory beside the copying one.  Local only: a rank bound to
+    its buffers sends the messages of one that copies.
+    """
+    if not comm._zero_copy or _overlap(call.send, call.recv) or \
+            _moved(call.send, call.recv) < ZERO_COPY_ABOVE:
+        return None
+    need = comm._engine.store_bytes(comm.rank, desc.name, nbytes, root, comm.variant, None,
+                                    call.itemsize, zero_copy=True)
+    if memory_problem(comm, imethod, need) is not None:
+        return None
+    return comm._engine.bind_buffers(bound, comm.rank, desc.name, nbytes, root, comm.variant,
+                                     None, call.itemsize, call.send, call.recv,
+                                     sdispls=sdispls, rdispls=rdispls)
 
 
 def _counts_setup(comm, imethod, method, row, ring):

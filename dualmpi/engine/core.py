@@ -408,7 +408,8 @@ class Engine:
         return out
 
     def bind_buffers(self, bound, rank, collective, nbytes, root_rank=0, variant="corrected",
-                     algorithm=None, itemsize=1, send=None, recv=None):
+                     algorithm=None, itemsize=1, send=None, recv=None, sdispls=None,
+                     rdispls=None):
         """Return ``(plan, store, copies)``: :meth:`bind`'s ``bound`` rebound to the user's
         buffers (one node per rank; zero-copy, as a runner made with ``buffers``).
 
@@ -424,7 +425,7 @@ class Engine:
         """
         plan = self.rank_plan(rank, collective, root_rank, variant, algorithm)
         layout = Layout(layout_kind(collective, algorithm), self.topo.num_nodes, self.q, nbytes,
-                        root_rank, None, None, itemsize)
+                        root_rank, sdispls, rdispls, itemsize)
         where, seeded, held_at, held = held_slots(bound, plan, send, recv)
         nrecv = sum(len(rnd.recvs) for rnd in bound.rounds)
         store = np.zeros(held + 8 + 8 * nrecv, dtype=np.uint8)
