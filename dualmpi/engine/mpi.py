@@ -27,9 +27,30 @@ from .plan import held_slots, relocated
 from .watchdog import Watchdog
 
 __all__ = ["MPITransport", "MPIRunner", "StreamRunner", "rank_graph", "pair",
-           "handle_dtype"]
+           "handle_dtype", "APART"]
 
 _TAG_MOD = 1 << 15
+
+#: A message whose payload has this many bytes or more travels as two: the payload alone
+#: (contiguous when it is one segment, where payload and trailer in one hindexed message are
+#: copied through Open MPI's buffers), with the round's tag plus :data:`_TAG_MOD`, and its
+#: 8-byte trailer with the round's tag.  The receiver starts the payload's receive only once
+#: the trailer is in and carries the call's signature (``rounds.c``: ``A_NFIRST``,
+#: ``A_NLATE``), so a payload is received only from a rank in the same call, whose length is
+#: the one expected: a longer message cut short by MPI is written past a contiguous receive
+#: buffer by Open MPI 5.0 above its eager limit (measured: a 32,000-byte message into an
+#: 8-byte receive wrote 31,992 bytes past it), and the trailer's own receive has room for 8
+#: bytes more in a second block apart from it (two blocks: no such write; two adjacent blocks
+#: are one to MPI, and were written past).  Ranks that disagree on a
+#: message's length fail, named: a trailer alone where a whole message was due leaves that
+#: message's trailer stale ("another call"), a whole message where a trailer was due is cut
+#: short (``MPI_ERR_TRUNCATE``).  The rule is the payload's length, which sender and receiver
+#: agree on (not its segments, which differ between their stores).  Measured on 2 ranks of
+#: one machine (Sendrecv, medians of 9 × 20, load 7.6): a payload and its trailer in one
+#: hindexed message 9.3, 20.0 and 238.8 µs at 16 KiB, 64 KiB and 1 MiB; apart 10.4, 14.3 and
+#: 131.5; the payload alone 6.8, 10.7 and 122.7 (received into two blocks: as slow as one
+#: hindexed message).  The nonblocking plans keep one message.
+APART = 1 << 15
 
 #: Memory of runners freed after an alarm, which started receives may still write into.
 ABANDONED = []
@@ -38,7 +59,8 @@ ABANDONED = []
 (_A_NROUNDS, _A_NREQ, _A_REQS, _A_NMOVE, _A_MOVES, _A_STORE, _A_PROGRESS, _A_BASE, _A_NRECV,
  _A_TRAIL, _A_SIGNATURE, _A_FLAGS, _A_NPRE, _A_PRE, _A_NPOST, _A_POST, _A_CALLS, _A_NMID, _A_MID,
  _A_SEQ, _A_SIGWORD, _A_WBUF, _A_RING, _A_INDEX, _A_TBASE, _A_NCOMB, _A_COMBS, _A_OP, _A_TYPE,
- _A_ITEM, _A_HIST, _A_FUTURE, _A_INFLIGHT, _A_HOOK, _A_FIELDS) = range(35)
+ _A_ITEM, _A_HIST, _A_FUTURE, _A_INFLIGHT, _A_HOOK, _A_NFIRST, _A_NLATE, _A_TFIRST, _A_SCRATCH,
+ _A_FIELDS) = range(39)
 #: Flags of a compiled call: its first segment (advance the call number, write the signature),
 #: check the trailers after each round, count the call, wait on the alarm line too.
 _F_START, _F_CHECK, _F_COUNT, _F_WATCH = 1, 2, 4, 8
@@ -125,6 +147,10 @@ class MPITransport:
         self.graph = self.ctl.Create_dist_graph_adjacent(self.peers, self.peers, reorder=False)
         if self.graph.Get_rank() != self.rank:  # pragma: no cover - reorder=False guarantees it
             raise DualmpiError("the graph communicator renumbered the ranks")
+        #: the tag added to a round's for a payload sent apart from its trailer (:data:`APART`),
+        #: or None when the MPI library's tags do not reach that far (MPI promises 32767)
+        self.apart_tag = _TAG_MOD if int(self.graph.Get_attr(MPI.TAG_UB)) >= 2 * _TAG_MOD - 1 \
+            else None
         self._peer_set = frozenset(self.peers)
         #: point-to-point calls of the user get their own context: they never match the plans'
         self.p2p = self.graph.Dup()
@@ -289,10 +315,18 @@ class MPIRunner:
     engine caches it by their addresses).  ``absolute=True`` without ``buffers``: ``bound`` is already at
     absolute addresses (a zero-copy runner's plan merged with another, :func:`pair`); the
     store holds the call's signature and trailers only.
+
+    A message of :data:`APART` bytes or more goes as its payload and its trailer apart, but in
+    a reduction (``combine``) and with ``apart=False`` (:func:`pair`'s merged plans): there,
+    measured on Q_1 (``benchmarks/engine.py``, 15 repeats, load 7.7–18.8), it took 1.13–1.49
+    of the time at 32 and 64 KiB (``Allreduce``; the v-variants, whose merged messages are
+    several segments anyway, 1.3–1.6), where the other collectives took 0.56–0.72.  Every
+    rank of a call decides alike (its collective, its plan kind, the message's length).
     """
 
     def __init__(self, transport, bound, plan, verify=False, shape=None, drop=None, signature=0,
-                 layout=None, buffers=None, combine=None, store=None, absolute=False):
+                 layout=None, buffers=None, combine=None, store=None, absolute=False,
+                 apart=True):
         self.transport, self.bound, self.plan = transport, bound, plan
         #: a reduction's ``combine(src, dst)`` (None: no reduction)
         self.combine = combine
@@ -312,7 +346,9 @@ class MPIRunner:
         if buffers is not None:  # the store holds only the slots not in the user's buffers
             where, seeded, held_at, held = held_slots(bound, plan, *buffers)
             sig_at = held
-        size = sig_at + 8 + 8 * nrecv
+        # (and 8 bytes 8 after the trailers: the second block of a lone trailer's receive,
+        # apart from every trailer, else MPI takes the two blocks for one)
+        size = sig_at + 24 + 8 * nrecv
         # every byte is written before it is read: a call's signature, the trailers and
         # slots received into (a zero-copy store has no block the rank starts with)
         self.store = np.zeros(size, dtype=np.uint8) if store is None else store(size)[:size]
@@ -350,23 +386,35 @@ class MPIRunner:
         if drop is not None and drop[1] // plan.q == plan.rank:
             drop_round = drop[0]
         movers = _movers(self.store, bound)
+        apart = getattr(transport, "apart_tag", None) if apart and combine is None else None
+        spare_at = trail_at + 8 * nrecv + 8
+        #: per round: the receives of lone trailers first, of payloads sent apart last (their
+        #: counts), and those trailers' places among the round's (:data:`APART`)
+        self._apart = []
         for rnd, move in zip(bound.rounds, movers):
             reqs, checks, crcs = [], [], []
+            first, late, places = [], [], []
             tag = rnd.index % _TAG_MOD
             peers = tuple(peer for peer, _, _ in rnd.recvs)
             # (each message's segments as lists, its checksum's and trailer's appended)
-            for peer, offs, lens in rnd.recvs:
+            for j, (peer, offs, lens) in enumerate(rnd.recvs):
                 at, n = offs.tolist(), lens.tolist()
                 if verify:
                     checks.append((offs, lens, crc_at))
                     at.append(crc_at)
                     n.append(4)
                     crc_at += 8
-                at.append(trail_at)
-                n.append(8)
-                trail_at += 8
                 self._senders.append((rnd.index, peer))
-                reqs.append(graph.Recv_init(self._spec(at, n), peer, tag))
+                if apart is not None and not verify and sum(n) >= APART:
+                    places.append(j)
+                    first.append(graph.Recv_init(self._spec([trail_at, spare_at], [8, 8]),
+                                                 peer, tag))
+                    late.append(graph.Recv_init(self._spec(at, n), peer, tag + apart))
+                else:
+                    at.append(trail_at)
+                    n.append(8)
+                    reqs.append(graph.Recv_init(self._spec(at, n), peer, tag))
+                trail_at += 8
             for peer, offs, lens in rnd.sends:
                 if rnd.index == drop_round:
                     continue
@@ -376,9 +424,15 @@ class MPIRunner:
                     at.append(crc_at)
                     n.append(4)
                     crc_at += 8
-                at.append(sig_at)
-                n.append(8)
-                reqs.append(graph.Send_init(self._spec(at, n), peer, tag))
+                if apart is not None and not verify and sum(n) >= APART:
+                    reqs.append(graph.Send_init(self._spec(at, n), peer, tag + apart))
+                    reqs.append(graph.Send_init(self._spec([sig_at], [8]), peer, tag))
+                else:
+                    at.append(sig_at)
+                    n.append(8)
+                    reqs.append(graph.Send_init(self._spec(at, n), peer, tag))
+            self._apart.append((len(first), len(late), places))
+            reqs = first + reqs + late
             hold = 0.0
             if shape is not None:
                 ts, tw, th = shape
@@ -434,7 +488,14 @@ class MPIRunner:
             np.zeros(max([len(reqs) for _, reqs, _, _, _, _, _ in loop] + [0]) + 1,
                      dtype=np.intc),
             np.array([rnd.combines[0].size for rnd in bound.rounds] + [0], dtype=np.intc),
-            _combine_table(bound))
+            _combine_table(bound),
+            # payloads apart from their trailers (APART): per round the lone trailers'
+            # receives (first) and the payloads' (last), the trailers' places, and room to
+            # wait for the first with the alarm line
+            np.array([f for f, _, _ in self._apart] + [0], dtype=np.intc),
+            np.array([n for _, n, _ in self._apart] + [0], dtype=np.intc),
+            np.array([j for _, _, places in self._apart for j in places] + [0], dtype=np.intc),
+            np.zeros(max([f for f, _, _ in self._apart] + [0]) + 1, dtype=handles))
         #: the watchdog's view of the loop: (round, peers) per position
         self._tracked = Watchdog.tracker(transport.progress,
                                          [(k, peers) for k, _, _, _, peers, _, _ in loop])
@@ -503,7 +564,8 @@ class MPIRunner:
         """Return the argument block of each segment of the plan for ``flags`` (see
         :meth:`c_call`), without copies: the same for every call of the runner, so made
         once per ``flags`` (every address in it is of an array the runner holds)."""
-        nreq, reqs, nmove, moves, nrecv, index, ncomb, combs = self._c_arrays
+        nreq, reqs, nmove, moves, nrecv, index, ncomb, combs, nfirst, nlate, tfirst, scratch = \
+            self._c_arrays
         width = reqs.itemsize
         # (each array's address read once: a plan whose count table is new builds a runner
         # on every call)
@@ -537,6 +599,11 @@ class MPIRunner:
             if self._c_op is not None:
                 a[_A_NCOMB] = a_ncomb + first * ncomb.itemsize
                 a[_A_COMBS] = a_combs + 3 * 8 * int(ncomb[:first].sum())
+            if nlate.any():
+                a[_A_NFIRST] = nfirst.ctypes.data + first * nfirst.itemsize
+                a[_A_NLATE] = nlate.ctypes.data + first * nlate.itemsize
+                a[_A_TFIRST] = tfirst.ctypes.data + int(nfirst[:first].sum()) * tfirst.itemsize
+                a[_A_SCRATCH] = scratch.ctypes.data
             a[_A_FLAGS] = (flags & (_F_CHECK | _F_WATCH)) | (flags & _F_START if i == 0 else 0) \
                 | (flags & _F_COUNT if i == last else 0)
             rows.append(a)
@@ -777,18 +844,26 @@ class MPIRunner:
         store, trailers = self.store, self._trailers
         startall = MPI.Prequest.Startall
         t = 0
-        for (k, reqs, move, combine, peers, crcs, hold), checks, n in zip(
-                self._loop, self._checks, self._nrecv):
+        for (k, reqs, move, combine, peers, crcs, hold), checks, n, (first, late, places) in zip(
+                self._loop, self._checks, self._nrecv, self._apart):
             if hold:
                 time.sleep(hold)
             for offs, lens, at in crcs:
                 store[at:at + 4].view(np.uint32)[0] = _crc(store, offs, lens)
-            startall(reqs)
+            startall(reqs[:len(reqs) - late])
             if move is not None:
                 move()
             if watched:
                 wd.arm(k, peers)
-            self._wait(reqs)
+            if late:  # the lone trailers first, then the payloads' receives (APART)
+                self._wait(reqs[:first])
+                for j in places:
+                    if trailers[t + j] != sig:
+                        self._failed(-1 - (t + j))
+                startall(reqs[len(reqs) - late:])
+                self._wait(reqs[first:])
+            else:
+                self._wait(reqs)
             if watched:
                 wd.disarm()
             for offs, lens, at in checks:
@@ -886,7 +961,7 @@ def pair(first, first_buffers, second, second_buffers):
             if second.absolute:
                 bound = dataclasses.replace(bound, nbytes=0)
             run = MPIRunner(second.transport, bound, second.plan, signature=signature,
-                            combine=second.combine, absolute=second.absolute)
+                            combine=second.combine, absolute=second.absolute, apart=False)
             if second.absolute:  # its own block and seeds, and the stores its segments address
                 run._own, run._seeds, run.buffers = second._own, second._seeds, second.buffers
                 run.bound_at = second.bound_at

@@ -40,7 +40,8 @@ enum {
     A_NROUNDS, A_NREQ, A_REQS, A_NMOVE, A_MOVES, A_STORE, A_PROGRESS, A_BASE,
     A_NRECV, A_TRAIL, A_SIGNATURE, A_FLAGS, A_NPRE, A_PRE, A_NPOST, A_POST, A_CALLS,
     A_NMID, A_MID, A_SEQ, A_SIGWORD, A_WBUF, A_RING, A_INDEX, A_TBASE, A_NCOMB, A_COMBS,
-    A_OP, A_TYPE, A_ITEM, A_HIST, A_FUTURE, A_INFLIGHT, A_HOOK, A_FIELDS
+    A_OP, A_TYPE, A_ITEM, A_HIST, A_FUTURE, A_INFLIGHT, A_HOOK, A_NFIRST, A_NLATE, A_TFIRST,
+    A_SCRATCH, A_FIELDS
 };
 /* F_START: the call's first segment (advance the call number, write the signature);
  * F_CHECK: check the trailers; F_COUNT: count the call; F_WATCH: wait on the alarm line. */
@@ -204,7 +205,56 @@ static int heard(MPI_Request *line, const int64_t *wbuf, int64_t *ring, int64_t 
     return 1;
 }
 
+/* Wait for n requests, done of which have completed already (inactive: MPI_Waitsome does not
+ * report them), and with watch for the alarm line at reqs[n] too (its message read by heard():
+ * DUALMPI_ALARM when the caller must read it), beside the requests in flight when hook and
+ * *inflight; MPI_SUCCESS, an MPI error code or DUALMPI_HOOK. */
+static int wait_round(MPI_Request *reqs, int n, int done, int watch, hook_fn hook,
+                      const volatile int64_t *inflight, int *index, const int64_t *wbuf,
+                      int64_t *ring, int64_t seq, const int64_t *hist, int64_t *future)
+{
+    int err;
+
+    if (!n)
+        return MPI_SUCCESS;
+    if (!watch && !(hook && *inflight))
+        return MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+    const int m = n + (watch ? 1 : 0);
+    int left = n - done, out;
+    while (left > 0) {
+        if (hook && *inflight) {  /* other requests in flight: they move too */
+            int j = hook(reqs, m);
+            if (j == HOOK_FAILED)
+                return DUALMPI_HOOK;
+            if (j < 0)
+                continue;
+            out = 1;
+            index[0] = j;
+        } else {
+            err = MPI_Waitsome(m, reqs, &out, index, MPI_STATUSES_IGNORE);
+            if (err != MPI_SUCCESS || out == MPI_UNDEFINED)
+                return err != MPI_SUCCESS ? err : MPI_ERR_REQUEST;
+        }
+        for (int j = 0; j < out; j++) {
+            if (index[j] != n)
+                left -= 1;
+            else if (heard(reqs + n, wbuf, ring, seq, hist, future))
+                return DUALMPI_ALARM;
+        }
+    }
+    return MPI_SUCCESS;
+}
+
 /* Run rounds a[A_NROUNDS] of a plan (a segment of it: the arrays start at its first round).
+ *
+ * A round may hold messages whose payload travels apart from its trailer (dualmpi/engine/mpi.py:
+ * APART): its request array starts with their trailers' receives (A_NFIRST per round) and ends
+ * with their payloads' receives (A_NLATE), which are started only once those trailers are in
+ * and carry the call's signature (A_TFIRST: their places among the round's trailers), so a
+ * payload is received only from a rank in the same call: its length is the one expected (a
+ * longer message cut short by MPI may be written past the receive buffer: Open MPI 5.0 does
+ * so for contiguous receives above its eager limit).
+ *
  * Returns MPI_SUCCESS, an MPI error code, -(i + 1) when trailer i (counted over the whole
  * plan) does not carry the call's signature, or DUALMPI_ALARM. */
 int dualmpi_run(const int64_t *a)
@@ -231,6 +281,10 @@ int dualmpi_run(const int64_t *a)
     const int64_t item = a[A_ITEM];
     const volatile int64_t *inflight = (const volatile int64_t *)(intptr_t)a[A_INFLIGHT];
     const hook_fn hook = (hook_fn)(intptr_t)a[A_HOOK];
+    const int *nfirst = (const int *)(intptr_t)a[A_NFIRST];
+    const int *nlate = (const int *)(intptr_t)a[A_NLATE];
+    const int *tfirst = (const int *)(intptr_t)a[A_TFIRST];
+    MPI_Request *scratch = (MPI_Request *)(intptr_t)a[A_SCRATCH];
     int64_t seq;
     uint64_t sig;
     int64_t t = 0;
@@ -251,10 +305,11 @@ int dualmpi_run(const int64_t *a)
     }
     copies(a[A_NPRE], (const int64_t *)(intptr_t)a[A_PRE]);
     progress[1] += 1;
+    const int watch = (flags & F_WATCH) != 0;
     for (int k = 0; k < nrounds; k++) {
-        int n = nreq[k];
-        if (n) {
-            err = MPI_Startall(n, reqs);
+        const int n = nreq[k], late = nlate ? nlate[k] : 0, first = late ? nfirst[k] : 0;
+        if (n - late) {
+            err = MPI_Startall(n - late, reqs);
             if (err != MPI_SUCCESS) { progress[0] = 0; return err; }
         }
         if (k == 0)
@@ -262,37 +317,24 @@ int dualmpi_run(const int64_t *a)
         for (int i = 0; i < nmove[k]; i++, moves += 3)
             memcpy(store + moves[0], store + moves[1], (size_t)moves[2]);
         progress[0] = base + k + 1;
-        if (n && !(flags & F_WATCH) && !(hook && *inflight)) {
-            err = MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+        if (late) {  /* the trailers of the payloads sent apart first, then their receives */
+            memcpy(scratch, reqs, (size_t)first * sizeof(MPI_Request));
+            scratch[first] = reqs[n];  /* (persistent requests: the handles stay theirs) */
+            err = wait_round(scratch, first, 0, watch, hook, inflight, index, wbuf, ring, seq,
+                             hist, future);
             if (err != MPI_SUCCESS) { progress[0] = 0; return err; }
-        } else if (n) {
-            const int m = n + ((flags & F_WATCH) ? 1 : 0);
-            int left = n, out;
-            while (left > 0) {
-                if (hook && *inflight) {  /* other requests in flight: they move too */
-                    int j = hook(reqs, m);
-                    if (j == HOOK_FAILED) { progress[0] = 0; return DUALMPI_HOOK; }
-                    if (j < 0)
-                        continue;
-                    out = 1;
-                    index[0] = j;
-                } else {
-                    err = MPI_Waitsome(m, reqs, &out, index, MPI_STATUSES_IGNORE);
-                    if (err != MPI_SUCCESS || out == MPI_UNDEFINED) {
-                        progress[0] = 0;
-                        return err != MPI_SUCCESS ? err : MPI_ERR_REQUEST;
-                    }
+            for (int i = 0; (flags & F_CHECK) && i < first; i++)
+                if (trail[t + tfirst[i]] != sig) {
+                    progress[0] = 0;
+                    return (int)-(a[A_TBASE] + t + tfirst[i] + 1);
                 }
-                for (int j = 0; j < out; j++) {
-                    if (index[j] != n)
-                        left -= 1;
-                    else if (heard(reqs + n, wbuf, ring, seq, hist, future)) {
-                        progress[0] = 0;
-                        return DUALMPI_ALARM;
-                    }
-                }
-            }
+            tfirst += first;
+            err = MPI_Startall(late, reqs + n - late);
+            if (err != MPI_SUCCESS) { progress[0] = 0; return err; }
         }
+        err = wait_round(reqs, n, first, watch, hook, inflight, index, wbuf, ring, seq, hist,
+                         future);
+        if (err != MPI_SUCCESS) { progress[0] = 0; return err; }
         if (flags & F_CHECK)
             for (int i = 0; i < nrecv[k]; i++, t++)
                 if (trail[t] != sig) {

@@ -1,0 +1,147 @@
+"""MPI tests of payloads sent apart from their trailers (``dualmpi.engine.mpi.APART``).
+
+A blocking plan's message whose payload has ``APART`` bytes or more travels as two messages:
+the payload alone, then its 8-byte trailer; the receiver starts the payload's receive once the
+trailer is in and names the same call.  Results are compared with ``MPI.COMM_WORLD``'s on the
+same buffers (the bytes around them untouched), the split is counted on the runner, and ranks
+that disagree on a message's length (another call: sizes straddling ``APART``) fail, named,
+instead of receiving a longer message into a shorter buffer.  Run with ``mpiexec -n N python -m
+mpi4py -m pytest --with-mpi tests/mpi/test_apart_mpi.py`` at N = 1, 2, 4, 8, 32.
+"""
+
+import numpy as np
+import pytest
+
+import dualmpi
+from dualmpi.engine.mpi import APART, MPIRunner
+from dualmpi.errors import DualmpiError
+
+MPI = pytest.importorskip("mpi4py.MPI")
+
+WORLD = MPI.COMM_WORLD
+SIZE = WORLD.Get_size()
+RANK = WORLD.Get_rank()
+
+#: (spec, nodes per rank) by rank count: one node per rank, and several.
+NETS = {1: [("hypercube:n=0", 1), ("dualcube:r=1", 2)],
+        2: [("hypercube:n=1", 1), ("dualcube:r=2", 4)],
+        4: [("hypercube:n=2", 1), ("dualcube:r=2", 2)],
+        8: [("dualcube:r=2", 1), ("dualcube:r=3", 4)],
+        32: [("dualcube:r=3", 1)],
+        64: [("metacube:k=2,m=1", 1)]}.get(SIZE, [])
+_NETS = {}
+PAD = 3  # elements of -1 before and after every buffer, which no call may touch
+
+
+def _net(i):
+    if i >= len(NETS):
+        pytest.skip(f"no network {i} at {SIZE} ranks")
+    if i not in _NETS:
+        spec, q = NETS[i]
+        _NETS[i] = dualmpi.Comm(WORLD, spec, nodes_per_rank=q)
+    return _NETS[i]
+
+
+def _agree(ok):
+    return bool(WORLD.allreduce(int(bool(ok)), op=MPI.MIN))
+
+
+def _padded(n):
+    """Return ``(whole, inner)``: ``n`` doubles with :data:`PAD` of -1 on each side."""
+    whole = np.full(n + 2 * PAD, -1.0)
+    return whole, whole[PAD:PAD + n]
+
+
+def _calls(n):
+    """name -> call(comm, send, recv) and the (send, recv) lengths, pieces of ``n`` doubles."""
+    return {
+        "Bcast": (lambda c, s, r: c.Bcast(r, root=SIZE - 1), 0, n),
+        "Allgather": (lambda c, s, r: c.Allgather(s, r), n, n * SIZE),
+        "Alltoall": (lambda c, s, r: c.Alltoall(s, r), n * SIZE, n * SIZE),
+        "Allreduce": (lambda c, s, r: c.Allreduce(s, r, op=MPI.SUM), n, n),
+        "Reduce": (lambda c, s, r: c.Reduce(s, r, op=MPI.MAX, root=0), n, n),
+        "Scatterv": (lambda c, s, r: c.Scatterv(
+            [s, ([n] * SIZE, [(n + 1) * i for i in range(SIZE)]), MPI.DOUBLE], r, root=0),
+            (n + 1) * SIZE, n),
+    }
+
+
+def _split_counts(run):
+    """Return ``(requests, messages, payloads apart)`` of a blocking runner's plan (none apart
+    in a reduction's)."""
+    msgs = apart = 0
+    for rnd in run.bound.rounds:
+        for _, _, lens in rnd.recvs + rnd.sends:
+            msgs += 1
+            apart += int(lens.sum()) >= APART and run.combine is None
+    return len(run._reqs), msgs, apart
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("net_i", [0, 1])
+@pytest.mark.parametrize("n", [APART // 8 - 1, APART // 8, 4 * APART // 8 + 5])
+def test_large_payloads_travel_apart_and_match_mpi(net_i, n):
+    """Pieces just under, at and over ``APART`` bytes, three calls each on the same buffers
+    with new contents: equal to ``COMM_WORLD``'s, the padding untouched, and the runner holds
+    one request per message plus one per payload of ``APART`` bytes or more (a receive started
+    after its trailer, a send), but in a reduction's plan (``MPIRunner``'s ``apart``)."""
+    net = _net(net_i)
+    bad = []
+    for name, (call, ns, nr) in _calls(n).items():
+        s_whole, send = _padded(ns)
+        m_whole, mine = _padded(nr)
+        r_whole, ref = _padded(nr)
+        for k in range(3):
+            send[:] = np.arange(ns) * (RANK + 1) + k
+            if name == "Bcast":
+                mine[:] = ref[:] = np.arange(nr) + k if RANK == SIZE - 1 else 0
+            call(net, send, mine)
+            call(WORLD, send, ref)
+            undefined = name == "Reduce" and RANK != 0
+            if not undefined and not np.array_equal(m_whole, r_whole):
+                bad.append((name, k, np.flatnonzero(m_whole != r_whole)[:4].tolist()))
+            if not np.all(s_whole[:PAD] == -1) or not np.all(s_whole[-PAD:] == -1):
+                bad.append((name, k, "send padding"))
+        run = net._last_runner
+        if isinstance(run, MPIRunner):
+            reqs, msgs, apart = _split_counts(run)
+            if reqs != msgs + apart:
+                bad.append((name, "requests", reqs, msgs, apart))
+            if net.q == 1 and n * 8 >= APART and name in ("Allgather", "Alltoall") and \
+                    SIZE > 1 and apart == 0:
+                bad.append((name, "no payload apart", n))
+    assert _agree(not bad), bad
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("sizes", [(APART // 8 - 4, APART // 8 + 96),
+                                   (APART // 8 + 96, APART // 8 - 4),
+                                   (2 * APART // 8, APART // 8 + 96)],
+                         ids=["apart-where-whole", "whole-where-apart", "both-apart"])
+def test_ranks_that_disagree_on_a_large_message_fail_named(sizes):
+    """Two sizes every rank has broadcast before (so no argument check runs again), then rank 0
+    broadcasts the first while the others expect the second: a trailer sent alone lands where a
+    whole message was due, a whole message where a lone trailer was due, or a trailer of
+    another call comes before a payload's receive is started — every rank fails in the call or
+    its next, with the message of another call or of the cut-short message named, none writes
+    past its buffers (the padding), and the communicator is unusable after."""
+    net = dualmpi.Comm(WORLD, NETS[0][0], nodes_per_rank=NETS[0][1], watchdog=60)
+    a_whole, a = _padded(sizes[0])
+    b_whole, b = _padded(sizes[1])
+    for buf in (a, b):
+        buf[:] = np.arange(buf.size) if RANK == 0 else 0
+        net.Bcast(buf, root=0)
+    mine, whole = (a, a_whole) if RANK == 0 else (b, b_whole)
+    errs = []
+    for _ in range(2):
+        try:
+            net.Bcast(mine, root=0)
+            errs.append(None)
+        except DualmpiError as exc:
+            errs.append(str(exc))
+    net.Free()
+    first = next((e for e in errs if e is not None), None)
+    ok = first is not None and ("another call" in first or "failed in round" in first)
+    ok = ok and (errs[1] is None or "unusable" in errs[1] or errs[0] is None)
+    ok = ok and np.all(whole[:PAD] == -1) and np.all(whole[-PAD:] == -1)
+    assert _agree(ok), errs
