@@ -41,15 +41,16 @@ _TAG_MOD = 1 << 15
 #: buffer by Open MPI 5.0 above its eager limit (measured: a 32,000-byte message into an
 #: 8-byte receive wrote 31,992 bytes past it), and the trailer's own receive has room for 8
 #: bytes more in a second block apart from it (two blocks: no such write; two adjacent blocks
-#: are one to MPI, and were written past).  Ranks that disagree on a
-#: message's length fail, named: a trailer alone where a whole message was due leaves that
-#: message's trailer stale ("another call"), a whole message where a trailer was due is cut
-#: short (``MPI_ERR_TRUNCATE``).  The rule is the payload's length, which sender and receiver
-#: agree on (not its segments, which differ between their stores).  Measured on 2 ranks of
-#: one machine (Sendrecv, medians of 9 × 20, load 7.6): a payload and its trailer in one
-#: hindexed message 9.3, 20.0 and 238.8 µs at 16 KiB, 64 KiB and 1 MiB; apart 10.4, 14.3 and
-#: 131.5; the payload alone 6.8, 10.7 and 122.7 (received into two blocks: as slow as one
-#: hindexed message).  The nonblocking plans keep one message.
+#: are one to MPI, and were written past).  Ranks that disagree on a message's length fail,
+#: named: a trailer alone where a whole message was due leaves that message's trailer stale
+#: ("another call"), a whole message where a trailer was due is cut short
+#: (``MPI_ERR_TRUNCATE``).  The rule is the payload's length, which sender and receiver agree
+#: on (not its segments, which differ between their stores), in the plans that split
+#: (:class:`MPIRunner`: not reductions, not merged plans).  Measured on 2 ranks of one
+#: machine (Sendrecv, medians of 9 × 20, load 7.6): a payload and its trailer in one hindexed
+#: message 9.3, 20.0 and 238.8 µs at 16 KiB, 64 KiB and 1 MiB; apart 10.4, 14.3 and 131.5;
+#: the payload alone 6.8, 10.7 and 122.7 (received into two blocks: as slow as one hindexed
+#: message).  The nonblocking plans keep one message.
 APART = 1 << 15
 
 #: Memory of runners freed after an alarm, which started receives may still write into.
