@@ -12,6 +12,7 @@ ENV OMPI_ALLOW_RUN_AS_ROOT=1 \
     OMPI_MCA_rmaps_base_oversubscribe=true \
     PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe \
     OMPI_MCA_mpi_yield_when_idle=true \
+    OMPI_MCA_btl=^ofi \
     MPIEXEC_TIMEOUT=600 \
     MPIEXEC_TIMEOUT_MANY=900 \
     NUMPY_MADVISE_HUGEPAGE=0
