@@ -18,7 +18,7 @@ from ..errors import DualmpiError
 from ..topology import DualCube, Hypercube, MetaCube
 from .arrays import alltoall_arrays, from_schedule
 from .layout import Layout, describe, layout_kind, pieces_per_rank
-from .plan import IN_STORE, compile_rank, held_slots, relocated
+from .plan import IN_STORE, SPARE, compile_rank, held_slots, relocated
 
 __all__ = ["Engine", "array_schedule", "copy_segments", "CACHE_SIZE", "STREAM_ABOVE"]
 
@@ -416,8 +416,8 @@ class Engine:
         ``plan`` is a :class:`~dualmpi.engine.plan.BoundPlan` at absolute addresses: the
         blocks the rank starts with read from ``send``, those it delivers written in
         ``recv``, the other slots at their addresses in ``store`` (a new array, followed by
-        room for the signature and one trailer per message received: ``plan.nbytes`` is where
-        the signature goes).  ``copies`` are ``(destination, source, length)`` at absolute
+        room for the signature, one trailer per message received and
+        :data:`~dualmpi.engine.plan.SPARE`: ``plan.nbytes`` is where the signature goes).  ``copies`` are ``(destination, source, length)`` at absolute
         addresses, made before the first round: the seeds a reduction combines into, then the
         rank's own blocks from ``send`` to ``recv``.  The arguments are :meth:`bind`'s (the
         same messages, so ranks bound to their buffers and ranks copying through a store
@@ -428,7 +428,7 @@ class Engine:
                         root_rank, sdispls, rdispls, itemsize)
         where, seeded, held_at, held = held_slots(bound, plan, send, recv)
         nrecv = sum(len(rnd.recvs) for rnd in bound.rounds)
-        store = np.zeros(held + 8 + 8 * nrecv, dtype=np.uint8)
+        store = np.zeros(held + 8 + 8 * nrecv + SPARE, dtype=np.uint8)
         at, own, seeds = relocated(bound, plan, layout, send, recv, where, seeded, held_at,
                                    store.ctypes.data)
         at = dataclasses.replace(at, nbytes=held, slot_offset=held_at)

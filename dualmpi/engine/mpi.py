@@ -23,7 +23,7 @@ from . import inflight, recall
 from .alarm import FUTURE, MISMATCH, MPI_FAILED, Alarm
 from .core import copy_segments
 from .layout import describe
-from .plan import held_slots, relocated
+from .plan import SPARE, held_slots, relocated
 from .watchdog import Watchdog
 
 __all__ = ["MPITransport", "MPIRunner", "StreamRunner", "rank_graph", "pair",
@@ -50,7 +50,10 @@ _TAG_MOD = 1 << 15
 #: machine (Sendrecv, medians of 9 × 20, load 7.6): a payload and its trailer in one hindexed
 #: message 9.3, 20.0 and 238.8 µs at 16 KiB, 64 KiB and 1 MiB; apart 10.4, 14.3 and 131.5;
 #: the payload alone 6.8, 10.7 and 122.7 (received into two blocks: as slow as one hindexed
-#: message).  The nonblocking plans keep one message.
+#: message).  The nonblocking plans send theirs apart alike
+#: (:class:`dualmpi.engine.nonblocking.Progress`: the payload with the request's tag plus
+#: ``apart_tag``; a payload whose trailer names another call is received with a spare block
+#: apart from it, so it is cut short there).
 APART = 1 << 15
 
 #: Memory of runners freed after an alarm, which started receives may still write into.
@@ -349,7 +352,7 @@ class MPIRunner:
             sig_at = held
         # (and 8 bytes 8 after the trailers: the second block of a lone trailer's receive,
         # apart from every trailer, else MPI takes the two blocks for one)
-        size = sig_at + 24 + 8 * nrecv
+        size = sig_at + 8 + 8 * nrecv + SPARE
         # every byte is written before it is read: a call's signature, the trailers and
         # slots received into (a zero-copy store has no block the rank starts with)
         self.store = np.zeros(size, dtype=np.uint8) if store is None else store(size)[:size]

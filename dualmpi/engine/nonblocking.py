@@ -62,7 +62,10 @@ round from the run.  Nothing here spins.
 Messages carry exactly the plan's bytes.  With ``signature=`` a request's messages
 also carry the 8-byte call signature as a trailer (as the blocking runner's do): a
 receiver that gets another signature finishes the plan's rounds (so no rank is left
-waiting) and then fails without copying the data out.
+waiting) and then fails without copying the data out.  In a call without a reduction a
+payload of :data:`~dualmpi.engine.mpi.APART` bytes or more travels apart from its trailer,
+as in the blocking plans (Open MPI sends a message of payload and trailer through its own
+buffers): its receive is posted once the trailer is in (:class:`_Compiled`).
 """
 
 import ctypes
@@ -74,10 +77,11 @@ from mpi4py import MPI
 
 from ..errors import DualmpiError
 from .core import copy_segments
+from .plan import SPARE
 from . import recall
 from .alarm import ARGS, FUTURE, WORDS as LINE_WORDS
 from .inflight import ADVANCE, BESIDE, IN_FLIGHT
-from .mpi import OTHER_GRACE, ROOT_GRACE, _mpi_op, handle_dtype
+from .mpi import APART, OTHER_GRACE, ROOT_GRACE, _mpi_op, handle_dtype
 from .watchdog import Watchdog
 
 __all__ = ["Progress", "PlanRequest", "Repeat", "poll_all", "block", "beside", "CACHE_SIZE",
@@ -112,11 +116,11 @@ _ABANDONED = []
 _START, _MODE, _AGREE, _ANSWER, _ROUNDS, _DONE, _CROUNDS, _CLOSE = 0, 5, 1, 2, 3, 4, 6, 7
 
 # the fields of the compiled step's plan, run and round rows (rounds.c: dualmpi_istep)
-_P_NROUNDS, _P_ROUNDS, _P_MSGS, _P_MOVES, _P_COMBS, _P_TRAILS, _P_COMM, _P_BYTE, _P_FIELDS = \
-    range(9)
+_P_NROUNDS, _P_ROUNDS, _P_MSGS, _P_MOVES, _P_COMBS, _P_TRAILS, _P_COMM, _P_BYTE, _P_APART, \
+    _P_FIELDS = range(10)
 _S_K, _S_STORE, _S_TAG, _S_REQS, _S_SIGNATURE, _S_BAD_ROUND, _S_BAD_PEER, _S_OP, _S_TYPE, \
     _S_ITEM, _S_POS, _S_RUN, _S_NMODE, _S_MODE_AT, _S_MODE, _S_VEC, _S_NVEC, _S_NCOUT, _S_COUT, \
-    _S_FIELDS = range(20)
+    _S_LATE, _S_FIELDS = range(21)
 # a run's k while it waits for rank 0's mode (started in C: Progress.restart; rounds.c: K_MODE)
 _K_MODE = -2
 # the fields of a start in C (rounds.c: dualmpi_istart): the Progress's, the remembered call's
@@ -124,9 +128,13 @@ _X_RANK, _X_SIZE, _X_ACOMM, _X_CTL, _X_I64, _X_LONG, _X_NOTES, _X_NOTE_REQS, _X_
     _X_STARTS, _X_FIELDS = range(11)
 _M_VEC, _M_NVEC, _M_CIN, _M_NCIN, _M_COUT, _M_NCOUT, _M_SIG, _M_SIGAT, _M_SIZE, _M_OP, \
     _M_TYPE, _M_ITEM, _M_PLAIN, _M_FIELDS = range(14)
-_R_FIELDS = 9
+_R_FIELDS = 12
+# a message row's kinds (rounds.c: [peer, offset, length, datatype, kind, safe datatype])
+_M_RECV, _M_SEND, _M_SEND_APART, _M_RECV_APART = range(4)
+_MSG_FIELDS = 6
 _W_WBUF, _W_RING, _W_SEQ, _W_HIST, _W_LINE, _W_FUTURE, _W_FIELDS = range(7)
-_STEP_FIELDS = _W_FIELDS * 10000 + _P_FIELDS * 1000 + _S_FIELDS * 10 + _R_FIELDS
+_STEP_FIELDS = _MSG_FIELDS * 1000000 + _W_FIELDS * 10000 + _P_FIELDS * 1000 + _S_FIELDS * 10 + \
+    _R_FIELDS
 #: the largest message the compiled step posts as a count of bytes (an int)
 _INT_MAX = 2 ** 31 - 1
 
@@ -139,84 +147,125 @@ class _Compiled:
     user's buffers (:meth:`Engine.bind_buffers <dualmpi.engine.core.Engine.bind_buffers>`),
     whose offsets are addresses and whose one run has the store ``at`` that address (its
     signature and trailers there too; the run's store address is 0).
+
+    With ``apart`` (a call without a reduction, and with trailers) a message whose payload
+    has :data:`~dualmpi.engine.mpi.APART` bytes or more goes as two, as the blocking
+    runner's do: the payload alone, with the request's tag plus the :class:`Progress`'s
+    ``apart_tag``, and the trailer with the request's tag.  Its receiver posts the
+    trailer's receive first in the round (the trailer and a spare block 8 bytes apart from
+    every trailer, so a whole message there is cut short safely) and the payload's
+    receive (``late``, after the round's requests) only once that trailer is in: the
+    contiguous receive when the trailer carries the call's signature, else the payload
+    with a spare block apart (a longer message of another call is cut short there: Open
+    MPI 5.0 writes past a contiguous receive).  Every rank of a call decides alike (the
+    collective, the message's length).  Each round is ``(index, recvs, sends, moves,
+    combines, peers, trails, late)``: ``recvs`` ``(peer, start, stop, datatype)``, the lone
+    trailers' first; ``sends`` with their kind appended (``_M_SEND``, or
+    ``_M_SEND_APART`` for a payload); ``late`` the payloads' receives with their safe
+    datatype appended; ``peers`` those of the round's requests in order (recvs, sends,
+    late); ``trails`` ``(offset, peer)``, the lone trailers' first.
     """
 
     __slots__ = ("bound", "users", "retired", "types", "sig_at", "size", "rounds", "copy_in",
                  "copy_out", "c_table", "c_addr", "_c_keep", "width", "trailer", "combines", "pool")
 
-    def __init__(self, bound, trailer, at=0):
+    def __init__(self, bound, trailer, at=0, apart=False):
         self.bound = bound
         self.users = 0        # requests running it
         self.retired = False  # left the cache: free the datatypes when the last user ends
         self.types = []
         nrecv = sum(len(rnd.recvs) for rnd in bound.rounds)
         self.sig_at = at + bound.nbytes
-        self.size = bound.nbytes + (8 + 8 * nrecv if trailer else 0)
+        self.size = bound.nbytes + (8 + 8 * nrecv + SPARE if trailer else 0)
         trail_at = self.sig_at + 8
+        spare_at = trail_at + 8 * nrecv + 8
+        apart = bool(apart and trailer)
         self.rounds = []
         for rnd in bound.rounds:
-            recvs, sends, trails = [], [], []
+            recvs, sends, trails, late = [], [], [], []
+            first, lone = [], []  # (the lone trailers' receives and trailers come first)
             # (each message's segments as lists, its trailer appended)
             for peer, offs, lens in rnd.recvs:
                 at, n = offs.tolist(), lens.tolist()
+                if apart and sum(n) >= APART:
+                    lone.append((trail_at, peer))
+                    first.append((peer, *self._spec([trail_at, spare_at], [8, 8])))
+                    late.append((peer, *self._spec(at, n),
+                                 self._spec(at + [spare_at], n + [8])[2]))
+                    trail_at += 8
+                    continue
                 if trailer:
                     trails.append((trail_at, peer))
                     at.append(trail_at)
                     n.append(8)
                     trail_at += 8
                 recvs.append((peer, *self._spec(at, n)))
+            recvs, trails = first + recvs, lone + trails
             for peer, offs, lens in rnd.sends:
                 at, n = offs.tolist(), lens.tolist()
+                if apart and sum(n) >= APART:
+                    sends.append((peer, *self._spec(at, n), _M_SEND_APART))
+                    sends.append((peer, *self._spec([self.sig_at], [8]), _M_SEND))
+                    continue
                 if trailer:
                     at.append(self.sig_at)
                     n.append(8)
-                sends.append((peer, *self._spec(at, n)))
+                sends.append((peer, *self._spec(at, n), _M_SEND))
             src, dst, lens = rnd.combines
             combines = [(a, b, n) for a, b, n in zip(src.tolist(), dst.tolist(), lens.tolist())
                         if n]
-            peers = tuple(peer for peer, _, _, _ in recvs) + tuple(peer for peer, _, _, _ in sends)
+            peers = tuple(m[0] for m in recvs) + tuple(m[0] for m in sends) + \
+                tuple(m[0] for m in late)
             self.rounds.append((rnd.index, recvs, sends, _moves(rnd.copies), combines, peers,
-                                trails))
+                                trails, late))
         user, at, length = bound.copy_in
         self.copy_in = list(zip(at.tolist(), user.tolist(), length.tolist()))
         self.copy_out = list(zip(*(c.tolist() for c in bound.copy_out)))
         #: the plan of the compiled step (:meth:`c_plan`), its address, and what it points to
         self.c_table, self.c_addr, self._c_keep = None, 0, ()
         #: the most messages of a round (a run's request array)
-        self.width = max([len(rnd[1]) + len(rnd[2]) for rnd in self.rounds] + [1])
+        self.width = max([len(rnd[5]) for rnd in self.rounds] + [1])
         self.trailer = bool(trailer)
         self.combines = any(rnd[4] for rnd in self.rounds)
         #: runs of the compiled step done with (store, state, requests, state's address): the
         #: next request of the plan reuses one
         self.pool = []
 
-    def c_plan(self, comm):
+    def c_plan(self, comm, apart_tag):
         """Build the plan of the compiled step (``rounds.c``'s ``dualmpi_istep``) for messages on
-        ``comm``; return False when a message is too long for it (the rounds then run in Python).
+        ``comm`` (payloads apart with the tag plus ``apart_tag``); return False when a message
+        is too long for it (the rounds then run in Python).
         """
         if self.c_addr:
             return True
         rows, msgs, moves, combs, trails = [], [], [], [], []
-        for k, (_, recvs, sends, _, combines, _, trail) in enumerate(self.rounds):
+        for k, (_, recvs, sends, _, combines, _, trail, late) in enumerate(self.rounds):
             src, dst, lens = self.bound.rounds[k].copies
-            rows.append((len(recvs) + len(sends), len(recvs), len(msgs), src.size, len(moves),
-                         len(combines), len(combs), len(trail), len(trails)))
-            for send, group in ((0, recvs), (1, sends)):
-                for peer, a, b, dtype in group:
-                    if b - a > _INT_MAX:
-                        return False
-                    msgs.append((peer, a, b - a, 0 if dtype is None else dtype.handle, send))
+            first = len(msgs)
+            # (the round's messages, then its payloads' receives: the lone trailers' are the
+            # first len(late) receives, rounds.c's R_NFIRST)
+            group = [(*m, _M_RECV, None) for m in recvs] + [(*m, None) for m in sends] + \
+                [(*m[:4], _M_RECV_APART, m[4]) for m in late]
+            for peer, a, b, dtype, kind, safe in group:
+                if b - a > _INT_MAX:
+                    return False
+                msgs.append((peer, a, b - a, 0 if dtype is None else dtype.handle, kind,
+                             0 if safe is None else safe.handle))
+            rows.append((len(recvs) + len(sends), len(recvs), first, src.size, len(moves),
+                         len(combines), len(combs), len(trail), len(trails), len(late),
+                         len(late), first + len(recvs) + len(sends)))
             moves += zip(dst.tolist(), src.tolist(), lens.tolist())
             combs += combines
             trails += trail
         keep = [np.array(rows + [(0,) * _R_FIELDS], dtype=np.int64)]
-        for table, width in ((msgs, 5), (moves, 3), (combs, 3), (trails, 2)):
+        for table, width in ((msgs, _MSG_FIELDS), (moves, 3), (combs, 3), (trails, 2)):
             keep.append(np.array(table + [(0,) * width], dtype=np.int64))
         plan = np.zeros(_P_FIELDS, dtype=np.int64)
         plan[_P_NROUNDS] = len(self.rounds)
         for field, table in zip((_P_ROUNDS, _P_MSGS, _P_MOVES, _P_COMBS, _P_TRAILS), keep):
             plan[field] = table.ctypes.data
         plan[_P_COMM], plan[_P_BYTE] = comm.handle, MPI.BYTE.handle
+        plan[_P_APART] = apart_tag
         self._c_keep = keep
         self.c_table, self.c_addr = plan, plan.ctypes.data
         return True
@@ -266,7 +315,7 @@ class Repeat:
 
     __slots__ = ("bound", "flat", "key", "check", "signature", "send", "recv", "combine",
                  "finish", "c", "c_addr", "_cin", "_cout", "zero", "z_c", "z_addr", "z_comp",
-                 "_zin", "_zout", "comp", "comp_key", "plain")
+                 "_zin", "_zout", "comp", "comp_key", "plain", "apart")
 
     def __init__(self, bound, flat, check, signature, send=None, recv=None, combine=None,
                  finish=None, zero=None, plain=False):
@@ -276,10 +325,12 @@ class Repeat:
         sig = signature & ((1 << 64) - 1)
         self.signature = np.uint64(sig)
         self.send, self.recv, self.combine = send, recv, combine or _add_bytes
+        #: a call without a reduction: its large payloads go apart (:class:`_Compiled`)
+        self.apart = combine is None
         self.c = self._cin = self._cout = self.zero = self.z_c = self.z_comp = None
         self.c_addr = self.z_addr = 0
         #: the _Compiled the last copying start used and its cache key (the C start's)
-        self.comp, self.comp_key = None, (id(bound), True)
+        self.comp, self.comp_key = None, (id(bound), True, self.apart)
         c_op = (0, 0, 0)
         if any((rnd.combines[2] > 0).any() for rnd in bound.rounds):  # (as _Compiled.combines)
             c_op = _mpi_op(combine) if combine is not None else None
@@ -354,7 +405,7 @@ class Repeat:
         c[_M_SIG] = sig - (1 << 64) if sig >> 63 else sig
         c[_M_SIGAT] = at + bound.nbytes
         nrecv = sum(len(rnd.recvs) for rnd in bound.rounds)
-        c[_M_SIZE] = at + bound.nbytes + 8 + 8 * nrecv
+        c[_M_SIZE] = at + bound.nbytes + 8 + 8 * nrecv + SPARE
         c[_M_OP], c[_M_TYPE], c[_M_ITEM] = c_op
         c[_M_PLAIN] = self.plain
         return c, cin, cout
@@ -416,7 +467,7 @@ class PlanRequest:
     __slots__ = ("progress", "compiled", "store", "tag", "seq", "what", "recv", "combine", "check",
                  "finish", "stage", "k", "reqs", "peers", "since", "done", "error", "result",
                  "agree_in", "agree_out", "bad", "signature", "call", "known", "modes",
-                 "store_mode", "c_state", "c_addr", "c_reqs", "c_mode", "c_call", "keep")
+                 "store_mode", "c_state", "c_addr", "c_reqs", "c_mode", "c_call", "keep", "late")
 
     def outcome(self):
         """Return the result of a finished request, or raise its error."""
@@ -468,7 +519,7 @@ class PlanRequest:
         null = MPI.REQUEST_NULL.handle
         k = int(self.c_state[_S_K])
         rnd = self.compiled.rounds[k] if 0 <= k < len(self.compiled.rounds) else None
-        n = len(rnd[1]) + len(rnd[2]) if rnd is not None else 0
+        n = len(rnd[5]) if rnd is not None else 0  # (its messages and payloads' receives)
         handles = self.c_reqs.tolist()
         at = [i for i, h in enumerate(handles[:n]) if h != null]
         nmode = int(self.c_state[_S_NMODE])
@@ -516,7 +567,9 @@ class Progress:
             self.ctl = transport.ctl.Dup()
         finally:
             wd.disarm()
-        self.tag_ub = int(self.data.Get_attr(MPI.TAG_UB))
+        #: a request's tag is its number modulo this; a payload sent apart from its trailer
+        #: (:class:`_Compiled`) goes with that tag plus :attr:`apart_tag` (the upper half)
+        self.tag_ub = self.apart_tag = (int(self.data.Get_attr(MPI.TAG_UB)) + 1) // 2
         #: the compiled step (``rounds.c``'s ``dualmpi_istep``), or None: rounds run in Python
         self._step = self._iwait = self._istart = None
         lib = getattr(transport, "cloop", None)
@@ -677,7 +730,7 @@ class Progress:
         comp = req.store = req.signature = req.c_state = req.c_reqs = req.c_mode = None
         req.c_call = None
         if bound is not None:
-            comp = self._compiled(bound, signature is not None)
+            comp = self._compiled(bound, signature is not None, combine is None)
             comp.users += 1
             run = self._c_run(comp, combine) if self._step is not None else None
             if run is None:
@@ -699,7 +752,7 @@ class Progress:
         req.compiled = comp
         req.recv, req.combine, req.check, req.finish = recv, combine or _add_bytes, check, finish
         req.done, req.error, req.result, req.bad = False, None, None, None
-        req.k, req.reqs, req.peers, req.agree_in = -1, [], (), None
+        req.k, req.reqs, req.peers, req.agree_in, req.late = -1, [], (), None, None
         req.call, req.known, req.modes, req.store_mode, req.keep = call, None, (), None, None
         req.agree_out = None if agree is None else np.asarray(agree, dtype=np.int64).reshape(-1)
         req.stage, req.since = _START, time.monotonic()
@@ -737,11 +790,11 @@ class Progress:
         if comp is not None and comp.pool:  # zero-copy: the plan bound to the user's buffers
             run, c_addr = comp.pool.pop(), call.z_addr
         else:
-            comp, c_addr = self._compiled(call.bound, True), call.c_addr
+            comp, c_addr = self._compiled(call.bound, True, call.apart), call.c_addr
             call.comp = comp
             if comp.pool:
                 run = comp.pool.pop()
-            elif comp.c_plan(self.data):
+            elif comp.c_plan(self.data, self.apart_tag):
                 run = self._new_run(comp)
             else:
                 return None
@@ -771,7 +824,7 @@ class Progress:
         req.done = False
         req.error = req.result = req.bad = req.agree_in = req.known = req.store_mode = None
         req.keep = None
-        req.reqs, req.peers, req.modes = [], (), ()
+        req.reqs, req.peers, req.modes, req.late = [], (), (), None
         req.call = None if plain else int(self.transport.alarm.seq[0])
         req.stage, req.since = _CROUNDS, time.monotonic()
         req.k = None
@@ -812,13 +865,13 @@ class Progress:
             call.z_c, call.z_comp = None, None
             return None
         bound, store, _ = call.zero
-        comp = _Compiled(bound, True, store.ctypes.data)
-        if self.cache_size <= 0 or not comp.c_plan(self.data):
+        comp = _Compiled(bound, True, store.ctypes.data, call.apart)
+        if self.cache_size <= 0 or not comp.c_plan(self.data, self.apart_tag):
             comp.free()
             call.z_c = None
             return None
         comp.pool.append(self._new_run(comp, store))
-        self._keep((id(bound), True), comp)
+        self._keep((id(bound), True, call.apart), comp)
         call.z_comp = comp
         return comp
 
@@ -828,14 +881,15 @@ class Progress:
         self._seq += 1
         return seq
 
-    def _compiled(self, bound, trailer):
-        """Return the (cached) :class:`_Compiled` of ``bound``."""
-        key = (id(bound), trailer)
+    def _compiled(self, bound, trailer, apart):
+        """Return the (cached) :class:`_Compiled` of ``bound`` (``apart``: a call without a
+        reduction, whose large payloads go apart from their trailers)."""
+        key = (id(bound), trailer, apart)
         comp = self._cache.get(key)
         if comp is not None and comp.bound is bound:
             self._cache.move_to_end(key)
             return comp
-        comp = _Compiled(bound, trailer)
+        comp = _Compiled(bound, trailer, apart=apart)
         if self.cache_size > 0:
             self._keep(key, comp)
         else:
@@ -870,7 +924,7 @@ class Progress:
             store, state = run[0], run[1]
             if comp.trailer:  # a message cut short must not find the last run's trailers
                 store[comp.sig_at + 8:] = 0
-        elif comp.c_plan(self.data):
+        elif comp.c_plan(self.data, self.apart_tag):
             run = self._new_run(comp)
             state = run[1]
         else:
@@ -907,7 +961,7 @@ class Progress:
             self._finish(req)
             return
         req.k = i
-        _, recvs, sends, move, _, peers, _ = comp.rounds[i]
+        _, recvs, sends, move, _, peers, _, late = comp.rounds[i]
         store, data, tag = req.store, self.data, req.tag
         reqs = []
         if req.modes and i == len(comp.rounds) - 1:
@@ -917,9 +971,11 @@ class Progress:
         for peer, a, b, dtype in recvs:
             reqs.append(data.Irecv([store[a:b], MPI.BYTE] if dtype is None else [store, 1, dtype],
                                    peer, tag))
-        for peer, a, b, dtype in sends:
+        for peer, a, b, dtype, kind in sends:
             reqs.append(data.Isend([store[a:b], MPI.BYTE] if dtype is None else [store, 1, dtype],
-                                   peer, tag))
+                                   peer, tag if kind == _M_SEND else tag + self.apart_tag))
+        # (the payloads sent apart: their receives once their trailers, the first, are in)
+        req.late = (len(reqs) - len(recvs) - len(sends), late) if late else None
         req.reqs, req.peers = reqs, peers
         req.since = time.monotonic()
         if move is not None:
@@ -932,6 +988,8 @@ class Progress:
         first step here is not made again."""
         try:
             while not req.done:
+                if req.late is not None and not self._late(req):
+                    return False
                 if req.reqs and not MPI.Request.Testall(req.reqs, self._statuses):
                     return False
                 stage = req.stage
@@ -942,7 +1000,7 @@ class Progress:
                 elif stage == _CLOSE:  # (rank 0's mode messages are done too)
                     self._finish(req)
                 elif stage == _ROUNDS:
-                    _, _, _, _, combines, _, trails = req.compiled.rounds[req.k]
+                    combines, trails = req.compiled.rounds[req.k][4], req.compiled.rounds[req.k][6]
                     store = req.store
                     for at, peer in trails:
                         if req.bad is None and \
@@ -976,6 +1034,25 @@ class Progress:
             self._fail(req, self._mpi_error(req, exc))
         except Exception as exc:  # a failed check, combine or finish: raised from Test/Wait
             self._fail(req, exc)
+        return True
+
+    def _late(self, req):
+        """Post the receives of ``req``'s payloads sent apart once their trailers (the round's
+        first receives, after rank 0's mode messages) are in; return False until then.
+
+        A trailer of the call gets the contiguous receive, another the payload's safe datatype
+        (a spare block apart: a longer message is cut short there, not written past)."""
+        at, late = req.late
+        if not MPI.Request.Testall(req.reqs[at:at + len(late)], self._statuses):
+            return False
+        store, trails = req.store, req.compiled.rounds[req.k][6]
+        for (trail_at, _), (peer, a, b, dtype, safe) in zip(trails, late):
+            if store[trail_at:trail_at + 8].view(np.uint64)[0] != req.signature:
+                spec = [store, 1, safe]
+            else:
+                spec = [store[a:b], MPI.BYTE] if dtype is None else [store, 1, dtype]
+            req.reqs.append(self.data.Irecv(spec, peer, req.tag + self.apart_tag))
+        req.late = None
         return True
 
     def _rounds(self, req):

@@ -35,11 +35,17 @@ from .arrays import block_key, key_space
 from .layout import Layout, layout_kind
 
 __all__ = ["RankPlan", "BoundPlan", "BoundRound", "compile_rank", "merge", "merge_segments",
-           "held_slots", "relocated", "IN_STORE", "IN_SEND", "IN_RECV", "SHAPE_ROWS"]
+           "held_slots", "relocated", "IN_STORE", "IN_SEND", "IN_RECV", "SHAPE_ROWS", "SPARE"]
 
 #: Where a zero-copy runner keeps a slot (:meth:`RankPlan.placement`): in its store, in the
 #: user's send buffer, in the user's receive buffer.
 IN_STORE, IN_SEND, IN_RECV = 0, 1, 2
+
+#: Bytes a run's store holds after its signature and trailers: 8 apart from them, then the
+#: 8-byte second block of a lone trailer's receive (a payload sent apart from its trailer:
+#: :data:`dualmpi.engine.mpi.APART`), so a whole message received there is cut short in a
+#: block MPI does not take for one with the trailer's.
+SPARE = 16
 
 
 @dataclass

@@ -1269,13 +1269,13 @@ enum {
     PL_PROGRESS, PL_COMPILED, PL_STORE, PL_TAG, PL_SEQ, PL_WHAT, PL_RECV, PL_COMBINE, PL_CHECK,
     PL_FINISH, PL_STAGE, PL_K, PL_REQS, PL_PEERS, PL_SINCE, PL_DONE, PL_ERROR, PL_RESULT,
     PL_AGREE_IN, PL_AGREE_OUT, PL_BAD, PL_SIGNATURE, PL_CALL, PL_KNOWN, PL_MODES, PL_STORE_MODE,
-    PL_C_STATE, PL_C_ADDR, PL_C_REQS, PL_C_MODE, PL_C_CALL, PL_KEEP, PL_SLOTS
+    PL_C_STATE, PL_C_ADDR, PL_C_REQS, PL_C_MODE, PL_C_CALL, PL_KEEP, PL_LATE, PL_SLOTS
 };
 static const char *plan_slots[PL_SLOTS] = {
     "progress", "compiled", "store", "tag", "seq", "what", "recv", "combine", "check",
     "finish", "stage", "k", "reqs", "peers", "since", "done", "error", "result",
     "agree_in", "agree_out", "bad", "signature", "call", "known", "modes", "store_mode",
-    "c_state", "c_addr", "c_reqs", "c_mode", "c_call", "keep"
+    "c_state", "c_addr", "c_reqs", "c_mode", "c_call", "keep", "late"
 };
 enum { WR_PROGRESS, WR_PLAN, WR_ACTIVE, WR_SLOTS };
 static const char *wrap_slots[WR_SLOTS] = {"_progress", "_plan", "_active"};

@@ -387,12 +387,28 @@ int dualmpi_run(const int64_t *a)
  * DUALMPI_MODE, every time, until Python has read the mode (dualmpi/engine/nonblocking.py: the
  * agreement after all, or the alarm) and set k to -1.  Such a run also copies the result out
  * when its last round is done and every trailer carried the call's signature: s[S_NCOUT]
- * copies [destination address, store offset, length] from s[S_COUT]. */
-enum { P_NROUNDS, P_ROUNDS, P_MSGS, P_MOVES, P_COMBS, P_TRAILS, P_COMM, P_BYTE, P_FIELDS };
+ * copies [destination address, store offset, length] from s[S_COUT].
+ *
+ * A round may hold messages whose payload travels apart from its trailer (as the blocking
+ * loop's: dualmpi/engine/mpi.py, APART): the sender's message rows of kind M_SEND_APART go
+ * with the run's tag plus p[P_APART]; the receiver's first R_NFIRST receives are those
+ * payloads' trailers alone (into the trailer and a spare block apart from it), and the
+ * payloads' receives (R_NLATE rows from R_LATE, after the round's requests) are posted only
+ * once those trailers are in and checked (s[S_LATE] set until then): with the contiguous
+ * receive when the trailer carries the call's signature, else with the row's safe datatype
+ * (the payload and a spare block apart), so a longer message of another call is cut short
+ * there, never written past a buffer (Open MPI 5.0 writes past a contiguous receive). */
+enum { P_NROUNDS, P_ROUNDS, P_MSGS, P_MOVES, P_COMBS, P_TRAILS, P_COMM, P_BYTE, P_APART,
+       P_FIELDS };
 enum { S_K, S_STORE, S_TAG, S_REQS, S_SIGNATURE, S_BAD_ROUND, S_BAD_PEER, S_OP, S_TYPE, S_ITEM,
-       S_POS, S_RUN, S_NMODE, S_MODE_AT, S_MODE, S_VEC, S_NVEC, S_NCOUT, S_COUT, S_FIELDS };
+       S_POS, S_RUN, S_NMODE, S_MODE_AT, S_MODE, S_VEC, S_NVEC, S_NCOUT, S_COUT, S_LATE,
+       S_FIELDS };
 enum { W_WBUF, W_RING, W_SEQ, W_HIST, W_LINE, W_FUTURE, W_FIELDS };
-enum { R_NMSG, R_NRECV, R_MSG, R_NMOVE, R_MOVE, R_NCOMB, R_COMB, R_NTRAIL, R_TRAIL, R_FIELDS };
+enum { R_NMSG, R_NRECV, R_MSG, R_NMOVE, R_MOVE, R_NCOMB, R_COMB, R_NTRAIL, R_TRAIL, R_NFIRST,
+       R_NLATE, R_LATE, R_FIELDS };
+/* A message row: [peer, offset, length, datatype, kind, safe datatype] (MSG_FIELDS words). */
+enum { M_RECV, M_SEND, M_SEND_APART, M_RECV_APART };
+#define MSG_FIELDS 6
 #define STEP_STATUSES 64
 /* k of a run waiting for rank 0's mode, and of one whose mode Python must read. */
 #define K_MODE (-2)
@@ -400,7 +416,26 @@ enum { R_NMSG, R_NRECV, R_MSG, R_NMOVE, R_MOVE, R_NCOMB, R_COMB, R_NTRAIL, R_TRA
 /* Returned when rank 0's mode is not "skip" with this rank's vector (Python reads it). */
 #define DUALMPI_MODE (-2147483645)
 
-int dualmpi_step_fields(void) { return W_FIELDS * 10000 + P_FIELDS * 1000 + S_FIELDS * 10 + R_FIELDS; }
+int dualmpi_step_fields(void)
+{
+    return MSG_FIELDS * 1000000 + W_FIELDS * 10000 + P_FIELDS * 1000 + S_FIELDS * 10 + R_FIELDS;
+}
+
+/* Post message row m with the run's tag (plus the payloads' offset for those apart); safe:
+ * the row's safe datatype in place of its contiguous receive. */
+static int post(const int64_t *m, char *store, int tag, int apart, MPI_Comm comm,
+                MPI_Datatype byte, int safe, MPI_Request *req)
+{
+    MPI_Datatype type = safe ? (MPI_Datatype)(intptr_t)m[5]
+                             : m[3] ? (MPI_Datatype)(intptr_t)m[3] : byte;
+    void *buf = safe || m[3] ? (void *)store : (void *)(store + m[1]);
+    int count = safe || m[3] ? 1 : (int)m[2];
+    if (m[4] == M_SEND_APART || m[4] == M_RECV_APART)
+        tag += apart;
+    return m[4] == M_SEND || m[4] == M_SEND_APART
+        ? MPI_Isend(buf, count, type, (int)m[0], tag, comm, req)
+        : MPI_Irecv(buf, count, type, (int)m[0], tag, comm, req);
+}
 int dualmpi_mode_code(void) { return DUALMPI_MODE; }
 
 /* dualmpi_istep; with post_only (the start's: dualmpi_istart) it returns where it would first
@@ -419,7 +454,7 @@ static int istep(const int64_t *p, int64_t *s, int post_only)
     const MPI_Datatype byte = (MPI_Datatype)(intptr_t)p[P_BYTE];
     char *store = (char *)(intptr_t)s[S_STORE];
     MPI_Request *reqs = (MPI_Request *)(intptr_t)s[S_REQS];
-    const int tag = (int)s[S_TAG];
+    const int tag = (int)s[S_TAG], apart = (int)p[P_APART];
     int err, flag;
 
     for (int64_t k = s[S_K]; k < nrounds; k = s[S_K]) {
@@ -447,6 +482,29 @@ static int istep(const int64_t *p, int64_t *s, int post_only)
             if (post_only)
                 return MPI_SUCCESS;
             int n = (int)row[R_NMSG];
+            if (s[S_LATE]) {  /* the trailers of the payloads apart first, then their receives */
+                const int first = (int)row[R_NFIRST], late = (int)row[R_NLATE];
+                err = MPI_Testall(first, reqs, &flag, MPI_STATUSES_IGNORE);
+                if (err != MPI_SUCCESS)
+                    return err;
+                if (!flag)
+                    return MPI_SUCCESS;
+                for (int i = 0; i < late; i++) {
+                    const int64_t *tr = trails + (row[R_TRAIL] + i) * 2;
+                    uint64_t got;
+                    memcpy(&got, store + tr[0], sizeof got);
+                    const int safe = got != (uint64_t)s[S_SIGNATURE];
+                    err = post(msgs + (row[R_LATE] + i) * MSG_FIELDS, store, tag, apart, comm,
+                               byte, safe, reqs + n + i);
+                    if (err != MPI_SUCCESS) {
+                        for (int j = i; j < late; j++)
+                            reqs[n + j] = MPI_REQUEST_NULL;
+                        return err;
+                    }
+                }
+                s[S_LATE] = 0;
+            }
+            n += (int)row[R_NLATE];
             if (n) {
                 MPI_Status st[STEP_STATUSES];
                 err = MPI_Testall(n, reqs, &flag, n <= STEP_STATUSES ? st : MPI_STATUSES_IGNORE);
@@ -496,18 +554,15 @@ static int istep(const int64_t *p, int64_t *s, int post_only)
         {  /* post round k, then its moves */
             const int64_t *row = rows + k * R_FIELDS;
             for (int64_t i = 0; i < row[R_NMSG]; i++) {
-                const int64_t *m = msgs + (row[R_MSG] + i) * 5;
-                MPI_Datatype type = m[3] ? (MPI_Datatype)(intptr_t)m[3] : byte;
-                void *buf = m[3] ? (void *)store : (void *)(store + m[1]);
-                int count = m[3] ? 1 : (int)m[2];
-                err = m[4] ? MPI_Isend(buf, count, type, (int)m[0], tag, comm, reqs + i)
-                           : MPI_Irecv(buf, count, type, (int)m[0], tag, comm, reqs + i);
+                err = post(msgs + (row[R_MSG] + i) * MSG_FIELDS, store, tag, apart, comm, byte,
+                           0, reqs + i);
                 if (err != MPI_SUCCESS) {
                     for (int64_t j = i; j < row[R_NMSG]; j++)
                         reqs[j] = MPI_REQUEST_NULL;
                     return err;
                 }
             }
+            s[S_LATE] = row[R_NLATE] > 0;
             for (int64_t i = 0; i < row[R_NMOVE]; i++) {
                 const int64_t *mv = moves + (row[R_MOVE] + i) * 3;
                 memmove(store + mv[0], store + mv[1], (size_t)mv[2]);
@@ -550,7 +605,7 @@ int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
         }
         waitfirst = 0;
         const int64_t k = s[S_K];
-        int n = k >= 0 ? (int)rows[k * R_FIELDS + R_NMSG] : 0;
+        int n = k >= 0 ? (int)(rows[k * R_FIELDS + R_NMSG] + rows[k * R_FIELDS + R_NLATE]) : 0;
         if (watch)
             reqs[n] = (MPI_Request)(intptr_t)w[W_LINE];
         /* (the mode messages after the spare slot: the wait covers them, the nulls between) */
@@ -691,6 +746,7 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, int64_t *x,
     MPI_Request *reqs = (MPI_Request *)(intptr_t)s[S_REQS];
     s[S_K] = (rank == 0 || !talk) ? -1 : K_MODE;
     s[S_BAD_ROUND] = -1;
+    s[S_LATE] = 0;
     s[S_TAG] = tag;
     s[S_RUN] = seq;
     s[S_SIGNATURE] = m[M_SIG];
