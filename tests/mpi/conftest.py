@@ -8,7 +8,7 @@ skips (no such network at this rank count) covers nothing, so the next case with
 runs.  At 64 ranks every collective call of the per-collective sweeps costs seconds; the
 modules below check the same code at 1–32 ranks, and the 64-rank default pass keeps the
 older modules' samples (test_api_mpi and the rest) and the tests of :data:`SAMPLED` modules
-named there.  ``launch/test --slow`` runs everything.
+named there, one case of each (:data:`ONE_CASE_FROM`).  ``launch/test --slow`` runs everything.
 """
 
 import pytest
@@ -41,6 +41,12 @@ HEAVY_FROM = 64
 #: 1086 cases in 4:52 to 748 in 3:58; the 64-rank tier's to 102 cases in 2:48 (5:00-5:49 with
 #: 118-159 cases in the last CI runs), 2:38 once the sweeps were not collected there either.
 EACH_CHOICE_FROM = 32
+
+#: Rank count from which a parametrized test runs only its first case that runs (the others
+#: skip), when the tests marked slow are left out: the values of its parameters all ran at 32
+#: ranks (each choice).  (Issue 25: CI took 24:31 on this machine; the 64-rank tier's pytest
+#: from 236 s of calls to 162 s by this alone, measured with --durations=0.)
+ONE_CASE_FROM = 64
 
 #: Tests (node id prefixes) that run only with ``-m slow`` from the given rank count on (CI keeps
 #: the whole run under 20 minutes on 2 cores; ``launch/test --durations`` shows the slowest):
@@ -130,7 +136,17 @@ HEAVY_TESTS = {
          # (CI at 20:27 with each choice) every pair's 1-byte routed message (14 s; the other
          # routed tests stay) and a part's messages without a progress thread (9 s)
          "tests/mpi/test_p2p_routed_mpi.py::test_every_pair_gets_its_bytes_over_the_route[net0-1]",
-         "tests/mpi/test_derived_mpi.py::test_without_a_progress_thread_parts_still_work"),
+         "tests/mpi/test_derived_mpi.py::test_without_a_progress_thread_parts_still_work",
+         # (CI at 24:31, --durations=0 at 64, one case each) the nonblocking payloads apart
+         # (11 s; the blocking ones are off at 64 too), the nonblocking calls on new arrays of
+         # one shape (10 s; the blocking ones stay), the hypercube's collectives emulated on
+         # RH (8 s), a truncation through the lane (7 s; the lane against MPI stays) and the
+         # pipelined blocks (7 s; the verified total exchange stays): each runs at 1-32
+         "tests/mpi/test_apart_mpi.py::test_large_nonblocking_payloads_travel_apart_and_match_mpi",
+         "tests/mpi/test_repeats_by_shape_mpi.py::test_nonblocking_calls_on_new_arrays_of_one_shape_equal_mpi",
+         "tests/mpi/test_ring_mpi.py::test_hypercube_collectives_emulated_on_rh",
+         "tests/mpi/test_p2p_lane_mpi.py::test_truncation_through_the_lane",
+         "tests/mpi/test_emulation.py::test_pipelined_and_whole_blocks"),
 }
 
 
@@ -205,6 +221,9 @@ def pytest_runtest_setup(item):
     case that ran covers its values whatever its outcome.
     """
     choice = _CHOICES.get(item.nodeid)
+    if choice is not None and choice[0] in _RAN and _size() >= ONE_CASE_FROM:
+        pytest.skip(f"one case from {ONE_CASE_FROM} ranks: an earlier case of this test ran "
+                    "(each value of its parameters runs at 32 ranks, every case at 1-8)")
     if choice is not None and choice[1] <= _RAN.get(choice[0], frozenset()):
         pytest.skip(f"each choice from {EACH_CHOICE_FROM} ranks: every value of its parameters "
                     "ran in an earlier case (every case runs at 1-8 ranks and with --slow)")
