@@ -138,11 +138,13 @@ HEAVY_TESTS = {
          "tests/mpi/test_p2p_routed_mpi.py::test_every_pair_gets_its_bytes_over_the_route[net0-1]",
          "tests/mpi/test_derived_mpi.py::test_without_a_progress_thread_parts_still_work",
          # (CI at 24:31, --durations=0 at 64, one case each) the nonblocking payloads apart
-         # (11 s; the blocking ones are off at 64 too), the nonblocking calls on new arrays of
+         # (11 s; the blocking ones are off at 64 too) and the in-place and derived-datatype
+         # ones, the nonblocking calls on new arrays of
          # one shape (10 s; the blocking ones stay), the hypercube's collectives emulated on
          # RH (8 s), a truncation through the lane (7 s; the lane against MPI stays) and the
          # pipelined blocks (7 s; the verified total exchange stays): each runs at 1-32
          "tests/mpi/test_apart_mpi.py::test_large_nonblocking_payloads_travel_apart_and_match_mpi",
+         "tests/mpi/test_apart_mpi.py::test_large_in_place_and_derived_datatype_payloads_apart",
          "tests/mpi/test_repeats_by_shape_mpi.py::test_nonblocking_calls_on_new_arrays_of_one_shape_equal_mpi",
          "tests/mpi/test_ring_mpi.py::test_hypercube_collectives_emulated_on_rh",
          "tests/mpi/test_p2p_lane_mpi.py::test_truncation_through_the_lane",

@@ -168,6 +168,40 @@ def test_large_nonblocking_payloads_travel_apart_and_match_mpi(net_i, n):
     assert _agree(not bad), bad
 
 
+@pytest.mark.mpi
+@pytest.mark.parametrize("form", ["blocking", "nonblocking"])
+def test_large_in_place_and_derived_datatype_payloads_apart_match_mpi(form):
+    """Payloads of ``APART`` bytes or more apart from their trailers with ``MPI.IN_PLACE``
+    (all-gather, total exchange) and with a derived datatype (a broadcast of every other
+    double): three calls each, equal to ``COMM_WORLD``'s on the same buffers, the gaps of the
+    strided buffer and the padding untouched."""
+    net = _net(0)
+    n = APART // 8 + 1000
+    run = (lambda call: call) if form == "blocking" else (lambda call: call.Wait())
+    op = (lambda name: getattr(net, name)) if form == "blocking" else \
+        (lambda name: getattr(net, "I" + name[0].lower() + name[1:]))
+    vec = MPI.DOUBLE.Create_vector(n, 1, 2).Commit()
+    bad = []
+    for k in range(3):
+        for name in ("Allgather", "Alltoall"):
+            mine_whole, mine = _padded(n * SIZE)
+            ref_whole, ref = _padded(n * SIZE)
+            mine[:] = ref[:] = np.arange(n * SIZE) * (RANK + 1) + k
+            run(op(name)(MPI.IN_PLACE, mine))
+            getattr(WORLD, name)(MPI.IN_PLACE, ref)
+            if not np.array_equal(mine_whole, ref_whole):
+                bad.append((name, k, np.flatnonzero(mine_whole != ref_whole)[:4].tolist()))
+        mine_whole, mine = _padded(2 * n)
+        ref_whole, ref = _padded(2 * n)
+        if RANK == 0:
+            mine[:] = ref[:] = np.arange(2 * n) + k
+        run(op("Bcast")([mine, 1, vec], root=0))
+        WORLD.Bcast([ref, 1, vec], root=0)
+        if not np.array_equal(mine_whole, ref_whole):
+            bad.append(("Bcast", k, np.flatnonzero(mine_whole != ref_whole)[:4].tolist()))
+    vec.Free()
+    assert _agree(not bad), bad
+
 @pytest.mark.mpi(min_size=2)
 @pytest.mark.parametrize("sizes", _sample([(APART // 8 - 4, APART // 8 + 96),
                                             (APART // 8 + 96, APART // 8 - 4),
