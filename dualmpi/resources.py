@@ -128,32 +128,55 @@ def available_memory():
 def format_bytes(n):
     """Return ``n`` bytes in the largest binary unit that keeps a value >= 1, three digits.
 
+    The value is rounded before its unit is chosen (never an exponent: a size just under a
+    unit reads as one of that unit).
+
     >>> format_bytes(512), format_bytes(3 * MiB // 2), format_bytes(40 * GiB), format_bytes(2**50)
     ('512 B', '1.5 MiB', '40 GiB', '1 PiB')
+    >>> format_bytes(1023.9 * 1024), format_bytes(1023.9)
+    ('1 MiB', '1 KiB')
     """
     n = float(n)
-    if abs(n) < 1024:
+    if abs(n) < 1024 and abs(round(n)) < 1024:
         return f"{n:.0f} B"
-    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB"):
-        n /= 1024
-        if abs(n) < 1024:
-            return f"{n:.3g} {unit}"
-    n /= 1024
-    return f"{n:.3g} YiB"
+    return _in_units(abs(n), _BYTE_UNITS, lambda unit: 3, sign="-" if n < 0 else "")
+
+
+_BYTE_UNITS = tuple((unit, 1024.0 ** (8 - i)) for i, unit in
+                    enumerate(("YiB", "ZiB", "EiB", "PiB", "TiB", "GiB", "MiB", "KiB")))
 
 
 def format_seconds(s):
-    """Return a duration for humans: seconds, minutes, hours, days or years.
+    """Return a duration for humans, from nanoseconds to years, never in exponent notation.
+
+    Seconds keep two significant digits, the other units three; the value is rounded before
+    its unit is chosen, so a duration just under a unit's size reads as one of that unit.
 
     >>> format_seconds(4.2), format_seconds(150), format_seconds(7200), format_seconds(3.1536e9)
     ('4.2 s', '2.5 min', '2 h', '100 years')
+    >>> format_seconds(0.2), format_seconds(0.0009996), format_seconds(2.5e-5), format_seconds(59.99)
+    ('200 ms', '1 ms', '25 us', '1 min')
     """
     if not math.isfinite(s):
         return "forever"
-    for unit, size in (("years", 365 * 86400), ("days", 86400), ("h", 3600), ("min", 60)):
-        if s >= size:
-            return f"{s / size:.3g} {unit}"
-    return f"{s:.2g} s"
+    if s <= 0:
+        return f"{s:g} s"
+    return _in_units(s, _TIME_UNITS, lambda unit: 2 if unit == "s" else 3)
+
+
+_TIME_UNITS = (("years", 365 * 86400), ("days", 86400), ("h", 3600), ("min", 60), ("s", 1),
+               ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
+
+
+def _in_units(value, units, digits, sign=""):
+    """``value`` (> 0) in the first of ``units`` (largest first) where it rounds to >= 1.
+
+    ``digits(unit)`` is the count of significant digits kept; the last unit takes any value.
+    """
+    for unit, size in units:
+        kept = float(f"{value / size:.{digits(unit)}g}")
+        if kept >= 1 or unit == units[-1][0]:
+            return f"{sign}{kept:f}".rstrip("0").rstrip(".") + f" {unit}"
 
 
 def require_memory(needed, what, available=None, fraction=0.8):

@@ -308,9 +308,8 @@ def check_duration(net, coll, size, root, calls, limit, say=None):
     net._control_allreduce(np.array([np.median(waits)]), barrier, MPI.MAX)
     pace = probe["t_med"] + float(barrier[0])
     seconds = calls * pace
-    each = (f"{pace * 1e6:.3g} us" if pace < 1e-3 else f"{pace * 1e3:.3g} ms" if pace < 1
-            else format_seconds(pace))
-    require_time(seconds, f"run {coll} size={size}: {calls:,} calls at {each} each", limit,
+    require_time(seconds, f"run {coll} size={size}: {calls:,} calls at {format_seconds(pace)} each",
+                 limit,
                  hint="use fewer --iters (or raise --time-limit)")
     if say is not None and seconds > 10:
         say(f"[{coll} size={size}] {calls:,} calls: estimated {format_seconds(seconds)}")
