@@ -1509,9 +1509,10 @@ def _nodes_per_rank(topo, size, q):
     if isinstance(q, bool) or not isinstance(q, (int, np.integer)) or q < 1:
         raise RankCountError(f"nodes_per_rank must be at least 1, got {q!r}")
     if q * size != p:
-        hint = p // q if p % q == 0 else f"a divisor of {p}"
+        hint = (f"{p // q} rank" + "s" * (p // q > 1)) if p % q == 0 else \
+            f"a divisor of {p} ranks"
         raise RankCountError(f"{topo.spec} has {p} nodes, but {size} ranks with {q} nodes each "
-                             f"play {q * size}; run {hint} ranks")
+                             f"play {q * size}; run {hint}")
     return int(q)
 
 
