@@ -91,8 +91,9 @@ class Comm(p2p.PointToPoint):
     packets : "auto", int
         Pipelining: ``"auto"`` cuts broadcast and scatter blocks above
         :data:`PACKETS_ABOVE` bytes (256 KiB) into 256 KiB pieces forwarded as they
-        arrive (cut-through); an int fixes the piece count for every collective (1:
-        whole blocks, store-and-forward).
+        arrive (cut-through), where some rank forwards them (not on Q_1, whose blocks
+        make one hop); an int fixes the piece count for every collective (1: whole
+        blocks, store-and-forward).
     variant : str
         ``"corrected"`` (default) or ``"as-printed"`` algorithms where a paper errs.
     algorithms : dict, optional

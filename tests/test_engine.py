@@ -155,6 +155,18 @@ def test_auto_pipelining_cuts_only_large_tree_blocks():
     assert pieces("scatter", 1 << 20) == 4
     assert pieces("allgather", 1 << 20) == pieces("alltoall", 1 << 20) == 1
 
+    # where no rank forwards a block to another, blocks stay whole: Q_1 on 2 ranks (its
+    # broadcast is one message), Q_3 on 2 ranks of 4 nodes; D_2 on 2 ranks forwards
+    for spec, q, cut in (("hypercube:n=1", 1, False), ("hypercube:n=3", 4, False),
+                         ("hypercube:n=3", 2, True), ("dualcube:r=2", 4, True)):
+        net = from_spec(spec)
+        eng = Engine(net, q, LocalTransport(), packets_above=PACKETS_ABOVE,
+                     packet_bytes=PACKET_BYTES, pipelined=PIPELINED)
+        for coll in ("bcast", "scatter"):
+            for root in range(net.num_nodes // q):
+                layout = Layout(layout_kind(coll), net.num_nodes, q, (1 << 20) * q, root)
+                assert (eng.packets_for(layout, coll) > 1) == cut, (spec, q, coll, root)
+
 
 def test_nonblocking_binds_take_the_pieces_asked_for():
     """``Engine.bind`` (the nonblocking calls' plans) cuts blocks as ``packets`` says, as the

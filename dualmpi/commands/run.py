@@ -79,11 +79,12 @@ def add_parser(sub):
                    help="store-and-forward: whole messages per hop, one round per hop; "
                    "cut-through: routed messages cut into --packets packets that intermediate "
                    "nodes forward as they arrive (default: store-and-forward, but broadcast and "
-                   "scatter blocks above 256 KiB pipelined in 256 KiB pieces)")
+                   "scatter blocks above 256 KiB pipelined in 256 KiB pieces where a rank "
+                   "forwards them)")
     p.add_argument("--packets", type=int, default=None,
                    help="pieces per message under cut-through (default: 8; without --switching "
                    "the engine pipelines broadcast and scatter blocks above 256 KiB in 256 KiB "
-                   "pieces)")
+                   "pieces where a rank forwards them)")
     p.add_argument("--model", metavar="ts=S,tw=S,th=S",
                    help="parameters of the virtual model clock whose time is reported as "
                    "t_model (default: the --shape parameters); with --switching cut-through "

@@ -173,6 +173,43 @@ class ArraySchedule:
         """Return the ``reduce`` column of :meth:`columns` (None: no row combines)."""
         return self.columns()["reduce"]
 
+    def forwards(self, q=1):
+        """True when some rank sends on to another rank a block it received from one.
+
+        With ``q`` nodes per rank (rank of node ``u``: ``u // q``), a row whose ends are
+        on one rank moves nothing between ranks.  Pipelining (cutting blocks in pieces)
+        helps only a schedule that forwards: a block whose every rank-to-rank move leaves
+        from a rank that started with it arrives no sooner in pieces.
+
+        >>> from dualmpi.collectives import build_schedule
+        >>> from dualmpi.topology import DualCube, Hypercube
+        >>> from_schedule(build_schedule("bcast", Hypercube(1), 0)).forwards()
+        False
+        >>> d2 = from_schedule(build_schedule("bcast", DualCube(2), 0))
+        >>> d2.forwards(), d2.forwards(4), d2.forwards(8)
+        (True, True, False)
+        """
+        cols = self.columns()
+        if cols["bounds"][-1] == 0:
+            return False
+        src, dst = cols["src"] // q, cols["dst"] // q
+        crossing = np.flatnonzero(src != dst)
+        if crossing.size == 0:
+            return False
+        rnd = np.searchsorted(cols["bounds"], crossing, side="right") - 1
+        block = block_key(self.topo.num_nodes, cols["origin"][crossing],
+                          cols["target"][crossing])
+        space = int(block.max()) + 1
+        # (rank, block) of every arrival and every departure over a rank-to-rank row: a rank
+        # forwards when a block leaves it in a round after one in which it arrived there
+        arrived = dst[crossing] * space + block
+        left = src[crossing] * space + block
+        order = np.lexsort((rnd, arrived))
+        keys, first = np.unique(arrived[order], return_index=True)
+        first_in = rnd[order][first]  # the round each (rank, block) first arrives in
+        at = np.minimum(np.searchsorted(keys, left), keys.size - 1)
+        return bool(np.any((keys[at] == left) & (first_in[at] < rnd)))
+
     def rank_rows(self, lo, hi):
         """Return ``(rows, sends, arrives)`` for the nodes ``lo .. hi - 1`` (one rank's).
 

@@ -94,6 +94,7 @@ class Engine:
                                                                    max_packets)
         self._schedules = {}
         self._plans = {}
+        self._forwarding = {}
         #: Runners dropped from the cache so far (a client's own cache must then be refreshed).
         self.evictions = 0
         self._bound = OrderedDict()
@@ -166,11 +167,15 @@ class Engine:
             self._plans[key] = plan
         return self._plans[key]
 
-    def packets_for(self, layout, collective):
+    def packets_for(self, layout, collective, variant="corrected", algorithm=None):
         """Return how many pieces each block is cut into for ``layout`` (1: no pipelining).
 
         Decided by the largest node-level block: a rank's piece holds ``q`` (scatter,
-        allgather) or ``q * q`` (alltoall) of them.
+        allgather) or ``q * q`` (alltoall) of them.  A schedule in which no rank forwards a
+        block to another (:meth:`ArraySchedule.forwards
+        <dualmpi.engine.arrays.ArraySchedule.forwards>`: the broadcast on Q_1, every block
+        one rank-to-rank hop from where it starts) keeps whole blocks: pieces would only add
+        messages.
         """
         if self.packets_above is None or layout.counts is not None or \
                 layout.collective in ("alltoallv", "reduce-scatter") or (
@@ -178,9 +183,19 @@ class Engine:
             return 1
         parts = pieces_per_rank(layout.collective, self.q)
         biggest = -(-layout.nbytes // parts)
-        if biggest <= self.packets_above:
+        if biggest <= self.packets_above or not self._forwards(
+                collective, layout.root, variant, algorithm):
             return 1
         return int(min(self.max_packets, -(-biggest // self.packet_bytes)))
+
+    def _forwards(self, collective, root_rank, variant, algorithm):
+        """Whether the schedule of the call forwards blocks between ranks (cached)."""
+        desc, algorithm = describe(collective, algorithm)
+        key = (desc.schedule, root_rank if desc.rooted else 0, variant, algorithm)
+        if key not in self._forwarding:  # (one entry per schedule, as self._schedules)
+            sched = self.schedule(collective, root_rank * self.q, variant, algorithm)
+            self._forwarding[key] = sched.forwards(self.q)
+        return self._forwarding[key]
 
     def store_bytes(self, rank, collective, nbytes, root_rank=0, variant="corrected",
                     algorithm=None, itemsize=1, zero_copy=False):
@@ -239,7 +254,7 @@ class Engine:
         if zero_copy and is_block.any():  # the slots in the user's buffers are not in the store
             held = plan.placement()[0][:is_block.size] == IN_STORE
             sizes = sizes[held[is_block]]
-        packets = self.packets_for(layout, collective)
+        packets = self.packets_for(layout, collective, variant, algorithm)
         return int(sizes.sum()) + others * biggest + 64 * plan.num_rows * packets
 
     def in_place(self, rank, collective, nbytes, root_rank=0, variant="corrected", algorithm=None,
@@ -322,7 +337,7 @@ class Engine:
         layout = Layout(layout_kind(collective, algorithm), self.topo.num_nodes, self.q, nbytes,
                         root_rank, sdispls, rdispls, itemsize)
         if packets is None:
-            packets = self.packets_for(layout, collective)
+            packets = self.packets_for(layout, collective, variant, algorithm)
         bound = plan.bind(layout, packets)
         # what every rank of a correct program has in common (not the rank, not displacements)
         key = repr((collective, root_rank, variant, algorithm, _hashable(nbytes), packets,
@@ -398,7 +413,7 @@ class Engine:
         if combines or sdispls is not None or rdispls is not None:
             packets = 1
         elif packets is None:
-            packets = self.packets_for(layout, collective)
+            packets = self.packets_for(layout, collective, variant, algorithm)
         bound = plan.bind(layout, packets)
         sig = repr(("nonblocking", collective, root_rank, variant, algorithm, _hashable(nbytes),
                     packets, salt)).encode()
