@@ -190,13 +190,9 @@ class ArraySchedule:
         (True, True, False)
         """
         cols = self.columns()
-        if cols["bounds"][-1] == 0:
-            return False
-        src, dst = cols["src"] // q, cols["dst"] // q
-        crossing = np.flatnonzero(src != dst)
+        src, dst, crossing, rnd = self._between_ranks(q)
         if crossing.size == 0:
             return False
-        rnd = np.searchsorted(cols["bounds"], crossing, side="right") - 1
         block = block_key(self.topo.num_nodes, cols["origin"][crossing],
                           cols["target"][crossing])
         space = int(block.max()) + 1
@@ -209,6 +205,32 @@ class ArraySchedule:
         first_in = rnd[order][first]  # the round each (rank, block) first arrives in
         at = np.minimum(np.searchsorted(keys, left), keys.size - 1)
         return bool(np.any((keys[at] == left) & (first_in[at] < rnd)))
+
+    def exchanges(self, q=1):
+        """True when in some round two ranks send to each other (``q`` nodes per rank).
+
+        >>> from dualmpi.collectives import build_schedule
+        >>> from dualmpi.topology import Hypercube
+        >>> q1 = Hypercube(1)
+        >>> [from_schedule(build_schedule(c, q1, 0)).exchanges() for c in ("reduce", "allgather")]
+        [False, True]
+        """
+        src, dst, crossing, rnd = self._between_ranks(q)
+        if crossing.size == 0:
+            return False
+        ranks = int(max(src.max(), dst.max())) + 1
+        there = np.unique((rnd * ranks + src[crossing]) * ranks + dst[crossing])
+        back = (rnd * ranks + dst[crossing]) * ranks + src[crossing]
+        return bool(np.isin(back, there).any())
+
+    def _between_ranks(self, q):
+        """Return ``(src, dst, crossing, rnd)``: every row's sending and receiving rank (``q``
+        nodes per rank), the indices of the rows between two ranks, and their rounds."""
+        cols = self.columns()
+        src, dst = cols["src"] // q, cols["dst"] // q
+        crossing = np.flatnonzero(src != dst)
+        rnd = np.searchsorted(cols["bounds"], crossing, side="right") - 1
+        return src, dst, crossing, rnd
 
     def rank_rows(self, lo, hi):
         """Return ``(rows, sends, arrives)`` for the nodes ``lo .. hi - 1`` (one rank's).

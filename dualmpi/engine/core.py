@@ -94,7 +94,7 @@ class Engine:
                                                                    max_packets)
         self._schedules = {}
         self._plans = {}
-        self._forwarding = {}
+        self._facts = {}
         #: Runners dropped from the cache so far (a client's own cache must then be refreshed).
         self.evictions = 0
         self._bound = OrderedDict()
@@ -183,19 +183,20 @@ class Engine:
             return 1
         parts = pieces_per_rank(layout.collective, self.q)
         biggest = -(-layout.nbytes // parts)
-        if biggest <= self.packets_above or not self._forwards(
-                collective, layout.root, variant, algorithm):
+        if biggest <= self.packets_above or not self._shape(
+                "forwards", collective, layout.root, variant, algorithm):
             return 1
         return int(min(self.max_packets, -(-biggest // self.packet_bytes)))
 
-    def _forwards(self, collective, root_rank, variant, algorithm):
-        """Whether the schedule of the call forwards blocks between ranks (cached)."""
+    def _shape(self, fact, collective, root_rank, variant, algorithm):
+        """Return the schedule's ``fact`` at this mapping (``forwards`` or ``exchanges`` of
+        :class:`~dualmpi.engine.arrays.ArraySchedule`; cached, the same on every rank)."""
         desc, algorithm = describe(collective, algorithm)
-        key = (desc.schedule, root_rank if desc.rooted else 0, variant, algorithm)
-        if key not in self._forwarding:  # (one entry per schedule, as self._schedules)
+        key = (fact, desc.schedule, root_rank if desc.rooted else 0, variant, algorithm)
+        if key not in self._facts:  # (a few entries per schedule, as self._schedules)
             sched = self.schedule(collective, root_rank * self.q, variant, algorithm)
-            self._forwarding[key] = sched.forwards(self.q)
-        return self._forwarding[key]
+            self._facts[key] = getattr(sched, fact)(self.q)
+        return self._facts[key]
 
     def store_bytes(self, rank, collective, nbytes, root_rank=0, variant="corrected",
                     algorithm=None, itemsize=1, zero_copy=False):
@@ -348,6 +349,11 @@ class Engine:
             extra["store"] = self._lend
         if op is not None:
             extra["combine"] = op[2]
+            # a reduction's payloads go apart from their trailers (MPIRunner) unless ranks
+            # exchange them in a round: measured on Q_1, Allreduce's exchange 1.26-1.48x
+            # slower apart at 32-64 KiB, Reduce, Scan and Exscan 0.44-0.68x (docs/performance.md)
+            extra["apart"] = not self._shape("exchanges", collective, root_rank, variant,
+                                             algorithm)
         run = self.transport.prepare(bound, plan, signature=signature, **extra, **self.options)
         run.hop_rounds, run.steps, run.step_bytes = self.cost(collective, nbytes, root_rank,
                                                               variant, algorithm, itemsize)

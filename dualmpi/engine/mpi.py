@@ -46,11 +46,11 @@ _TAG_MOD = 1 << 15
 #: ("another call"), a whole message where a trailer was due is cut short
 #: (``MPI_ERR_TRUNCATE``).  The rule is the payload's length, which sender and receiver agree
 #: on (not its segments, which differ between their stores), in the plans that split
-#: (:class:`MPIRunner`: not reductions, not merged plans).  Measured on 2 ranks of one
-#: machine (Sendrecv, medians of 9 × 20, load 7.6): a payload and its trailer in one hindexed
-#: message 9.3, 20.0 and 238.8 µs at 16 KiB, 64 KiB and 1 MiB; apart 10.4, 14.3 and 131.5;
-#: the payload alone 6.8, 10.7 and 122.7 (received into two blocks: as slow as one hindexed
-#: message).  The nonblocking plans send theirs apart alike
+#: (:class:`MPIRunner`: not merged plans, not reductions whose ranks exchange in a round).
+#: Measured on 2 ranks of one machine (Sendrecv, medians of 9 × 20, load 7.6): a payload and
+#: its trailer in one hindexed message 9.3, 20.0 and 238.8 µs at 16 KiB, 64 KiB and 1 MiB;
+#: apart 10.4, 14.3 and 131.5; the payload alone 6.8, 10.7 and 122.7 (received into two
+#: blocks: as slow as one hindexed message).  The nonblocking plans send theirs apart alike
 #: (:class:`dualmpi.engine.nonblocking.Progress`: the payload with the request's tag plus
 #: ``apart_tag``; a payload whose trailer names another call is received with a spare block
 #: apart from it, so it is cut short there).
@@ -194,13 +194,14 @@ class MPITransport:
             wd.disarm()
 
     def prepare(self, bound, plan, verify=False, shape=None, drop=None, signature=0,
-                layout=None, buffers=None, combine=None, store=None):
+                layout=None, buffers=None, combine=None, store=None, apart=True):
         """Return an :class:`MPIRunner` of ``bound`` (options: see :class:`MPIRunner`).
 
         ``buffers=(send, recv)`` (uint8 arrays, with ``layout``) binds the plan to those
         buffers: see :class:`MPIRunner`.  ``combine(src, dst)`` applies a reduction's
         operator (default: bytes added modulo 256).  ``store(n)``: where the runner's store
-        of ``n`` bytes comes from (default: new zeroed memory).
+        of ``n`` bytes comes from (default: new zeroed memory).  ``apart=False``: payloads
+        travel with their trailers whatever their size (:data:`APART`).
         """
         for rnd in bound.rounds:
             for peer, _, _ in rnd.sends + rnd.recvs:
@@ -208,7 +209,7 @@ class MPITransport:
                     raise DualmpiError(f"rank {self.rank} would exchange with rank {peer}, "
                                        "which plays no neighbour of its nodes")
         return MPIRunner(self, bound, plan, verify, shape, drop, signature, layout, buffers,
-                         combine, store)
+                         combine, store, apart=apart)
 
     def prepare_stream(self, plan, nbytes):
         """Return a :class:`StreamRunner` of the streamed total exchange."""
@@ -320,12 +321,15 @@ class MPIRunner:
     absolute addresses (a zero-copy runner's plan merged with another, :func:`pair`); the
     store holds the call's signature and trailers only.
 
-    A message of :data:`APART` bytes or more goes as its payload and its trailer apart, but in
-    a reduction (``combine``) and with ``apart=False`` (:func:`pair`'s merged plans): there,
-    measured on Q_1 (``benchmarks/engine.py``, 15 repeats, load 7.7–18.8), it took 1.13–1.49
-    of the time at 32 and 64 KiB (``Allreduce``; the v-variants, whose merged messages are
-    several segments anyway, 1.3–1.6), where the other collectives took 0.56–0.72.  Every
-    rank of a call decides alike (its collective, its plan kind, the message's length).
+    A message of :data:`APART` bytes or more goes as its payload and its trailer apart, but
+    with ``apart=False``: :func:`pair`'s merged plans and the reductions whose ranks exchange
+    payloads in a round (:meth:`Engine.runner <dualmpi.engine.core.Engine.runner>`:
+    :meth:`ArraySchedule.exchanges <dualmpi.engine.arrays.ArraySchedule.exchanges>`).
+    There, measured on Q_1 (``benchmarks/engine.py``, 15 repeats, load 7.7–18.8), it took
+    1.13–1.49 of the time at 32 and 64 KiB (``Allreduce``'s exchange; the v-variants, whose
+    merged messages are several segments anyway, 1.3–1.6), where the other collectives took
+    0.56–0.72 (``Reduce``, ``Scan``, ``Exscan`` 0.44–0.68).  Every rank of a call decides
+    alike (its collective, its schedule, the message's length).
     """
 
     def __init__(self, transport, bound, plan, verify=False, shape=None, drop=None, signature=0,
@@ -390,7 +394,9 @@ class MPIRunner:
         if drop is not None and drop[1] // plan.q == plan.rank:
             drop_round = drop[0]
         movers = _movers(self.store, bound)
-        apart = getattr(transport, "apart_tag", None) if apart and combine is None else None
+        apart = getattr(transport, "apart_tag", None) if apart else None
+        #: the tag added to a payload's sent apart from its trailer (None: every message whole)
+        self.apart_tag = apart
         spare_at = trail_at + 8 * nrecv + 8
         #: per round: the receives of lone trailers first, of payloads sent apart last (their
         #: counts), and those trailers' places among the round's (:data:`APART`)

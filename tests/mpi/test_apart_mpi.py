@@ -67,12 +67,12 @@ def _calls(n):
 
 def _split_counts(run):
     """Return ``(requests, messages, payloads apart)`` of a blocking runner's plan (none apart
-    in a reduction's)."""
+    where the runner keeps them whole: a reduction whose ranks exchange in a round)."""
     msgs = apart = 0
     for rnd in run.bound.rounds:
         for _, _, lens in rnd.recvs + rnd.sends:
             msgs += 1
-            apart += int(lens.sum()) >= APART and run.combine is None
+            apart += int(lens.sum()) >= APART and run.apart_tag is not None
     return len(run._reqs), msgs, apart
 
 
@@ -84,7 +84,8 @@ def test_large_payloads_travel_apart_and_match_mpi(net_i, n):
     """Pieces just under, at and over ``APART`` bytes, three calls each on the same buffers
     with new contents: equal to ``COMM_WORLD``'s, the padding untouched, and the runner holds
     one request per message plus one per payload of ``APART`` bytes or more (a receive started
-    after its trailer, a send), but in a reduction's plan (``MPIRunner``'s ``apart``)."""
+    after its trailer, a send), but in a reduction whose ranks exchange payloads in a round
+    (``Allreduce``: ``ArraySchedule.exchanges``); ``Reduce``'s tree sends them apart."""
     net = _net(net_i)
     bad = []
     for name, (call, ns, nr) in _calls(n).items():
@@ -94,9 +95,11 @@ def test_large_payloads_travel_apart_and_match_mpi(net_i, n):
             reqs, msgs, apart = _split_counts(run)
             if reqs != msgs + apart:
                 bad.append((name, "requests", reqs, msgs, apart))
-            if net.q == 1 and n * 8 >= APART and name in ("Allgather", "Alltoall") and \
-                    SIZE > 1 and apart == 0:
+            if net.q == 1 and n * 8 >= APART and name in ("Allgather", "Alltoall", "Reduce") \
+                    and SIZE > 1 and apart == 0:
                 bad.append((name, "no payload apart", n))
+            if name == "Allreduce" and SIZE > 1 and run.apart_tag is not None:
+                bad.append((name, "an exchange's payloads apart"))
     assert _agree(not bad), bad
 
 
