@@ -212,32 +212,47 @@ def test_large_in_place_and_derived_datatype_payloads_apart_match_mpi(form):
                                            (2 * APART // 8, APART // 8 + 96),
                                            ["apart-where-whole", "whole-where-apart",
                                             "both-apart"]))
-def test_ranks_that_disagree_on_a_large_message_fail_named(sizes):
-    """Two sizes every rank has broadcast before (so no argument check runs again), then rank 0
-    broadcasts the first while the others expect the second: a trailer sent alone lands where a
-    whole message was due, a whole message where a lone trailer was due, or a trailer of
-    another call comes before a payload's receive is started — every rank fails in the call or
-    its next, with the message of another call or of the cut-short message named, none writes
-    past its buffers (the padding), and the communicator is unusable after."""
+@pytest.mark.parametrize("name", ["Bcast", "Reduce"])
+def test_ranks_that_disagree_on_a_large_message_fail_named(sizes, name):
+    """Two sizes every rank has called with before (so no argument check runs again), then
+    rank 0 calls with the first while the others call with the second (``Bcast`` from rank 0;
+    ``Reduce`` to it, whose tree's payloads go apart as well): a trailer sent alone lands where
+    a whole message was due, a whole message where a lone trailer was due, or a trailer of
+    another call comes before a payload's receive is started — every rank that receives fails
+    in the call or its next (in ``Reduce`` at least the root; a rank that only sends may finish,
+    as in MPI, whose sender learns nothing of a receive cut short), with the message of another
+    call or of the cut-short message named, none writes past its buffers (the padding), no rank
+    is left waiting, and the communicator is unusable after."""
     if not NETS:
         pytest.skip(f"no network at {SIZE} ranks")
     net = dualmpi.Comm(WORLD, NETS[0][0], nodes_per_rank=NETS[0][1], watchdog=60)
-    a_whole, a = _padded(sizes[0])
-    b_whole, b = _padded(sizes[1])
-    for buf in (a, b):
-        buf[:] = np.arange(buf.size) if RANK == 0 else 0
-        net.Bcast(buf, root=0)
-    mine, whole = (a, a_whole) if RANK == 0 else (b, b_whole)
+    bufs = [(_padded(n), _padded(n)) for n in sizes]  # (send, recv) of each size, padded
+
+    def call(k):
+        (_, send), (_, recv) = bufs[k]
+        if name == "Bcast":
+            net.Bcast(recv, root=0)
+        else:
+            net.Reduce(send, recv, op=MPI.SUM, root=0)
+
+    for k, ((_, send), (_, recv)) in enumerate(bufs):
+        send[:] = recv[:] = np.arange(recv.size) if RANK == 0 else 0
+        call(k)
+    mine = 0 if RANK == 0 else 1
     errs = []
     for _ in range(2):
         try:
-            net.Bcast(mine, root=0)
+            call(mine)
             errs.append(None)
         except DualmpiError as exc:
             errs.append(str(exc))
     net.Free()
     first = next((e for e in errs if e is not None), None)
-    ok = first is not None and ("another call" in first or "failed in round" in first)
+    if first is None:
+        ok = name == "Reduce" and RANK != 0
+    else:
+        ok = "another call" in first or "failed in round" in first
     ok = ok and (errs[1] is None or "unusable" in errs[1] or errs[0] is None)
-    ok = ok and np.all(whole[:PAD] == -1) and np.all(whole[-PAD:] == -1)
+    ok = ok and all(np.all(whole[:PAD] == -1) and np.all(whole[-PAD:] == -1)
+                    for pair in bufs for whole, _ in pair)
     assert _agree(ok), errs
