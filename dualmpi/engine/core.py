@@ -350,8 +350,9 @@ class Engine:
         if op is not None:
             extra["combine"] = op[2]
             # a reduction's payloads go apart from their trailers (MPIRunner) unless ranks
-            # exchange them in a round: measured on Q_1, Allreduce's exchange 1.26-1.48x
-            # slower apart at 32-64 KiB, Reduce, Scan and Exscan 0.44-0.68x (docs/performance.md)
+            # exchange them in a round: measured on Q_1, Allreduce's exchange 1.26-1.49x
+            # slower apart at 32-64 KiB, Reduce, Scan and Exscan 0.49-0.73x at 32-256 KiB
+            # (docs/performance.md, "Payloads apart from their trailers")
             extra["apart"] = not self._shape("exchanges", collective, root_rank, variant,
                                              algorithm)
         run = self.transport.prepare(bound, plan, signature=signature, **extra, **self.options)

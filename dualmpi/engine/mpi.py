@@ -328,8 +328,8 @@ class MPIRunner:
     There, measured on Q_1 (``benchmarks/engine.py``, 15 repeats, load 7.7–18.8), it took
     1.13–1.49 of the time at 32 and 64 KiB (``Allreduce``'s exchange; the v-variants, whose
     merged messages are several segments anyway, 1.3–1.6), where the other collectives took
-    0.56–0.72 (``Reduce``, ``Scan``, ``Exscan`` 0.44–0.68).  Every rank of a call decides
-    alike (its collective, its schedule, the message's length).
+    0.56–0.72 (``Reduce``, ``Scan``, ``Exscan`` 0.49–0.73 at 32–256 KiB).  Every rank of a
+    call decides alike (its collective, its schedule, the message's length).
     """
 
     def __init__(self, transport, bound, plan, verify=False, shape=None, drop=None, signature=0,
