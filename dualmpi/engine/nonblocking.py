@@ -62,9 +62,9 @@ round from the run.  Nothing here spins.
 Messages carry exactly the plan's bytes.  With ``signature=`` a request's messages
 also carry the 8-byte call signature as a trailer (as the blocking runner's do): a
 receiver that gets another signature finishes the plan's rounds (so no rank is left
-waiting) and then fails without copying the data out.  In a call without a reduction a
-payload of :data:`~dualmpi.engine.mpi.APART` bytes or more travels apart from its trailer,
-as in the blocking plans (Open MPI sends a message of payload and trailer through its own
+waiting) and then fails without copying the data out.  A payload of
+:data:`~dualmpi.engine.mpi.APART` bytes or more travels apart from its trailer but in a
+reduction whose ranks exchange payloads in a round, as in the blocking plans (Open MPI sends a message of payload and trailer through its own
 buffers): its receive is posted once the trailer is in (:class:`_Compiled`).
 """
 
@@ -148,9 +148,10 @@ class _Compiled:
     whose offsets are addresses and whose one run has the store ``at`` that address (its
     signature and trailers there too; the run's store address is 0).
 
-    With ``apart`` (a call without a reduction, and with trailers) a message whose payload
-    has :data:`~dualmpi.engine.mpi.APART` bytes or more goes as two, as the blocking
-    runner's do: the payload alone, with the request's tag plus the :class:`Progress`'s
+    With ``apart`` (and trailers; :meth:`Engine.payloads_apart
+    <dualmpi.engine.core.Engine.payloads_apart>`: all but a reduction whose ranks exchange
+    payloads in a round) a message whose payload has :data:`~dualmpi.engine.mpi.APART`
+    bytes or more goes as two, as the blocking runner's do: the payload alone, with the request's tag plus the :class:`Progress`'s
     ``apart_tag``, and the trailer with the request's tag.  Its receiver posts the
     trailer's receive first in the round (the trailer and a spare block 8 bytes apart from
     every trailer, so a whole message there is cut short safely) and the payload's
@@ -318,15 +319,15 @@ class Repeat:
                  "_zin", "_zout", "comp", "comp_key", "plain", "apart")
 
     def __init__(self, bound, flat, check, signature, send=None, recv=None, combine=None,
-                 finish=None, zero=None, plain=False):
+                 finish=None, zero=None, plain=False, apart=None):
         self.bound, self.check, self.finish, self.plain = bound, check, finish, bool(plain)
         self.flat = np.ascontiguousarray(flat, dtype=np.int64).reshape(-1)
         self.key = self.flat.tobytes()
         sig = signature & ((1 << 64) - 1)
         self.signature = np.uint64(sig)
         self.send, self.recv, self.combine = send, recv, combine or _add_bytes
-        #: a call without a reduction: its large payloads go apart (:class:`_Compiled`)
-        self.apart = combine is None
+        #: its large payloads go apart (:class:`_Compiled`; as :meth:`Progress.start`)
+        self.apart = combine is None if apart is None else bool(apart)
         self.c = self._cin = self._cout = self.zero = self.z_c = self.z_comp = None
         self.c_addr = self.z_addr = 0
         #: the _Compiled the last copying start used and its cache key (the C start's)
@@ -679,7 +680,7 @@ class Progress:
     # -- starting ----------------------------------------------------------------------------
     def start(self, bound, send=None, recv=None, combine=None, agree=None, check=None,
               finish=None, signature=None, what="a nonblocking collective", seq=None,
-              call=None):
+              call=None, apart=None):
         """Start running ``bound`` as a request; return its :class:`PlanRequest`.
 
         Parameters
@@ -718,6 +719,12 @@ class Progress:
         call : int, optional
             The communicator's call number of the collective
             (:meth:`~dualmpi.engine.alarm.Alarm.nonblocking`), which an alarm names.
+        apart : bool, optional
+            Whether payloads of :data:`~dualmpi.engine.mpi.APART` bytes or more travel apart
+            from their trailers (:class:`_Compiled`; every rank of the call must pass the
+            same: :meth:`Engine.payloads_apart
+            <dualmpi.engine.core.Engine.payloads_apart>`).  Default: a call without a
+            combine.
         """
         req = PlanRequest()
         if seq is None:
@@ -730,7 +737,8 @@ class Progress:
         comp = req.store = req.signature = req.c_state = req.c_reqs = req.c_mode = None
         req.c_call = None
         if bound is not None:
-            comp = self._compiled(bound, signature is not None, combine is None)
+            comp = self._compiled(bound, signature is not None,
+                                  combine is None if apart is None else bool(apart))
             comp.users += 1
             run = self._c_run(comp, combine) if self._step is not None else None
             if run is None:
@@ -882,8 +890,8 @@ class Progress:
         return seq
 
     def _compiled(self, bound, trailer, apart):
-        """Return the (cached) :class:`_Compiled` of ``bound`` (``apart``: a call without a
-        reduction, whose large payloads go apart from their trailers)."""
+        """Return the (cached) :class:`_Compiled` of ``bound`` (``apart``: its large payloads
+        go apart from their trailers)."""
         key = (id(bound), trailer, apart)
         comp = self._cache.get(key)
         if comp is not None and comp.bound is bound:

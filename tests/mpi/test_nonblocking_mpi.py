@@ -244,16 +244,19 @@ def test_a_message_cut_short_is_caught_on_a_reused_run():
 
 @pytest.mark.mpi(min_size=2)
 @pytest.mark.parametrize("cloop", [True, False], ids=["rounds-in-c", "rounds-in-python"])
-def test_a_payload_apart_of_another_call_is_cut_short_safely(cloop):
+@pytest.mark.parametrize("coll", ["allgather", "reduce"])
+def test_a_payload_apart_of_another_call_is_cut_short_safely(cloop, coll):
     """Payloads of ``APART`` bytes or more travel apart from their trailers, the payload's
-    receive posted once its trailer is in.  Two ranks on one link start all-gathers of
-    different sizes (40 and 48 KiB pieces, so other signatures): the trailer names another
-    call, so the payload's receive is posted with a spare block apart from it — the longer
-    payload is cut short there (``ERR_TRUNCATE``), the shorter one lands and the receiver
-    fails ("another call") — and nothing is written past either receive buffer (padding of
-    its own on each side, as Open MPI 5.0 writes past a contiguous receive).  Then the same
-    sizes on both ranks run and match ``COMM_WORLD``, the payloads apart (their receives
-    counted on the plan), in the compiled step and in the Python loop alike."""
+    receive posted once its trailer is in.  Two ranks on one link start all-gathers (or
+    reductions to rank 0 of doubles, whose payloads go one way) of different sizes (40 and
+    48 KiB pieces, so other signatures): the trailer names another call, so the payload's
+    receive is posted with a spare block apart from it — the longer payload is cut short
+    there (``ERR_TRUNCATE``), the shorter one lands and the receiver fails ("another call")
+    — and nothing is written past either receive buffer (padding of its own on each side,
+    as Open MPI 5.0 writes past a contiguous receive); a rank that only sends (the
+    reduction's rank 1) may finish, as a sender does in MPI.  Then the same sizes on both
+    ranks run and match ``COMM_WORLD``, the payloads apart (their receives counted on the
+    plan), in the compiled step and in the Python loop alike."""
     if SIZE != 2:
         pytest.skip("one link: each rank sends the other one message a round")
     from dualmpi.engine.mpi import APART
@@ -261,31 +264,44 @@ def test_a_payload_apart_of_another_call_is_cut_short_safely(cloop):
     step = prog._step
     if not cloop:
         prog._step = None  # (the rounds in Python: posted and tested from Progress._advance)
+    reduce = coll == "reduce"
+    _, _, add = resolve(MPI.SUM, np.dtype(np.float64), "Ireduce", MPI)
+    kw = dict(combine=add, apart=True) if reduce else {}
+    out = (lambda n: n) if reduce else (lambda n: 2 * n)  # (bytes received of n sent)
     try:
         pad = 64
         sizes = (40 * 1024, 48 * 1024)
         mine = sizes[RANK]
         send = np.full(mine, RANK + 1, np.uint8)
-        whole = np.full(2 * max(sizes) + 2 * pad, 0xEE, np.uint8)
-        got = whole[pad:pad + 2 * mine]
-        b = _bound(net, "allgather", mine)
+        whole = np.full(out(max(sizes)) + 2 * pad, 0xEE, np.uint8)
+        got = whole[pad:pad + out(mine)]
+        b = _bound(net, coll, mine, itemsize=8 if reduce else 1)
         late = sum(len(rnd[7]) for rnd in prog._compiled(b, True, True).rounds)
         msg = _failure(Request.from_plan(prog, prog.start(b, send, got, signature=mine,
-                                                          what="Iallgather")))
+                                                          what="I" + coll, **kw)))
         if RANK == 0:  # rank 1's 48 KiB where 40 were due: cut short in the spare block
             ok = "TRUNCATE" in msg or "another call" in msg
+        elif reduce:  # rank 1 only sends
+            ok = msg == "" or "another call" in msg
         else:  # rank 0's 40 KiB where 48 were due: its trailer names another call
             ok = "another call" in msg
-        ok = ok and late == 1 and np.all(whole[:pad] == 0xEE) and \
-            np.all(whole[pad + 2 * mine:] == 0xEE)
+        ok = ok and late == (RANK == 0 or not reduce) and np.all(whole[:pad] == 0xEE) and \
+            np.all(whole[pad + out(mine):] == 0xEE)
         # the ranks are in step again: equal sizes, the payloads apart, equal to COMM_WORLD's
-        send = np.arange(APART, dtype=np.uint8) + RANK
-        got, want = np.zeros(2 * APART, np.uint8), np.zeros(2 * APART, np.uint8)
-        WORLD.Allgather(send, want)
-        b = _bound(net, "allgather", APART)
-        Request.from_plan(prog, prog.start(b, send, got, signature=APART)).Wait()
-        ok = ok and np.array_equal(got, want) and \
-            sum(len(rnd[7]) for rnd in prog._compiled(b, True, True).rounds) == 1
+        if reduce:
+            send = np.arange(APART // 8, dtype=np.float64) * (RANK + 1)
+            got, want = np.zeros_like(send), np.zeros_like(send)
+            WORLD.Reduce(send, want, MPI.SUM, root=0)
+        else:
+            send = np.arange(APART, dtype=np.uint8) + RANK
+            got, want = np.zeros(2 * APART, np.uint8), np.zeros(2 * APART, np.uint8)
+            WORLD.Allgather(send, want)
+        b = _bound(net, coll, APART, itemsize=8 if reduce else 1)
+        Request.from_plan(prog, prog.start(b, _u8(send), _u8(got), signature=APART,
+                                           **kw)).Wait()
+        ok = ok and (RANK != 0 or np.array_equal(got, want)) and \
+            sum(len(rnd[7]) for rnd in prog._compiled(b, True, True).rounds) == \
+            (RANK == 0 or not reduce)
     finally:
         prog._step = step
     assert _agree(ok), msg
