@@ -601,9 +601,11 @@ def _memorize(comm, method, template, args, call, row, table, run, speculate, ca
 #: Calls repeated with the same buffers run zero-copy from pieces of this many bytes (a
 #: fixed-count call, :meth:`dualmpi.Comm._runner`) or from this many bytes moved by the rank (a
 #: remembered v-variant call, :func:`_zero_copy`, its count table merged into the zero-copy
-#: plan when it speculates); below it the copies cost less than looking the buffers up
-#: (docs/performance.md).
-ZERO_COPY_ABOVE = 1 << 15
+#: plan when it speculates); below it the copies cost less than looking the buffers up.  The
+#: size from which payloads travel apart from their trailers too
+#: (:data:`dualmpi.engine.mpi.APART`, Open MPI's shared-memory eager limit): a payload of
+#: the user's buffer sent alone is copied once, by its receiver (docs/performance.md).
+ZERO_COPY_ABOVE = 1 << 12
 
 
 #: A call whose buffers are new to it runs zero-copy when the rank moves this many bytes (its

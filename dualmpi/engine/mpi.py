@@ -50,11 +50,16 @@ _TAG_MOD = 1 << 15
 #: Measured on 2 ranks of one machine (Sendrecv, medians of 9 × 20, load 7.6): a payload and
 #: its trailer in one hindexed message 9.3, 20.0 and 238.8 µs at 16 KiB, 64 KiB and 1 MiB;
 #: apart 10.4, 14.3 and 131.5; the payload alone 6.8, 10.7 and 122.7 (received into two
-#: blocks: as slow as one hindexed message).  The nonblocking plans send theirs apart alike
-#: (:class:`dualmpi.engine.nonblocking.Progress`: the payload with the request's tag plus
-#: ``apart_tag``; a payload whose trailer names another call is received with a spare block
-#: apart from it, so it is cut short there).
-APART = 1 << 15
+#: blocks: as slow as one hindexed message).  From 32 KiB at first; since 4 KiB, Open MPI's
+#: shared-memory eager limit (``btl_sm_eager_limit``: a longer contiguous message is copied
+#: once, by the receiver), with the repeats bound to the user's buffers from there too
+#: (``dualmpi.calls.ZERO_COPY_ABOVE``): on Q_1 the fixed-count calls of 4-24 KiB took
+#: 1.2-2.2x MPI's time as one message from the store, 0.7-1.1x apart from the user's
+#: buffers (docs/performance.md, "Payloads apart from their trailers").  The nonblocking
+#: plans send theirs apart alike (:class:`dualmpi.engine.nonblocking.Progress`: the payload
+#: with the request's tag plus ``apart_tag``; a payload whose trailer names another call is
+#: received with a spare block apart from it, so it is cut short there).
+APART = 1 << 12
 
 #: Memory of runners freed after an alarm, which started receives may still write into.
 ABANDONED = []

@@ -568,7 +568,8 @@ def test_calls_alternating_between_buffers_are_remembered(monkeypatch, slot, n):
 def test_buffer_specs_made_anew_for_every_call_are_remembered(monkeypatch, slot, n):
     """``[buf, MPI.DOUBLE]`` written in every call (a new list each time), as mpi4py programs
     do: every call equal to mpi4py's, every call after the first two repeated from the
-    communicator's memory, the lists compared by value (from 32 KiB a block, with one node
+    communicator's memory, the lists compared by value (from ``calls.ZERO_COPY_ABOVE`` a
+    block, with one node
     per rank, zero-copy from the second call: the spec's array was seen); another datatype in
     the spec is read again, and right; derived datatypes in the spec (contiguous, and strided
     with its gaps left alone) and a count of 0, repeated, equal mpi4py's too."""

@@ -428,7 +428,8 @@ def test_alltoallv_repeated_with_a_derived_datatype_then_freed(index):
 @pytest.mark.mpi
 @pytest.mark.parametrize("index", ERROR_NETS)
 def test_large_v_calls_repeated_run_zero_copy(index):
-    """Alltoallv, Alltoallw, Allgatherv, Gatherv and Scatterv of at least 32 KiB per rank,
+    """Alltoallv, Alltoallw, Allgatherv, Gatherv and Scatterv of at least
+    ``calls.ZERO_COPY_ABOVE`` bytes per rank,
     repeated on the same objects with the contents changed in place: every result equals MPI's,
     the gaps stay untouched, and from the third call on (one node per rank, no option) the plan
     runs bound to the buffers themselves (zero-copy: ``calls._zero_copy``); Allgatherv in place
@@ -491,7 +492,8 @@ def test_large_v_calls_repeated_run_zero_copy(index):
 @pytest.mark.mpi
 @pytest.mark.parametrize("index", ERROR_NETS)
 def test_first_calls_of_new_buffers_run_zero_copy(index, monkeypatch):
-    """Fixed-count and v-variant calls made each time on new buffers (pieces of 32 KiB; the
+    """Fixed-count and v-variant calls made each time on new buffers (pieces of
+    ``calls.ZERO_COPY_ABOVE``; the
     threshold ``calls.ZERO_COPY_FIRST`` out of the way) run on a runner bound to those buffers
     for that call alone (one node per rank, no option), released after it, an in-place
     ``Allgather`` too (its own piece already in place): every result equals MPI's, the gaps

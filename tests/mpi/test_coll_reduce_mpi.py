@@ -249,7 +249,8 @@ def test_reduce_bad_calls(index, case):
 @pytest.mark.parametrize("first", [False, True], ids=["repeated", "first"])
 @pytest.mark.parametrize("index", ERROR_NETS)
 def test_repeated_reductions_run_zero_copy(index, first, monkeypatch):
-    """Reductions repeated on the same buffers (pieces of 32 KiB and more) run on a runner bound
+    """Reductions repeated on the same buffers (pieces of ``calls.ZERO_COPY_ABOVE`` and more)
+    run on a runner bound
     to them with one node per rank — from the first call too, with ``calls.ZERO_COPY_FIRST``
     out of the way (a runner of the call's own, on the engine's spare store): the blocks they
     combine into are copied once from the send buffer to the receive buffer (or the store) and
@@ -262,7 +263,7 @@ def test_repeated_reductions_run_zero_copy(index, first, monkeypatch):
     if first:
         monkeypatch.setattr(calls, "ZERO_COPY_FIRST", 1)
     net = network(index)
-    n = SIZE * (calls.ZERO_COPY_ABOVE // 8 + 5)  # elements of 8 bytes, a piece >= 32 KiB
+    n = SIZE * (calls.ZERO_COPY_ABOVE // 8 + 5)  # elements of 8 bytes, a piece >= ZERO_COPY_ABOVE
     gap = 3
     gcd = gcd_op()
     apart, in_place = "apart", "in place"

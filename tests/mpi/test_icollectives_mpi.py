@@ -597,7 +597,8 @@ def test_repeats_start_in_c_and_match_mpi(net_i, n):
     """A fixed-count call repeated on the same objects starts in one C call (Progress.restart:
     the notices, rank 0's mode, the copies in, the first round; the result copied out in C;
     a v-variant's count table likewise, on the memo's table: ``_IMemo.count_table``;
-    with blocks of 32 KiB or more and one node per rank, bound to the user's buffers: no copy
+    with blocks of ``calls.ZERO_COPY_ABOVE`` or more and one node per rank, bound to the user's
+    buffers: no copy
     in or out but the rank's own block): alone, and beside a request in flight that another
     path waits for; each call equals MPI's."""
     net = _net(net_i)
@@ -630,7 +631,7 @@ def test_repeats_start_in_c_and_match_mpi(net_i, n):
     want = most if _compiled_start(net) and SIZE > 1 else 0
     ok = not bad and want <= started <= most + 2 * len(cases)
     # zero-copy, when one node per rank: every fixed-count repeat started in C, and every
-    # v-variant's data (each rank moves 32 KiB or more: calls._zero_bound)
+    # v-variant's data (each rank moves ZERO_COPY_ABOVE or more: calls._zero_bound)
     zero, bound = progress.zero_copy - zero, n == LARGE and net.q == 1
     ok = ok and zero == (2 * (len(fixed) + len(vector)) if bound and want else 0)
     assert _agree(ok), (bad, started, want, zero)

@@ -203,7 +203,7 @@ def test_one_rank_passing_another_shape_among_repeats_by_shape_fails_every_rank(
 @pytest.mark.parametrize("index", NETS)
 @pytest.mark.parametrize("name", ["Allgather", "Allreduce", "Bcast"])
 def test_large_pieces_on_new_arrays_run_by_shape_and_arrays_passed_again_bind(index, name):
-    """Pieces of 32 KiB and more (``calls.ZERO_COPY_ABOVE``): calls on new slices are
+    """Pieces of ``calls.ZERO_COPY_ABOVE`` bytes and more: calls on new slices are
     remembered by shape from their second call (on copies through the store); arrays passed
     again among them are declined by it, so the Python path binds a plan to them (zero-copy,
     one node per rank) as it did before; every result equals COMM_WORLD's."""
@@ -253,7 +253,8 @@ RECURRING = ["Allgather", "Allreduce", "Bcast", "Alltoall"] if SIZE < 32 else ["
 @pytest.mark.parametrize("name", RECURRING)
 @pytest.mark.parametrize("form", ["views", "temporaries", "cycle"])
 def test_large_pieces_at_recurring_addresses_run_bound_there(index, name, form, monkeypatch):
-    """Pieces of 32 KiB and more on new arrays at addresses the program comes back to: new
+    """Pieces of ``calls.ZERO_COPY_ABOVE`` bytes and more on new arrays at addresses the
+    program comes back to: new
     views of the same arrays every call (``views``), a receive array made for every call and
     dropped after it (``temporaries``: the allocator often puts it where the last one was),
     slices at three offsets in turn (``cycle``).  Every result equals COMM_WORLD's with the

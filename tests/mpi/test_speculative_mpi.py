@@ -2,7 +2,7 @@
 
 A v-variant call repeated on every rank runs its last plan while the count table is
 exchanged (``dualmpi.calls._vector_call``; zero-copy from its second repeat where the rank
-moves 32 KiB or more); when the table shows a change (new counts, new buffer objects on some
+moves ``calls.ZERO_COPY_ABOVE`` bytes or more); when the table shows a change (new counts, new buffer objects on some
 ranks, a rank's mistake) every rank runs the call again.  Each test
 runs a script of calls on a fresh communicator — repeats, counts that change on every rank,
 new buffers on some ranks only, a root that moves, a call another method interrupts, a
@@ -274,7 +274,8 @@ def test_in_place_repeats_with_a_derived_datatype_match_mpi(index, scale):
 @pytest.mark.parametrize("index", NETS)
 def test_large_speculative_repeats_run_zero_copy_and_match_mpi(index, method):
     """The script with every count 2048 times larger (blocks of up to 96 KiB; from 32 ranks,
-    where a rank receives from more, 16384 / ranks times: still over 32 KiB): a rank that
+    where a rank receives from more, 16384 / ranks times: still over 32 KiB, and over
+    ``calls.ZERO_COPY_ABOVE``): a rank that
     moves ``calls.ZERO_COPY_ABOVE`` bytes or more runs its repeats zero-copy, its plan merged
     with the count table's, while a rank whose arguments changed runs the store's merged plan
     beside it (the same messages).  Every call equals MPI's (gaps untouched), as many calls
