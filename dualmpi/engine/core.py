@@ -196,10 +196,11 @@ class Engine:
 
         Every call but a reduction whose ranks exchange payloads in a round
         (:meth:`ArraySchedule.exchanges <dualmpi.engine.arrays.ArraySchedule.exchanges>`:
-        ``Allreduce``, ``Reduce_scatter``), which keeps one message: measured on Q_1, its
-        exchange took 1.26-1.49x the time at 32-64 KiB apart, where ``Reduce``, ``Scan`` and
-        ``Exscan``, whose messages go one way, took 0.49-0.73x (docs/performance.md,
-        "Payloads apart from their trailers").  The same on every rank.
+        ``Allreduce`` by an exchange algorithm, ``Reduce_scatter``), which keeps one
+        message: measured on Q_1, its exchange took 1.26-1.49x the time at 32-64 KiB apart,
+        where ``Reduce``, ``Scan`` and ``Exscan``, whose messages go one way, took 0.49-0.73x
+        (docs/performance.md, "Payloads apart from their trailers").  The same on every
+        rank.
 
         >>> from dualmpi.topology import from_spec
         >>> from dualmpi.engine.local import LocalTransport

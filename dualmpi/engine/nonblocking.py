@@ -64,8 +64,9 @@ also carry the 8-byte call signature as a trailer (as the blocking runner's do):
 receiver that gets another signature finishes the plan's rounds (so no rank is left
 waiting) and then fails without copying the data out.  A payload of
 :data:`~dualmpi.engine.mpi.APART` bytes or more travels apart from its trailer but in a
-reduction whose ranks exchange payloads in a round, as in the blocking plans (Open MPI sends a message of payload and trailer through its own
-buffers): its receive is posted once the trailer is in (:class:`_Compiled`).
+reduction whose ranks exchange payloads in a round, as in the blocking plans (Open MPI
+sends a message of payload and trailer through its own buffers): its receive is posted
+once the trailer is in (:class:`_Compiled`).
 """
 
 import ctypes
@@ -151,8 +152,9 @@ class _Compiled:
     With ``apart`` (and trailers; :meth:`Engine.payloads_apart
     <dualmpi.engine.core.Engine.payloads_apart>`: all but a reduction whose ranks exchange
     payloads in a round) a message whose payload has :data:`~dualmpi.engine.mpi.APART`
-    bytes or more goes as two, as the blocking runner's do: the payload alone, with the request's tag plus the :class:`Progress`'s
-    ``apart_tag``, and the trailer with the request's tag.  Its receiver posts the
+    bytes or more goes as two, as the blocking runner's do: the payload alone, with the
+    request's tag plus the :class:`Progress`'s ``apart_tag``, and the trailer with the
+    request's tag.  Its receiver posts the
     trailer's receive first in the round (the trailer and a spare block 8 bytes apart from
     every trailer, so a whole message there is cut short safely) and the payload's
     receive (``late``, after the round's requests) only once that trailer is in: the

@@ -2,8 +2,8 @@
 
 A v-variant call repeated on every rank runs its last plan while the count table is
 exchanged (``dualmpi.calls._vector_call``; zero-copy from its second repeat where the rank
-moves ``calls.ZERO_COPY_ABOVE`` bytes or more); when the table shows a change (new counts, new buffer objects on some
-ranks, a rank's mistake) every rank runs the call again.  Each test
+moves ``calls.ZERO_COPY_ABOVE`` bytes or more); when the table shows a change (new counts,
+new buffer objects on some ranks, a rank's mistake) every rank runs the call again.  Each test
 runs a script of calls on a fresh communicator — repeats, counts that change on every rank,
 new buffers on some ranks only, a root that moves, a call another method interrupts, a
 rank's mistake — and compares every result with MPI's, gaps included.  Every rank finishes
