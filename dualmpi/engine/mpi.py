@@ -27,7 +27,7 @@ from .plan import SPARE, held_slots, relocated
 from .watchdog import Watchdog
 
 __all__ = ["MPITransport", "MPIRunner", "StreamRunner", "rank_graph", "pair",
-           "handle_dtype", "APART"]
+           "handle_dtype", "APART", "APART_SHARED", "apart_from"]
 
 _TAG_MOD = 1 << 15
 
@@ -60,6 +60,22 @@ _TAG_MOD = 1 << 15
 #: with the request's tag plus ``apart_tag``; a payload whose trailer names another call is
 #: received with a spare block apart from it, so it is cut short there).
 APART = 1 << 12
+
+#: :data:`APART` with several nodes per rank, where no repeat is bound to the user's buffers
+#: and a message of several blocks leaves the store as several segments, hindexed apart or
+#: not: 32 KiB, as before the change to 4 KiB (measured on 2 ranks of ``dualcube:r=2``, 16
+#: nodes each, blocks of 4 KiB: 1.09-1.30x the time of whole messages).
+APART_SHARED = 1 << 15
+
+
+def apart_from(q):
+    """Return the payload bytes from which a message travels apart from its trailer with
+    ``q`` nodes per rank (the same on every rank).
+
+    >>> apart_from(1), apart_from(4)
+    (4096, 32768)
+    """
+    return APART if q == 1 else APART_SHARED
 
 #: Memory of runners freed after an alarm, which started receives may still write into.
 ABANDONED = []
@@ -326,8 +342,9 @@ class MPIRunner:
     absolute addresses (a zero-copy runner's plan merged with another, :func:`pair`); the
     store holds the call's signature and trailers only.
 
-    A message of :data:`APART` bytes or more goes as its payload and its trailer apart, but
-    with ``apart=False``: :func:`pair`'s merged plans and the reductions whose ranks exchange
+    A message of :data:`APART` bytes or more (:data:`APART_SHARED` with several nodes per
+    rank: :func:`apart_from`) goes as its payload and its trailer apart, but with
+    ``apart=False``: :func:`pair`'s merged plans and the reductions whose ranks exchange
     payloads in a round (:meth:`Engine.runner <dualmpi.engine.core.Engine.runner>`:
     :meth:`ArraySchedule.exchanges <dualmpi.engine.arrays.ArraySchedule.exchanges>`).
     There, measured on Q_1 (``benchmarks/engine.py``, 15 repeats, load 7.7–18.8), it took
@@ -400,6 +417,7 @@ class MPIRunner:
             drop_round = drop[0]
         movers = _movers(self.store, bound)
         apart = getattr(transport, "apart_tag", None) if apart else None
+        limit = apart_from(plan.q)
         #: the tag added to a payload's sent apart from its trailer (None: every message whole)
         self.apart_tag = apart
         spare_at = trail_at + 8 * nrecv + 8
@@ -420,7 +438,7 @@ class MPIRunner:
                     n.append(4)
                     crc_at += 8
                 self._senders.append((rnd.index, peer))
-                if apart is not None and not verify and sum(n) >= APART:
+                if apart is not None and not verify and sum(n) >= limit:
                     places.append(j)
                     first.append(graph.Recv_init(self._spec([trail_at, spare_at], [8, 8]),
                                                  peer, tag))
@@ -439,7 +457,7 @@ class MPIRunner:
                     at.append(crc_at)
                     n.append(4)
                     crc_at += 8
-                if apart is not None and not verify and sum(n) >= APART:
+                if apart is not None and not verify and sum(n) >= limit:
                     reqs.append(graph.Send_init(self._spec(at, n), peer, tag + apart))
                     reqs.append(graph.Send_init(self._spec([sig_at], [8]), peer, tag))
                 else:

@@ -82,7 +82,7 @@ from .plan import SPARE
 from . import recall
 from .alarm import ARGS, FUTURE, WORDS as LINE_WORDS
 from .inflight import ADVANCE, BESIDE, IN_FLIGHT
-from .mpi import APART, OTHER_GRACE, ROOT_GRACE, _mpi_op, handle_dtype
+from .mpi import APART, OTHER_GRACE, ROOT_GRACE, _mpi_op, apart_from, handle_dtype
 from .watchdog import Watchdog
 
 __all__ = ["Progress", "PlanRequest", "Repeat", "poll_all", "block", "beside", "CACHE_SIZE",
@@ -151,13 +151,13 @@ class _Compiled:
 
     With ``apart`` (and trailers; :meth:`Engine.payloads_apart
     <dualmpi.engine.core.Engine.payloads_apart>`: all but a reduction whose ranks exchange
-    payloads in a round) a message whose payload has :data:`~dualmpi.engine.mpi.APART`
-    bytes or more goes as two, as the blocking runner's do: the payload alone, with the
-    request's tag plus the :class:`Progress`'s ``apart_tag``, and the trailer with the
-    request's tag.  Its receiver posts the
-    trailer's receive first in the round (the trailer and a spare block 8 bytes apart from
-    every trailer, so a whole message there is cut short safely) and the payload's
-    receive (``late``, after the round's requests) only once that trailer is in: the
+    payloads in a round) a message whose payload has ``limit`` bytes or more
+    (:func:`~dualmpi.engine.mpi.apart_from`, the :class:`Progress`'s) goes as two, as the
+    blocking runner's do: the payload alone, with the request's tag plus the
+    :class:`Progress`'s ``apart_tag``, and the trailer with the request's tag.  Its receiver
+    posts the trailer's receive first in the round (the trailer and a spare block 8 bytes
+    apart from every trailer, so a whole message there is cut short safely) and the
+    payload's receive (``late``, after the round's requests) only once that trailer is in: the
     contiguous receive when the trailer carries the call's signature, else the payload
     with a spare block apart (a longer message of another call is cut short there: Open
     MPI 5.0 writes past a contiguous receive).  Every rank of a call decides alike (the
@@ -172,7 +172,7 @@ class _Compiled:
     __slots__ = ("bound", "users", "retired", "types", "sig_at", "size", "rounds", "copy_in",
                  "copy_out", "c_table", "c_addr", "_c_keep", "width", "trailer", "combines", "pool")
 
-    def __init__(self, bound, trailer, at=0, apart=False):
+    def __init__(self, bound, trailer, at=0, apart=False, limit=APART):
         self.bound = bound
         self.users = 0        # requests running it
         self.retired = False  # left the cache: free the datatypes when the last user ends
@@ -190,7 +190,7 @@ class _Compiled:
             # (each message's segments as lists, its trailer appended)
             for peer, offs, lens in rnd.recvs:
                 at, n = offs.tolist(), lens.tolist()
-                if apart and sum(n) >= APART:
+                if apart and sum(n) >= limit:
                     lone.append((trail_at, peer))
                     first.append((peer, *self._spec([trail_at, spare_at], [8, 8])))
                     late.append((peer, *self._spec(at, n),
@@ -206,7 +206,7 @@ class _Compiled:
             recvs, trails = first + recvs, lone + trails
             for peer, offs, lens in rnd.sends:
                 at, n = offs.tolist(), lens.tolist()
-                if apart and sum(n) >= APART:
+                if apart and sum(n) >= limit:
                     sends.append((peer, *self._spec(at, n), _M_SEND_APART))
                     sends.append((peer, *self._spec([self.sig_at], [8]), _M_SEND))
                     continue
@@ -573,6 +573,8 @@ class Progress:
         #: a request's tag is its number modulo this; a payload sent apart from its trailer
         #: (:class:`_Compiled`) goes with that tag plus :attr:`apart_tag` (the upper half)
         self.tag_ub = self.apart_tag = (int(self.data.Get_attr(MPI.TAG_UB)) + 1) // 2
+        #: payloads of this many bytes or more go apart (:func:`~dualmpi.engine.mpi.apart_from`)
+        self.apart_from = apart_from(getattr(transport, "q", 1))
         #: the compiled step (``rounds.c``'s ``dualmpi_istep``), or None: rounds run in Python
         self._step = self._iwait = self._istart = None
         lib = getattr(transport, "cloop", None)
@@ -875,7 +877,7 @@ class Progress:
             call.z_c, call.z_comp = None, None
             return None
         bound, store, _ = call.zero
-        comp = _Compiled(bound, True, store.ctypes.data, call.apart)
+        comp = _Compiled(bound, True, store.ctypes.data, call.apart, self.apart_from)
         if self.cache_size <= 0 or not comp.c_plan(self.data, self.apart_tag):
             comp.free()
             call.z_c = None
@@ -899,7 +901,7 @@ class Progress:
         if comp is not None and comp.bound is bound:
             self._cache.move_to_end(key)
             return comp
-        comp = _Compiled(bound, trailer, apart=apart)
+        comp = _Compiled(bound, trailer, apart=apart, limit=self.apart_from)
         if self.cache_size > 0:
             self._keep(key, comp)
         else:

@@ -1,10 +1,12 @@
 """MPI tests of payloads sent apart from their trailers (``dualmpi.engine.mpi.APART``).
 
-A message whose payload has ``APART`` bytes or more travels as two messages, in the blocking
-plans and the nonblocking ones alike: the payload alone, then its 8-byte trailer; the receiver
-starts the payload's receive once the trailer is in and names the same call.  Results are compared with ``MPI.COMM_WORLD``'s on the
-same buffers (the bytes around them untouched), the split is counted on the runner, and ranks
-that disagree on a message's length (another call: sizes straddling ``APART``) fail, named,
+A message whose payload has ``APART`` bytes or more (``APART_SHARED`` with several nodes per
+rank: ``apart_from``) travels as two messages, in the blocking plans and the nonblocking ones
+alike: the payload alone, then its 8-byte trailer; the receiver starts the payload's receive
+once the trailer is in and names the same call.  Results are compared with
+``MPI.COMM_WORLD``'s on the same buffers (the bytes around them untouched), the split is
+counted on the runner, and ranks that disagree on a message's length (another call: sizes
+straddling that size) fail, named,
 instead of receiving a longer message into a shorter buffer.  Run with ``mpiexec -n N python -m
 mpi4py -m pytest --with-mpi tests/mpi/test_apart_mpi.py`` at N = 1, 2, 4, 8, 32.
 """
@@ -13,7 +15,7 @@ import numpy as np
 import pytest
 
 import dualmpi
-from dualmpi.engine.mpi import APART, MPIRunner
+from dualmpi.engine.mpi import APART, MPIRunner, apart_from
 from dualmpi.errors import DualmpiError
 
 MPI = pytest.importorskip("mpi4py.MPI")
@@ -72,7 +74,7 @@ def _split_counts(run):
     for rnd in run.bound.rounds:
         for _, _, lens in rnd.recvs + rnd.sends:
             msgs += 1
-            apart += int(lens.sum()) >= APART and run.apart_tag is not None
+            apart += int(lens.sum()) >= apart_from(run.plan.q) and run.apart_tag is not None
     return len(run._reqs), msgs, apart
 
 
@@ -83,8 +85,8 @@ def _split_counts(run):
 def test_large_payloads_travel_apart_and_match_mpi(net_i, n):
     """Pieces just under, at and over ``APART`` bytes, three calls each on the same buffers
     with new contents: equal to ``COMM_WORLD``'s, the padding untouched, and the runner holds
-    one request per message plus one per payload of ``APART`` bytes or more (a receive started
-    after its trailer, a send), but in a reduction whose ranks exchange payloads in a round
+    one request per message plus one per payload of ``apart_from(q)`` bytes or more (a receive
+    started after its trailer, a send), but in a reduction whose ranks exchange payloads in a round
     (``Allreduce``'s exchange, where some rank sends to and receives from one peer in a round
     of the plan it runs at that size: ``ArraySchedule.exchanges``); ``Reduce``'s tree sends
     them apart."""
@@ -184,7 +186,8 @@ def test_large_nonblocking_payloads_travel_apart_and_match_mpi(net_i, n):
             bad.append((name, "payloads apart", late, n))
         if name == "Iallreduce" and exchange and late:
             bad.append((name, "an exchange's payloads apart", late))
-        if name == "Ireduce" and RANK == 0 and SIZE > 1 and n * 8 >= APART and not late:
+        if name == "Ireduce" and RANK == 0 and SIZE > 1 and n * 8 >= apart_from(net.q) and \
+                not late:
             bad.append((name, "no payload apart at the root", n))
     assert _agree(not bad), bad
 
@@ -247,15 +250,17 @@ def test_large_in_place_and_derived_datatype_payloads_apart_match_mpi(form):
     vec.Free()
     assert _agree(not bad), bad
 
+#: Sizes (in doubles, of ``apart_from(q)`` bytes ``a``) that straddle where payloads go apart.
+STRADDLES = {"apart-where-whole": lambda a: (a // 8 - 4, a // 8 + 96),
+             "whole-where-apart": lambda a: (a // 8 + 96, a // 8 - 4),
+             "both-apart": lambda a: (2 * a // 8, a // 8 + 96)}
+
+
 @pytest.mark.mpi(min_size=2)
-@pytest.mark.parametrize("sizes", _sample([(APART // 8 - 4, APART // 8 + 96),
-                                            (APART // 8 + 96, APART // 8 - 4),
-                                            (2 * APART // 8, APART // 8 + 96)],
-                                           (2 * APART // 8, APART // 8 + 96),
-                                           ["apart-where-whole", "whole-where-apart",
-                                            "both-apart"]))
+@pytest.mark.parametrize("straddle", _sample(list(STRADDLES), "both-apart"))
+@pytest.mark.parametrize("net_i", [0, pytest.param(1, id="several-nodes-per-rank")])
 @pytest.mark.parametrize("name", ["Bcast", "Reduce"])
-def test_ranks_that_disagree_on_a_large_message_fail_named(sizes, name):
+def test_ranks_that_disagree_on_a_large_message_fail_named(straddle, net_i, name):
     """Two sizes every rank has called with before (so no argument check runs again), then
     rank 0 calls with the first while the others call with the second (``Bcast`` from rank 0;
     ``Reduce`` to it, whose tree's payloads go apart as well): a trailer sent alone lands where
@@ -264,10 +269,13 @@ def test_ranks_that_disagree_on_a_large_message_fail_named(sizes, name):
     in the call or its next (in ``Reduce`` at least the root; a rank that only sends may finish,
     as in MPI, whose sender learns nothing of a receive cut short), with the message of another
     call or of the cut-short message named, none writes past its buffers (the padding), no rank
-    is left waiting, and the communicator is unusable after."""
-    if not NETS:
-        pytest.skip(f"no network at {SIZE} ranks")
-    net = dualmpi.Comm(WORLD, NETS[0][0], nodes_per_rank=NETS[0][1], watchdog=60)
+    is left waiting, and the communicator is unusable after.  On one node per rank and on
+    several (whose payloads go apart from a larger size: :func:`apart_from`)."""
+    if net_i >= len(NETS) or (net_i and NETS[net_i][1] == 1):
+        pytest.skip(f"no such network at {SIZE} ranks")
+    spec, q = NETS[net_i]
+    net = dualmpi.Comm(WORLD, spec, nodes_per_rank=q, watchdog=60)
+    sizes = STRADDLES[straddle](apart_from(q))
     bufs = [(_padded(n), _padded(n)) for n in sizes]  # (send, recv) of each size, padded
 
     def call(k):
