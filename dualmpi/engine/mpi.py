@@ -64,7 +64,7 @@ APART = 1 << 12
 #: :data:`APART` with several nodes per rank, where no repeat is bound to the user's buffers
 #: and a message of several blocks leaves the store as several segments, hindexed apart or
 #: not: 32 KiB, as before the change to 4 KiB (measured on 2 ranks of ``dualcube:r=2``, 16
-#: nodes each, blocks of 4 KiB: 1.09-1.30x the time of whole messages).
+#: nodes each, blocks of 4 KiB: 1.07-1.30x the time of whole messages).
 APART_SHARED = 1 << 15
 
 
