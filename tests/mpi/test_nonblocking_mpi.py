@@ -276,9 +276,9 @@ def test_a_payload_apart_of_another_call_is_cut_short_safely(cloop, coll):
         whole = np.full(out(max(sizes)) + 2 * pad, 0xEE, np.uint8)
         got = whole[pad:pad + out(mine)]
         b = _bound(net, coll, mine, itemsize=8 if reduce else 1)
-        late = sum(len(rnd[7]) for rnd in prog._compiled(b, True, True).rounds)
-        msg = _failure(Request.from_plan(prog, prog.start(b, send, got, signature=mine,
-                                                          what="I" + coll, **kw)))
+        preq = prog.start(b, send, got, signature=mine, what="I" + coll, **kw)
+        late = sum(len(rnd[7]) for rnd in preq.compiled.rounds)  # (the plan the request ran)
+        msg = _failure(Request.from_plan(prog, preq))
         if RANK == 0:  # rank 1's 48 KiB where 40 were due: cut short in the spare block
             ok = "TRUNCATE" in msg or "another call" in msg
         elif reduce:  # rank 1 only sends
@@ -297,11 +297,10 @@ def test_a_payload_apart_of_another_call_is_cut_short_safely(cloop, coll):
             got, want = np.zeros(2 * APART, np.uint8), np.zeros(2 * APART, np.uint8)
             WORLD.Allgather(send, want)
         b = _bound(net, coll, APART, itemsize=8 if reduce else 1)
-        Request.from_plan(prog, prog.start(b, _u8(send), _u8(got), signature=APART,
-                                           **kw)).Wait()
+        preq = prog.start(b, _u8(send), _u8(got), signature=APART, **kw)
+        Request.from_plan(prog, preq).Wait()
         ok = ok and (RANK != 0 or np.array_equal(got, want)) and \
-            sum(len(rnd[7]) for rnd in prog._compiled(b, True, True).rounds) == \
-            (RANK == 0 or not reduce)
+            sum(len(rnd[7]) for rnd in preq.compiled.rounds) == (RANK == 0 or not reduce)
     finally:
         prog._step = step
     assert _agree(ok), msg
