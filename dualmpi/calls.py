@@ -585,8 +585,9 @@ def _memorize(comm, method, template, args, call, row, table, run, speculate, ca
     table then differs from this one where a rank said not, and is agreed afresh).  ``params``
     (the plan's name, sizes, root and displacements) let a repeat bind the plan to the
     buffers when the rank moves :data:`ZERO_COPY_ABOVE` bytes or more and the buffers are
-    apart (a reduction, ``Reduce_scatter``, too: its blocks start as one copy from the send
-    buffer to where they are combined, as a fixed-count reduction's do).
+    apart (a reduction, ``Reduce_scatter``, too: the first block combined into each of its
+    own is received where the result goes, as a fixed-count reduction's is:
+    :func:`~dualmpi.engine.plan.received_seeds`).
     """
     zero = comm._zero_copy and not _overlap(call.send, call.recv)
     row[_CAN] = can

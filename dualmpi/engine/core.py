@@ -325,8 +325,10 @@ class Engine:
         differs in it is caught by the ranks that receive from it.
 
         ``buffers=(send, recv)``: a zero-copy runner bound to those arrays (cached by their
-        addresses; one node per rank; a reduction first copies the blocks it combines into
-        from the send buffer; ``send`` may be ``recv`` where :meth:`in_place` allows it);
+        addresses; one node per rank; a reduction receives the first block it combines where
+        the result goes and combines the send buffer's into it, or copies the send buffer's
+        block there first: :func:`~dualmpi.engine.plan.received_seeds`; ``send`` may be
+        ``recv`` where :meth:`in_place` allows it);
         with ``cache=False`` it is not kept (a call's own runner: :meth:`release` it after
         the call; it runs on the spare store unless ``lend`` is False: a runner the caller
         keeps, counted in the statistics until released).  Reductions take ``op=(key, code,

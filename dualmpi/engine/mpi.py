@@ -760,10 +760,11 @@ class MPIRunner:
         """Return a zero-copy runner's copies before the first round (none for any other).
 
         ``(destination, source, length)`` at absolute addresses: the input blocks that the
-        rounds combine into, from the send buffer to where the result builds up (the receive
-        buffer, or the store for a block the rank does not keep) — the copy MPI's own
-        reductions make first (:meth:`RankPlan.placement
-        <dualmpi.engine.plan.RankPlan.placement>`).
+        rounds write, from the send buffer to where the result builds up (the receive
+        buffer, or the store for a block the rank does not keep: :meth:`RankPlan.placement
+        <dualmpi.engine.plan.RankPlan.placement>`) — but for those a round receives into
+        first (:func:`~dualmpi.engine.plan.received_seeds`), every one in the papers'
+        reductions with one node per rank.
         """
         return list(self._seeds)
 
