@@ -9,7 +9,8 @@ new buffers on some ranks only, a root that moves, a call another method interru
 rank's mistake — and compares every result with MPI's, gaps included.  Every rank finishes
 its communication, then the ranks agree on the verdict.  A network of several nodes per
 rank does not speculate (its plans do not merge with the table's:
-``dualmpi.engine.plan.merge``): there every call must be a full one.
+``dualmpi.engine.plan.merge``), nor does a run without the compiled loop
+(``DUALMPI_CLOOP=0``: ``calls._can_speculate``): there every call must be a full one.
 
 Run with ``mpiexec -n N python -m mpi4py -m pytest --with-mpi tests/mpi/test_speculative_mpi.py``
 at N = 1, 2, 4, 8, 32 or 64.
@@ -18,6 +19,7 @@ at N = 1, 2, 4, 8, 32 or 64.
 import numpy as np
 import pytest
 
+from dualmpi.engine import cloop
 from collective_cases import (MPI, NETS, NETWORKS, RANK, SIZE, WORLD, agree, data, error_of,
                               errors_everywhere, fresh, operands, sentinel, v_counts, v_displs)
 
@@ -30,8 +32,9 @@ METHODS = ("Scatterv", "Gatherv", "Allgatherv", "Alltoallv", "Reduce_scatter")
 
 
 def speculates(index):
-    """True when the network of ``index`` speculates: one node per rank."""
-    return NETWORKS[SIZE][index][1] == 1
+    """True when the network of ``index`` speculates: one node per rank, and the compiled
+    loop (which runs the plan merged with the count table's in one C call)."""
+    return NETWORKS[SIZE][index][1] == 1 and cloop.load() is not None
 
 
 class _Case:
