@@ -455,18 +455,22 @@ class Engine:
     def bind_buffers(self, bound, rank, collective, nbytes, root_rank=0, variant="corrected",
                      algorithm=None, itemsize=1, send=None, recv=None, sdispls=None,
                      rdispls=None):
-        """Return ``(plan, store, copies)``: :meth:`bind`'s ``bound`` rebound to the user's
+        """Return ``(plan, store, seeds, own)``: :meth:`bind`'s ``bound`` rebound to the user's
         buffers (one node per rank; zero-copy, as a runner made with ``buffers``).
 
         ``plan`` is a :class:`~dualmpi.engine.plan.BoundPlan` at absolute addresses: the
         blocks the rank starts with read from ``send``, those it delivers written in
         ``recv``, the other slots at their addresses in ``store`` (a new array, followed by
         room for the signature, one trailer per message received and
-        :data:`~dualmpi.engine.plan.SPARE`: ``plan.nbytes`` is where the signature goes).  ``copies`` are ``(destination, source, length)`` at absolute
-        addresses, made before the first round: the seeds a reduction combines into, then the
-        rank's own blocks from ``send`` to ``recv``.  The arguments are :meth:`bind`'s (the
-        same messages, so ranks bound to their buffers and ranks copying through a store
-        match).  For the nonblocking repeats (:class:`~dualmpi.engine.nonblocking.Repeat`).
+        :data:`~dualmpi.engine.plan.SPARE`: ``plan.nbytes`` is where the signature goes).
+        ``seeds`` and ``own`` are ``(destination, source, length)`` copies at absolute
+        addresses: the seeds a reduction combines into, to make before the first round (few:
+        :func:`~dualmpi.engine.plan.received_seeds`), and the rank's own blocks from ``send``
+        to ``recv``, which touch no message's bytes (made whenever the call likes: the
+        nonblocking repeats make them with the result, after the last round).  The arguments
+        are :meth:`bind`'s (the same messages, so ranks bound to their buffers and ranks copying
+        through a store match).  For the nonblocking repeats
+        (:class:`~dualmpi.engine.nonblocking.Repeat`).
         """
         plan = self.rank_plan(rank, collective, root_rank, variant, algorithm)
         layout = Layout(layout_kind(collective, algorithm), self.topo.num_nodes, self.q, nbytes,
@@ -477,8 +481,8 @@ class Engine:
         at, own, seeds = relocated(bound, plan, layout, send, recv, where, seeded, held_at,
                                    store.ctypes.data)
         at = dataclasses.replace(at, nbytes=held, slot_offset=held_at)
-        copies = seeds + [(recv.ctypes.data + a, send.ctypes.data + b, n) for a, b, n in own]
-        return at, store, copies
+        own = [(recv.ctypes.data + a, send.ctypes.data + b, n) for a, b, n in own]
+        return at, store, seeds, own
 
     def _streams(self, nbytes):
         """True when the total exchange runs streamed (:mod:`dualmpi.engine.stream`)."""

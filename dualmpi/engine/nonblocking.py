@@ -305,10 +305,12 @@ class Repeat:
     a plan with no round).
 
     ``zero`` (:meth:`Engine.bind_buffers <dualmpi.engine.core.Engine.bind_buffers>`: the plan
-    at the user's buffers' addresses, its store, the copies before the first round) makes the
-    repeat zero-copy: ``z_c`` is that plan's array (copies in: the seeds and the rank's own
-    blocks; none out), ``z_comp`` its :class:`_Compiled` with its one run (made by
-    :meth:`Progress.restart`).  A repeat started while that run is busy (another request of the
+    at the user's buffers' addresses, its store, the seeds to copy before the first round and
+    the rank's own blocks) makes the repeat zero-copy: ``z_c`` is that plan's array (copies
+    in: the seeds; out: the rank's own blocks, after the last round as a copying run's result,
+    so not before round 0's messages leave — an ``Iscan``'s rank 0 copied its 4 MiB block
+    before sending it to rank 1: 1.50x the blocking ``Scan``'s time, its floor), ``z_comp``
+    its :class:`_Compiled` with its one run (made by :meth:`Progress.restart`).  A repeat started while that run is busy (another request of the
     same call in flight, legal where the rank only sends) copies through a store of its own.
     ``comp`` is the :class:`_Compiled` a copying start last ran (``comp_key`` its key in the
     cache), which the start in C (:class:`~dualmpi.engine.recall` ``IRestart``) takes a run of.
@@ -350,10 +352,11 @@ class Repeat:
             for u, a, n in zip(user.tolist(), at.tolist(), length.tolist()) if n]
         self.c, self._cin, self._cout = self._table(bound, 0, cin, cout, sig, c_op)
         self.c_addr = self.c.ctypes.data
-        if zero is not None:  # (Engine.bind_buffers: the plan at addresses, its store, copies)
+        if zero is not None:  # (Engine.bind_buffers: the plan at addresses, store, seeds, own)
             self.zero = zero
             self.z_c, self._zin, self._zout = self._table(zero[0], zero[1].ctypes.data,
-                                                          list(zero[2]), [], sig, c_op)
+                                                          list(zero[2]), list(zero[3]), sig,
+                                                          c_op)
             self.z_addr = self.z_c.ctypes.data
 
     def rebased(self, old, new):
@@ -876,7 +879,7 @@ class Progress:
                 return comp
             call.z_c, call.z_comp = None, None
             return None
-        bound, store, _ = call.zero
+        bound, store = call.zero[:2]
         comp = _Compiled(bound, True, store.ctypes.data, call.apart, self.apart_from)
         if self.cache_size <= 0 or not comp.c_plan(self.data, self.apart_tag):
             comp.free()
