@@ -467,9 +467,9 @@ class Engine:
         addresses: the seeds a reduction combines into, to make before the first round (few:
         :func:`~dualmpi.engine.plan.received_seeds`), and the rank's own blocks from ``send``
         to ``recv``, which touch no message's bytes (made whenever the call likes: the
-        nonblocking repeats make them with the result, after the last round).  The arguments
-        are :meth:`bind`'s (the same messages, so ranks bound to their buffers and ranks copying
-        through a store match).  For the nonblocking repeats
+        nonblocking repeats make them once round 0 is posted, as the blocking loop does).  The
+        arguments are :meth:`bind`'s (the same messages, so ranks bound to their buffers and
+        ranks copying through a store match).  For the nonblocking repeats
         (:class:`~dualmpi.engine.nonblocking.Repeat`).
         """
         plan = self.rank_plan(rank, collective, root_rank, variant, algorithm)

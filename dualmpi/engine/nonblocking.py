@@ -121,14 +121,14 @@ _P_NROUNDS, _P_ROUNDS, _P_MSGS, _P_MOVES, _P_COMBS, _P_TRAILS, _P_COMM, _P_BYTE,
     _P_FIELDS = range(10)
 _S_K, _S_STORE, _S_TAG, _S_REQS, _S_SIGNATURE, _S_BAD_ROUND, _S_BAD_PEER, _S_OP, _S_TYPE, \
     _S_ITEM, _S_POS, _S_RUN, _S_NMODE, _S_MODE_AT, _S_MODE, _S_VEC, _S_NVEC, _S_NCOUT, _S_COUT, \
-    _S_LATE, _S_FIELDS = range(21)
+    _S_LATE, _S_NMID, _S_MID, _S_FIELDS = range(23)
 # a run's k while it waits for rank 0's mode (started in C: Progress.restart; rounds.c: K_MODE)
 _K_MODE = -2
 # the fields of a start in C (rounds.c: dualmpi_istart): the Progress's, the remembered call's
 _X_RANK, _X_SIZE, _X_ACOMM, _X_CTL, _X_I64, _X_LONG, _X_NOTES, _X_NOTE_REQS, _X_NOTE_BUF, \
     _X_STARTS, _X_FIELDS = range(11)
 _M_VEC, _M_NVEC, _M_CIN, _M_NCIN, _M_COUT, _M_NCOUT, _M_SIG, _M_SIGAT, _M_SIZE, _M_OP, \
-    _M_TYPE, _M_ITEM, _M_PLAIN, _M_FIELDS = range(14)
+    _M_TYPE, _M_ITEM, _M_PLAIN, _M_MID, _M_NMID, _M_FIELDS = range(16)
 _R_FIELDS = 12
 # a message row's kinds (rounds.c: [peer, offset, length, datatype, kind, safe datatype])
 _M_RECV, _M_SEND, _M_SEND_APART, _M_RECV_APART = range(4)
@@ -307,11 +307,12 @@ class Repeat:
     ``zero`` (:meth:`Engine.bind_buffers <dualmpi.engine.core.Engine.bind_buffers>`: the plan
     at the user's buffers' addresses, its store, the seeds to copy before the first round and
     the rank's own blocks) makes the repeat zero-copy: ``z_c`` is that plan's array (copies
-    in: the seeds; out: the rank's own blocks, after the last round as a copying run's result,
-    so not before round 0's messages leave — an ``Iscan``'s rank 0 copied its 4 MiB block
-    before sending it to rank 1: 1.50x the blocking ``Scan``'s time, its floor), ``z_comp``
-    its :class:`_Compiled` with its one run (made by :meth:`Progress.restart`).  A repeat started while that run is busy (another request of the
-    same call in flight, legal where the rank only sends) copies through a store of its own.
+    in: the seeds; none out; the rank's own blocks once round 0 is posted, while its messages
+    fly, as the blocking loop's — an ``Iscan``'s rank 0 copied its 4 MiB block before sending
+    it to rank 1: 1.50x the blocking ``Scan``'s time, its floor), ``z_comp`` its
+    :class:`_Compiled` with its one run (made by :meth:`Progress.restart`).  A repeat started
+    while that run is busy (another request of the same call in flight, legal where the rank
+    only sends) copies through a store of its own.
     ``comp`` is the :class:`_Compiled` a copying start last ran (``comp_key`` its key in the
     cache), which the start in C (:class:`~dualmpi.engine.recall` ``IRestart``) takes a run of.
     A ``plain`` repeat is of a request without an agreement (``flat`` empty: a v-variant's
@@ -320,7 +321,7 @@ class Repeat:
 
     __slots__ = ("bound", "flat", "key", "check", "signature", "send", "recv", "combine",
                  "finish", "c", "c_addr", "_cin", "_cout", "zero", "z_c", "z_addr", "z_comp",
-                 "_zin", "_zout", "comp", "comp_key", "plain", "apart")
+                 "_zin", "_zout", "_zmid", "comp", "comp_key", "plain", "apart")
 
     def __init__(self, bound, flat, check, signature, send=None, recv=None, combine=None,
                  finish=None, zero=None, plain=False, apart=None):
@@ -350,13 +351,12 @@ class Repeat:
         cout = [] if recv is None else [
             (recv.ctypes.data + u, a, n)
             for u, a, n in zip(user.tolist(), at.tolist(), length.tolist()) if n]
-        self.c, self._cin, self._cout = self._table(bound, 0, cin, cout, sig, c_op)
+        self.c, self._cin, self._cout, _ = self._table(bound, 0, cin, cout, sig, c_op)
         self.c_addr = self.c.ctypes.data
         if zero is not None:  # (Engine.bind_buffers: the plan at addresses, store, seeds, own)
             self.zero = zero
-            self.z_c, self._zin, self._zout = self._table(zero[0], zero[1].ctypes.data,
-                                                          list(zero[2]), list(zero[3]), sig,
-                                                          c_op)
+            self.z_c, self._zin, self._zout, self._zmid = self._table(
+                zero[0], zero[1].ctypes.data, list(zero[2]), [], sig, c_op, list(zero[3]))
             self.z_addr = self.z_c.ctypes.data
 
     def rebased(self, old, new):
@@ -392,18 +392,21 @@ class Repeat:
         for name in Repeat.__slots__:
             if hasattr(self, name):
                 setattr(out, name, getattr(self, name))
-        out.zero = out.z_c = out.z_comp = out._zin = out._zout = out.send = out.recv = None
+        out.zero = out.z_c = out.z_comp = out._zin = out._zout = out._zmid = out.send = \
+            out.recv = None
         out.z_addr = 0
         out.c, out._cin, out._cout = self.c.copy(), cin, cout
         out.c[_M_CIN], out.c[_M_COUT] = cin.ctypes.data, cout.ctypes.data
         out.c_addr = out.c.ctypes.data
         return out
 
-    def _table(self, bound, at, cin, cout, sig, c_op):
+    def _table(self, bound, at, cin, cout, sig, c_op, mid=()):
         """Return ``dualmpi_istart``'s array for ``bound`` (its store at ``at``: 0 for a run's
-        own store, whose offsets are relative) and its copies in and out (kept alive)."""
+        own store, whose offsets are relative) and its copies in, out and ``mid`` (absolute
+        ``(destination, source, length)``, made once round 0 is posted), kept alive."""
         cin = np.array(cin + [(0,) * 3], dtype=np.int64)
         cout = np.array(cout + [(0,) * 3], dtype=np.int64)
+        mid = np.array(list(mid) + [(0,) * 3], dtype=np.int64)
         c = np.zeros(_M_FIELDS, dtype=np.int64)
         c[_M_VEC], c[_M_NVEC] = self.flat.ctypes.data, self.flat.size
         c[_M_CIN], c[_M_NCIN] = cin.ctypes.data, len(cin) - 1
@@ -414,7 +417,8 @@ class Repeat:
         c[_M_SIZE] = at + bound.nbytes + 8 + 8 * nrecv + SPARE
         c[_M_OP], c[_M_TYPE], c[_M_ITEM] = c_op
         c[_M_PLAIN] = self.plain
-        return c, cin, cout
+        c[_M_MID], c[_M_NMID] = mid.ctypes.data, len(mid) - 1
+        return c, cin, cout, mid
 
 
 def _moves(copies):
@@ -945,6 +949,7 @@ class Progress:
         else:
             return None
         state[_S_K], state[_S_BAD_ROUND], state[_S_NMODE], state[_S_NCOUT] = -1, -1, 0, 0
+        state[_S_NMID] = 0
         if c_op is not None:
             state[_S_OP], state[_S_TYPE], state[_S_ITEM] = c_op
         return run

@@ -387,7 +387,10 @@ int dualmpi_run(const int64_t *a)
  * DUALMPI_MODE, every time, until Python has read the mode (dualmpi/engine/nonblocking.py: the
  * agreement after all, or the alarm) and set k to -1.  Such a run also copies the result out
  * when its last round is done and every trailer carried the call's signature: s[S_NCOUT]
- * copies [destination address, store offset, length] from s[S_COUT].
+ * copies [destination address, store offset, length] from s[S_COUT]; and, right after it
+ * posts round 0, s[S_NMID] copies [destination, source, length] at absolute addresses from
+ * s[S_MID] (a rank's own block, which no message touches: made while round 0's messages fly,
+ * as the blocking loop's mid copies), S_NMID then 0.
  *
  * A round may hold messages whose payload travels apart from its trailer (as the blocking
  * loop's: dualmpi/engine/mpi.py, APART): the sender's message rows of kind M_SEND_APART go
@@ -402,7 +405,7 @@ enum { P_NROUNDS, P_ROUNDS, P_MSGS, P_MOVES, P_COMBS, P_TRAILS, P_COMM, P_BYTE, 
        P_FIELDS };
 enum { S_K, S_STORE, S_TAG, S_REQS, S_SIGNATURE, S_BAD_ROUND, S_BAD_PEER, S_OP, S_TYPE, S_ITEM,
        S_POS, S_RUN, S_NMODE, S_MODE_AT, S_MODE, S_VEC, S_NVEC, S_NCOUT, S_COUT, S_LATE,
-       S_FIELDS };
+       S_NMID, S_MID, S_FIELDS };
 enum { W_WBUF, W_RING, W_SEQ, W_HIST, W_LINE, W_FUTURE, W_FIELDS };
 enum { R_NMSG, R_NRECV, R_MSG, R_NMOVE, R_MOVE, R_NCOMB, R_COMB, R_NTRAIL, R_TRAIL, R_NFIRST,
        R_NLATE, R_LATE, R_FIELDS };
@@ -567,6 +570,12 @@ static int istep(const int64_t *p, int64_t *s, int post_only)
                 const int64_t *mv = moves + (row[R_MOVE] + i) * 3;
                 memmove(store + mv[0], store + mv[1], (size_t)mv[2]);
             }
+            if (s[S_NMID]) {  /* (round 0: the copies that touch no message's bytes) */
+                const int64_t *c = (const int64_t *)(intptr_t)s[S_MID];
+                for (int64_t i = 0; i < s[S_NMID]; i++, c += 3)
+                    memcpy((void *)(intptr_t)c[0], (const void *)(intptr_t)c[1], (size_t)c[2]);
+                s[S_NMID] = 0;
+            }
         }
     }
     return MPI_SUCCESS;
@@ -636,7 +645,8 @@ int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
  * message buffers for the nonblocking notices, and the count of starts with notices made
  * (x[X_STARTS], written here).  m (the _M_ constants, one per remembered call):
  * the call's argument vector, its copies in [store offset, source address, length] and out
- * [destination address, store offset, length] (dualmpi_istep makes them at the end), its
+ * [destination address, store offset, length] (dualmpi_istep makes them at the end), those
+ * made once round 0 is posted [destination, source, length] (the run's S_MID), its
  * signature and where the store holds it (-1: no trailer), the store's size, and its combine's
  * MPI_Op, datatype and item size.  seq is the request's number, tag its messages' tag.
  *
@@ -655,7 +665,7 @@ int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
 enum { X_RANK, X_SIZE, X_ACOMM, X_CTL, X_I64, X_LONG, X_NOTES, X_NOTE_REQS, X_NOTE_BUF, X_STARTS,
        X_FIELDS };
 enum { M_VEC, M_NVEC, M_CIN, M_NCIN, M_COUT, M_NCOUT, M_SIG, M_SIGAT, M_SIZE, M_OP, M_TYPE,
-       M_ITEM, M_PLAIN, M_FIELDS };
+       M_ITEM, M_PLAIN, M_MID, M_NMID, M_FIELDS };
 #define DUALMPI_PYTHON (-2147483644)
 #define ALARM_TAG 9
 /* Rank 0 sends the mode of every MODE_SYNC-th request (seq % MODE_SYNC == 0) synchronously:
@@ -756,6 +766,8 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, int64_t *x,
     s[S_NMODE] = 0;
     s[S_COUT] = m[M_COUT];
     s[S_NCOUT] = m[M_NCOUT];
+    s[S_MID] = m[M_MID];
+    s[S_NMID] = m[M_NMID];
     if (m[M_SIGAT] >= 0) {  /* a message cut short must not find an earlier run's trailers */
         memcpy(store + m[M_SIGAT], &m[M_SIG], sizeof(int64_t));
         memset(store + m[M_SIGAT] + 8, 0, (size_t)(m[M_SIZE] - m[M_SIGAT] - 8));
