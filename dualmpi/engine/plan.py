@@ -761,16 +761,54 @@ def received_seeds(bound, seeds):
     >>> received_seeds(plan, [(504, 904, 8)])[1]  # half of a received block: copied
     [(504, 904, 8)]
     """
-    rounds = list(bound.rounds)
-    left = []
-    for dst, src, n in seeds:
-        new = _receive_seed(rounds, dst, src, n)
-        if new is None:
-            left.append((dst, src, n))
-        else:
-            rounds = new
-    if len(left) == len(seeds):
+    if not seeds:
         return bound, seeds
+    rounds = list(bound.rounds)
+    table = np.array(seeds, dtype=np.int64).reshape(-1, 3)
+    lo, hi = table[:, 0], table[:, 0] + table[:, 2]
+
+    def hit(offs, lens):  # per seed: does a segment share a byte with it?
+        if not offs.size:
+            return np.zeros(lo.size, dtype=bool)
+        return ((offs[None, :] < hi[:, None]) & (offs[None, :] + lens[None, :] > lo[:, None])
+                & (lens[None, :] > 0)).any(axis=1)
+
+    z = np.zeros(0, dtype=np.int64)
+    written = np.zeros((len(rounds), lo.size), dtype=bool)
+    read = np.zeros_like(written)
+    for i, rnd in enumerate(rounds):
+        r_off = np.concatenate([offs for _, offs, _ in rnd.recvs] or [z])
+        r_len = np.concatenate([lens for _, _, lens in rnd.recvs] or [z])
+        (c_src, c_dst, c_len), (b_src, b_dst, b_len) = rnd.copies, rnd.combines
+        written[i] = hit(b_dst, b_len) | hit(c_dst, c_len) | hit(r_off, r_len)
+        read[i] = hit(c_src, c_len) | hit(b_src, b_len)
+    # the first round that writes each seed; kept: never written, or read by a local move or
+    # a combine up to that round
+    first = np.where(written.any(axis=0), written.argmax(axis=0), -1)
+    before = np.cumsum(read, axis=0)
+    left, done = [], []
+    for j, (dst, src, n) in enumerate(table.tolist()):
+        k = int(first[j])
+        if k < 0 or before[k, j] or not _receive_in(rounds, k, dst, src, n):
+            left.append(seeds[j])
+        else:
+            done.append((k, dst, src, n))
+    if not done:
+        return bound, seeds
+    done = np.array(done, dtype=np.int64)
+    for i, old in enumerate(rounds):  # sends up to round k read a seed's source
+        moves = done[done[:, 0] >= i]
+        if not moves.size or not old.sends:
+            continue
+        a, b = moves[:, 1], moves[:, 1] + moves[:, 3]
+        sends = []
+        for peer, offs, lens in old.sends:
+            touch = ((offs[None, :] < b[:, None]) & (offs[None, :] + lens[None, :] > a[:, None])
+                     & (lens[None, :] > 0)).any(axis=1)
+            for _, dst, src, n in moves[touch].tolist():
+                offs, lens = _moved(offs, lens, dst, dst + n, src)
+            sends.append((peer, offs, lens))
+        rounds[i] = dataclasses.replace(old, sends=sends)
     return dataclasses.replace(bound, rounds=rounds), left
 
 
@@ -802,26 +840,15 @@ def _moved(offs, lens, lo, hi, to):
     return np.array(o, dtype=np.int64), np.array(n, dtype=np.int64)
 
 
-def _receive_seed(rounds, dst, src, n):
-    """Return ``rounds`` with seed ``(dst, src, n)`` received into (:func:`received_seeds`), or
-    None when it must be copied."""
+def _receive_in(rounds, k, dst, src, n):
+    """Make round ``k`` (the first that writes seed ``(dst, src, n)``, which nothing read
+    before) receive its block where the seed goes, combining ``src`` into it when the round
+    combines; return False, changing nothing, when the round does not write it with one
+    whole block of one message (:func:`received_seeds`)."""
     hi = dst + n
-
-    def written(rnd):
-        return _touches(rnd.combines[1], rnd.combines[2], dst, hi).any() or \
-            _touches(rnd.copies[1], rnd.copies[2], dst, hi).any() or \
-            any(_touches(offs, lens, dst, hi).any() for _, offs, lens in rnd.recvs)
-
-    k = next((i for i, rnd in enumerate(rounds) if written(rnd)), None)
-    if k is None:
-        return None
-    for rnd in rounds[:k + 1]:  # read by a local move or a combine: kept
-        if _touches(rnd.copies[0], rnd.copies[2], dst, hi).any() or \
-                _touches(rnd.combines[0], rnd.combines[2], dst, hi).any():
-            return None
     rnd = rounds[k]
     if _touches(rnd.copies[1], rnd.copies[2], dst, hi).any():
-        return None
+        return False
     b_src, b_dst, b_len = rnd.combines
     row = np.flatnonzero(_touches(b_dst, b_len, dst, hi))
     # where round k's block lands: the seed itself, or the scratch block combined into it
@@ -830,24 +857,20 @@ def _receive_seed(rounds, dst, src, n):
     into = [j for j, (_, offs, lens) in enumerate(rnd.recvs)
             if _touches(offs, lens, lo_at, hi_at).any()]
     if len(into) != 1 or _covered(*rnd.recvs[into[0]][1:], lo_at, hi_at) != n:
-        return None  # not one whole block of one message
-    recvs, combines = list(rnd.recvs), rnd.combines
-    if row.size:  # combined: received into scratch, combined whole, the scratch read once
-        if row.size != 1 or b_dst[row[0]] != dst or b_len[row[0]] != n or \
-                any(_touches(offs, lens, dst, hi).any() for _, offs, lens in rnd.recvs) or \
-                _touches(rnd.copies[0], rnd.copies[2], lo_at, hi_at).any() or \
-                _touches(b_src, b_len, lo_at, hi_at).sum() != 1:
-            return None
-        peer, offs, lens = rnd.recvs[into[0]]
-        recvs[into[0]] = (peer, *_moved(offs, lens, lo_at, hi_at, dst))
-        combines = (np.where(np.arange(b_src.size) == row[0], src, b_src), b_dst, b_len)
-    out = list(rounds)
-    for i, old in enumerate(rounds[:k + 1]):  # sends up to round k read the seed's source
-        sends = [(p, *(_moved(o, ln, dst, hi, src) if _touches(o, ln, dst, hi).any()
-                      else (o, ln))) for p, o, ln in old.sends]
-        out[i] = dataclasses.replace(old, sends=sends)
-    out[k] = dataclasses.replace(out[k], recvs=recvs, combines=combines)
-    return out
+        return False  # not one whole block of one message
+    if not row.size:  # stored where it arrives
+        return True
+    if row.size != 1 or b_dst[row[0]] != dst or b_len[row[0]] != n or \
+            any(_touches(offs, lens, dst, hi).any() for _, offs, lens in rnd.recvs) or \
+            _touches(rnd.copies[0], rnd.copies[2], lo_at, hi_at).any() or \
+            _touches(b_src, b_len, lo_at, hi_at).sum() != 1:
+        return False  # combined: received into scratch, combined whole, the scratch read once
+    recvs = list(rnd.recvs)
+    peer, offs, lens = recvs[into[0]]
+    recvs[into[0]] = (peer, *_moved(offs, lens, lo_at, hi_at, dst))
+    combines = (np.where(np.arange(b_src.size) == row[0], src, b_src), b_dst, b_len)
+    rounds[k] = dataclasses.replace(rnd, recvs=recvs, combines=combines)
+    return True
 
 
 def _covered(offs, lens, lo, hi):
