@@ -768,10 +768,7 @@ def received_seeds(bound, seeds):
     lo, hi = table[:, 0], table[:, 0] + table[:, 2]
 
     def hit(offs, lens):  # per seed: does a segment share a byte with it?
-        if not offs.size:
-            return np.zeros(lo.size, dtype=bool)
-        return ((offs[None, :] < hi[:, None]) & (offs[None, :] + lens[None, :] > lo[:, None])
-                & (lens[None, :] > 0)).any(axis=1)
+        return _touching(offs, lens, lo, hi)
 
     z = np.zeros(0, dtype=np.int64)
     written = np.zeros((len(rounds), lo.size), dtype=bool)
@@ -803,9 +800,7 @@ def received_seeds(bound, seeds):
         a, b = moves[:, 1], moves[:, 1] + moves[:, 3]
         sends = []
         for peer, offs, lens in old.sends:
-            touch = ((offs[None, :] < b[:, None]) & (offs[None, :] + lens[None, :] > a[:, None])
-                     & (lens[None, :] > 0)).any(axis=1)
-            for _, dst, src, n in moves[touch].tolist():
+            for _, dst, src, n in moves[_touching(offs, lens, a, b)].tolist():
                 offs, lens = _moved(offs, lens, dst, dst + n, src)
             sends.append((peer, offs, lens))
         rounds[i] = dataclasses.replace(old, sends=sends)
@@ -815,6 +810,13 @@ def received_seeds(bound, seeds):
 def _touches(offs, lens, lo, hi):
     """Return which segments ``(offs, lens)`` share a byte with ``[lo, hi)``."""
     return (offs < hi) & (offs + lens > lo) & (lens > 0)
+
+
+def _touching(offs, lens, lo, hi):
+    """Return which ranges ``[lo[i], hi[i])`` share a byte with a segment ``(offs, lens)``."""
+    if not offs.size:
+        return np.zeros(lo.size, dtype=bool)
+    return _touches(offs[None, :], lens[None, :], lo[:, None], hi[:, None]).any(axis=1)
 
 
 def _moved(offs, lens, lo, hi, to):
