@@ -34,8 +34,10 @@ starts in one C call (:meth:`Progress.restart`, ``rounds.c``'s ``dualmpi_istart`
 line drained (at every ``LINE_EVERY``-th start, 16: a test of the line that finds nothing costs
 a round of MPI's progress, a ``sched_yield`` with ``mpi_yield_when_idle``; a wait in C has the
 line among its requests), the call number and the nonblocking notices, the copies in, rank 0's
-mode sent (by rank 0) or its receive posted (by the others, whose round 0 then waits for it in
-C), the first round posted (its test left to the next step or wait: a test just after the post
+mode sent (by rank 0) or its receive posted (by the others, which compare it in C before they
+read round 0's messages: round 0 leaves at once, not one message later, unless it sends a
+payload apart from its trailer, or the tag bound is below :data:`EARLY_TAG_UB`), the first round
+posted (its test left to the next step or wait: a test just after the post
 finds nothing as often as not); the result is copied out in C too. The messages are those of
 the Python path, so ranks on either path match; whatever the C call cannot do (a mode that is
 not "skip" with the rank's own vector, a line message Python must read) goes back to Python.
@@ -121,12 +123,18 @@ _P_NROUNDS, _P_ROUNDS, _P_MSGS, _P_MOVES, _P_COMBS, _P_TRAILS, _P_COMM, _P_BYTE,
     _P_FIELDS = range(10)
 _S_K, _S_STORE, _S_TAG, _S_REQS, _S_SIGNATURE, _S_BAD_ROUND, _S_BAD_PEER, _S_OP, _S_TYPE, \
     _S_ITEM, _S_POS, _S_RUN, _S_NMODE, _S_MODE_AT, _S_MODE, _S_VEC, _S_NVEC, _S_NCOUT, _S_COUT, \
-    _S_LATE, _S_NMID, _S_MID, _S_FIELDS = range(23)
-# a run's k while it waits for rank 0's mode (started in C: Progress.restart; rounds.c: K_MODE)
-_K_MODE = -2
+    _S_LATE, _S_NMID, _S_MID, _S_MODE_DUE, _S_FIELDS = range(24)
+# a run's S_MODE_DUE: rank 0's mode compared before round 0's messages are read (round 0 posted
+# first), before round 0 is posted, or heard and not yet read here (rounds.c: MODE_*)
+_MODE_NONE, _MODE_EARLY, _MODE_FIRST, _MODE_HEARD = range(4)
 # the fields of a start in C (rounds.c: dualmpi_istart): the Progress's, the remembered call's
 _X_RANK, _X_SIZE, _X_ACOMM, _X_CTL, _X_I64, _X_LONG, _X_NOTES, _X_NOTE_REQS, _X_NOTE_BUF, \
-    _X_STARTS, _X_FIELDS = range(11)
+    _X_STARTS, _X_EARLY, _X_FIELDS = range(12)
+#: A run started in C on a rank other than 0 posts its round 0 before rank 0's mode is in (and
+#: compares the mode before it reads round 0's messages) when the tag bound is at least this:
+#: the round-0 messages of a call whose agreement then fails (a rank passed other arguments) are
+#: never received, and stay unmatched by any later request for ``tag_ub`` requests.
+EARLY_TAG_UB = 1 << 20
 _M_VEC, _M_NVEC, _M_CIN, _M_NCIN, _M_COUT, _M_NCOUT, _M_SIG, _M_SIGAT, _M_SIZE, _M_OP, \
     _M_TYPE, _M_ITEM, _M_PLAIN, _M_MID, _M_NMID, _M_FIELDS = range(16)
 _R_FIELDS = 12
@@ -499,7 +507,9 @@ class PlanRequest:
         else:
             peers = tuple(sorted({peer for req, peer in zip(self.reqs, self.peers) if req}))
         name = f"{self.what} (nonblocking request {self.seq})"
-        if self.stage == _MODE or (self.stage == _CROUNDS and self.k == _K_MODE):
+        state = self.c_state
+        if self.stage == _MODE or (self.stage == _CROUNDS and state is not None and
+                                   state[_S_MODE_DUE]):
             return f"rank 0's mode for {name}", (0,), self.since, OTHER_GRACE
         if self.stage in (_AGREE, _ANSWER):
             grace = ROOT_GRACE if self.progress.rank == 0 else OTHER_GRACE
@@ -632,6 +642,7 @@ class Progress:
             self._x[_X_NOTES] = notes
             self._x[_X_NOTE_REQS], self._x[_X_NOTE_BUF] = (self._notes.ctypes.data,
                                                           self._note_buf.ctypes.data)
+            self._x[_X_EARLY] = self.tag_ub >= EARLY_TAG_UB
             self._x_addr = self._x.ctypes.data
         self.cache_size = int(cache_size)
         self._cache = OrderedDict()
@@ -661,7 +672,7 @@ class Progress:
                 self, PlanRequest, wrap, self.active, self.known if self.rank == 0 else None,
                 IN_FLIGHT, transport.alarm.seq, transport.alarm, transport.watchdog, *addrs,
                 self._w_addr, self._x_addr, self.tag_ub,
-                (self._python_code, self._alarm_code, self._mode_code, _CROUNDS, _DONE, _K_MODE,
+                (self._python_code, self._alarm_code, self._mode_code, _CROUNDS, _DONE,
                  _S_K, _S_BAD_ROUND, _S_POS),
                 POOL_SIZE, Repeat, _Compiled, self._cache, self._counts)
             self._close = self.crestart.close
@@ -949,7 +960,7 @@ class Progress:
         else:
             return None
         state[_S_K], state[_S_BAD_ROUND], state[_S_NMODE], state[_S_NCOUT] = -1, -1, 0, 0
-        state[_S_NMID] = 0
+        state[_S_NMID] = state[_S_MODE_DUE] = 0
         if c_op is not None:
             state[_S_OP], state[_S_TYPE], state[_S_ITEM] = c_op
         return run
@@ -1076,9 +1087,11 @@ class Progress:
         return True
 
     def _rounds(self, req):
-        """The arguments hold: post the first round (in C when the request has a compiled step)."""
+        """The arguments hold: post the first round (in C when the request has a compiled step;
+        a run started in C may have posted it before rank 0's mode came)."""
         if req.c_state is not None:
             req.stage, req.k, req.peers = _CROUNDS, -1, ()
+            self._c_moved(req)
             return
         req.stage = _ROUNDS
         self._post(req, 0)
@@ -1114,14 +1127,12 @@ class Progress:
             comp = req.compiled
             if 0 <= k < len(comp.rounds):
                 req.peers = comp.rounds[k][5]
-            elif k == _K_MODE:
-                req.peers = (0,)
 
     def _c_mode(self, req):
         """Rank 0's mode, heard by the compiled step of a run started in C, is not "skip" with
         this rank's vector: read it as :meth:`_heard_mode` does (the agreement after all, or
-        the alarm); the run's next step posts round 0."""
-        req.c_state[_S_K], req.k = -1, -1
+        the alarm); the run's next step goes on from where it is (round 0 posted, or not yet)."""
+        req.c_state[_S_MODE_DUE] = 0
         req.agree_in, req.stage = req.c_mode[:1 + req.agree_out.size].copy(), _MODE
         self._heard_mode(req)
 
@@ -1269,7 +1280,7 @@ class Progress:
     def _fail(self, req, exc):
         """End ``req`` with error ``exc``; its posted messages are cancelled or left to finish."""
         pending = [r for r in list(req.reqs) + list(req.modes) if r]
-        if req.stage == _CROUNDS:
+        if req.c_state is not None:  # (a run started in C posts round 0 before rank 0's mode)
             pending += req.posted()[0]
         req.modes = ()
         for r in pending:

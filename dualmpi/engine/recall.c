@@ -1243,7 +1243,7 @@ static PyTypeObject TickType = {
  *       beginning (Alarm.nonblocking: the start in C declined, the line read), and
  *       NotImplemented, having done nothing, when Progress.restart must do it (no run in
  *       the pool, a _Compiled retired or not known yet, a vector rank 0 has not seen agreed).
- *       ``codes``: (python, alarm, mode, CROUNDS, DONE, K_MODE, S_K, S_BAD_ROUND, S_POS) of
+ *       ``codes``: (python, alarm, mode, CROUNDS, DONE, S_K, S_BAD_ROUND, S_POS) of
  *       nonblocking.py and rounds.c.  Called with (call, what, seq) it returns the PlanRequest
  *       itself, not wrapped (a part of a request of several: a v-variant's count table, seq
  *       None, or its data, ``call`` a plain Repeat and ``seq`` the number reserved for it, as
@@ -1319,10 +1319,10 @@ typedef struct {
     int64_t tag_ub, *inflight_at;
     const int64_t *seq_at;
     int python_code, alarm_code, mode_code;
-    long crounds, done_stage, k_mode, st_k, st_bad, st_pos;
+    long crounds, done_stage, st_k, st_bad, st_pos;
     Py_ssize_t pool_size;
     Py_ssize_t plan_off[PL_SLOTS], wrap_off[WR_SLOTS], rep_off[RP_SLOTS], comp_off[CP_SLOTS];
-    PyObject *crounds_obj, *done_obj, *empty_tuple, *mode_peers;
+    PyObject *crounds_obj, *done_obj, *empty_tuple;
     PyObject *repeat_type, *compiled_type, *cache_move, *known_move, *counts_obj;
     int64_t *counts;
     PyObject *tracked[N_TRACKERS][3];  /* (a run's state array, its tracker, its rounds) */
@@ -1349,7 +1349,6 @@ static void IRestart_dealloc(IRestart *self)
     Py_XDECREF(self->crounds_obj);
     Py_XDECREF(self->done_obj);
     Py_XDECREF(self->empty_tuple);
-    Py_XDECREF(self->mode_peers);
     Py_XDECREF(self->repeat_type);
     Py_XDECREF(self->compiled_type);
     Py_XDECREF(self->cache_move);
@@ -1425,7 +1424,7 @@ static PyObject *IRestart_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         return NULL;
     if (!PyType_Check(plan_type) || !PyType_Check(wrap) || !PyList_CheckExact(active) ||
             !PyType_Check(repeat_type) || !PyType_Check(compiled_type) ||
-            !PyTuple_Check(codes) || PyTuple_GET_SIZE(codes) != 9 || !istart || !step ||
+            !PyTuple_Check(codes) || PyTuple_GET_SIZE(codes) != 8 || !istart || !step ||
             !iwait || !w || !x || tag_ub <= 0) {
         PyErr_SetString(PyExc_TypeError, "IRestart: bad arguments");
         return NULL;
@@ -1453,8 +1452,8 @@ static PyObject *IRestart_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     self->x = (int64_t *)(uintptr_t)x;
     self->tag_ub = tag_ub;
     self->pool_size = pool_size;
-    long c[9];
-    for (int i = 0; i < 9; i++) {
+    long c[8];
+    for (int i = 0; i < 8; i++) {
         c[i] = PyLong_AsLong(PyTuple_GET_ITEM(codes, i));
         if (c[i] == -1 && PyErr_Occurred()) {
             Py_DECREF(self);
@@ -1466,11 +1465,10 @@ static PyObject *IRestart_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     self->mode_code = (int)c[2];
     self->crounds = c[3];
     self->done_stage = c[4];
-    self->k_mode = c[5];
-    self->st_k = c[6];
-    self->st_bad = c[7];
-    self->st_pos = c[8];
-    if (c[6] < 0 || c[6] >= 64 || c[7] < 0 || c[7] >= 64 || c[8] < 0 || c[8] >= 64) {
+    self->st_k = c[5];
+    self->st_bad = c[6];
+    self->st_pos = c[7];
+    if (c[5] < 0 || c[5] >= 64 || c[6] < 0 || c[6] >= 64 || c[7] < 0 || c[7] >= 64) {
         Py_DECREF(self);
         PyErr_SetString(PyExc_ValueError, "IRestart: bad state fields");
         return NULL;
@@ -1478,9 +1476,7 @@ static PyObject *IRestart_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     self->crounds_obj = PyLong_FromLong(c[3]);
     self->done_obj = PyLong_FromLong(c[4]);
     self->empty_tuple = PyTuple_New(0);
-    self->mode_peers = Py_BuildValue("(i)", 0);
     if (self->crounds_obj == NULL || self->done_obj == NULL || self->empty_tuple == NULL ||
-            self->mode_peers == NULL ||
             (self->inflight_at = array_data(inflight, "inflight")) == NULL ||
             (self->seq_at = array_data(seq, "seq")) == NULL ||
             (self->counts = array_data(counts, "counts")) == NULL ||
@@ -1554,10 +1550,6 @@ static int slot_add(PyObject *obj, Py_ssize_t off, long long by)
 /* The peers of the round the run's state names (Progress._c_moved), a new reference. */
 static PyObject *round_peers(IRestart *self, PyObject *comp, long long k)
 {
-    if (k == self->k_mode) {
-        Py_INCREF(self->mode_peers);
-        return self->mode_peers;
-    }
     PyObject *rounds = slot_get(comp, self->comp_off[CP_ROUNDS]);
     if (rounds == NULL)
         return NULL;

@@ -381,11 +381,16 @@ int dualmpi_run(const int64_t *a)
  * requests from s[S_MODE_AT] on in the request array (after the round's messages and the spare
  * slot of the alarm line).  On rank 0 they are its sends of [1, vector] to every other rank, done
  * with the last round, every MODE_SYNC-th request's synchronous (so rank 0 is never more than
- * MODE_SYNC calls ahead of a rank beyond the requests the program holds); on another rank the receive of rank 0's mode into s[S_MODE], which round 0
- * waits for (k == K_MODE): a mode that says "skip" with this rank's own vector (s[S_VEC],
- * s[S_NVEC] words) lets the rounds run; anything else stops the run at K_HEARD and returns
- * DUALMPI_MODE, every time, until Python has read the mode (dualmpi/engine/nonblocking.py: the
- * agreement after all, or the alarm) and set k to -1.  Such a run also copies the result out
+ * MODE_SYNC calls ahead of a rank beyond the requests the program holds); on another rank the
+ * receive of rank 0's mode into s[S_MODE], compared while s[S_MODE_DUE] says so: MODE_EARLY,
+ * before round 0's messages are read (round 0 is posted first: its messages leave while the
+ * mode comes, which is on the critical path of every rank that sends in round 0 otherwise);
+ * MODE_FIRST, before round 0 is posted (a round 0 that sends a payload apart from its trailer:
+ * such a send completes only when its receive is posted, which a failed agreement never does).
+ * A mode that says "skip" with this rank's own vector (s[S_VEC], s[S_NVEC] words) lets the
+ * rounds go on; anything else sets MODE_HEARD and returns DUALMPI_MODE, every time, until
+ * Python has read the mode (dualmpi/engine/nonblocking.py: the agreement after all, then the
+ * rounds from where they are, or the alarm) and cleared S_MODE_DUE.  Such a run also copies the result out
  * when its last round is done and every trailer carried the call's signature: s[S_NCOUT]
  * copies [destination address, store offset, length] from s[S_COUT]; and, right after it
  * posts round 0, s[S_NMID] copies [destination, source, length] at absolute addresses from
@@ -405,7 +410,7 @@ enum { P_NROUNDS, P_ROUNDS, P_MSGS, P_MOVES, P_COMBS, P_TRAILS, P_COMM, P_BYTE, 
        P_FIELDS };
 enum { S_K, S_STORE, S_TAG, S_REQS, S_SIGNATURE, S_BAD_ROUND, S_BAD_PEER, S_OP, S_TYPE, S_ITEM,
        S_POS, S_RUN, S_NMODE, S_MODE_AT, S_MODE, S_VEC, S_NVEC, S_NCOUT, S_COUT, S_LATE,
-       S_NMID, S_MID, S_FIELDS };
+       S_NMID, S_MID, S_MODE_DUE, S_FIELDS };
 enum { W_WBUF, W_RING, W_SEQ, W_HIST, W_LINE, W_FUTURE, W_FIELDS };
 enum { R_NMSG, R_NRECV, R_MSG, R_NMOVE, R_MOVE, R_NCOMB, R_COMB, R_NTRAIL, R_TRAIL, R_NFIRST,
        R_NLATE, R_LATE, R_FIELDS };
@@ -413,9 +418,9 @@ enum { R_NMSG, R_NRECV, R_MSG, R_NMOVE, R_MOVE, R_NCOMB, R_COMB, R_NTRAIL, R_TRA
 enum { M_RECV, M_SEND, M_SEND_APART, M_RECV_APART };
 #define MSG_FIELDS 6
 #define STEP_STATUSES 64
-/* k of a run waiting for rank 0's mode, and of one whose mode Python must read. */
-#define K_MODE (-2)
-#define K_HEARD (-3)
+/* s[S_MODE_DUE]: rank 0's mode to compare before round 0's messages are read, before round 0
+ * is posted, or heard (not "skip" with this rank's vector) and not yet read by Python. */
+enum { MODE_NONE, MODE_EARLY, MODE_FIRST, MODE_HEARD };
 /* Returned when rank 0's mode is not "skip" with this rank's vector (Python reads it). */
 #define DUALMPI_MODE (-2147483645)
 
@@ -461,9 +466,11 @@ static int istep(const int64_t *p, int64_t *s, int post_only)
     int err, flag;
 
     for (int64_t k = s[S_K]; k < nrounds; k = s[S_K]) {
-        if (k == K_HEARD)
+        const int64_t due = s[S_MODE_DUE];
+        if (due == MODE_HEARD)
             return DUALMPI_MODE;
-        if (k == K_MODE) {  /* rank 0's mode: "skip", with this rank's vector? */
+        if (due && (k >= 0 || due == MODE_FIRST || nrounds == 0)) {
+            /* rank 0's mode: "skip", with this rank's vector? */
             const int64_t *mode = (const int64_t *)(intptr_t)s[S_MODE];
             if (post_only)
                 return MPI_SUCCESS;
@@ -474,11 +481,10 @@ static int istep(const int64_t *p, int64_t *s, int post_only)
                 return MPI_SUCCESS;
             if (mode[0] != 1 || memcmp(mode + 1, (const void *)(intptr_t)s[S_VEC],
                                        (size_t)s[S_NVEC] * sizeof(int64_t))) {
-                s[S_K] = K_HEARD;
+                s[S_MODE_DUE] = MODE_HEARD;
                 return DUALMPI_MODE;
             }
-            s[S_K] = -1;
-            continue;
+            s[S_MODE_DUE] = MODE_NONE;
         }
         if (k >= 0) {  /* round k is posted: are its messages done? */
             const int64_t *row = rows + k * R_FIELDS;
@@ -593,7 +599,7 @@ int dualmpi_istep(const int64_t *p, int64_t *s)
  * handled as the compiled loop handles it (heard): a notice about one of this rank's own
  * nonblocking calls is dropped, a message about a later call kept in the ring; anything else
  * returns DUALMPI_ALARM for the caller to read.  s[S_POS] is the 1-based position of the round
- * waited in (0 outside; nrounds + 1 for rank 0's mode), which the watchdog reads with s[S_RUN]
+ * waited in (0 outside; nrounds + 1 while rank 0's mode is due), which the watchdog reads with s[S_RUN]
  * (the request's number).  Only for a request that is the only one in flight on the rank: the
  * others would not advance.  Called with s[S_POS] == -1 (by a caller that stepped the run just
  * now: recall.c's IRestart.close) it waits before its first step, whose test would find nothing
@@ -619,7 +625,8 @@ int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
             reqs[n] = (MPI_Request)(intptr_t)w[W_LINE];
         /* (the mode messages after the spare slot: the wait covers them, the nulls between) */
         int count = s[S_NMODE] ? (int)(s[S_MODE_AT] + s[S_NMODE]) : n + watch;
-        s[S_POS] = k >= 0 ? k + 1 : nrounds + 1;  /* (past the rounds: rank 0's mode) */
+        /* (past the rounds: rank 0's mode, waited for with round 0's messages or before them) */
+        s[S_POS] = k >= 0 && !s[S_MODE_DUE] ? k + 1 : nrounds + 1;
         err = MPI_Waitany(count, reqs, &index, MPI_STATUS_IGNORE);
         if (err == MPI_SUCCESS && watch && index == n &&
                 heard(reqs + n, (const int64_t *)(intptr_t)w[W_WBUF],
@@ -657,13 +664,15 @@ int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
  * are sent (rank 0 to every rank, the others to rank 0: [NONBLOCKING, t, rank, 0...]), the run is
  * set up (signature, trailers cleared, copies in, combine), and the modes posted: rank 0 sends
  * every rank [1, vector] (MPI_Isend, MPI_Issend when seq % MODE_SYNC == 0; done with the last
- * round), another rank receives rank 0's (round 0 waits for it: dualmpi_istep). Then the run is
- * stepped up to its first test (istep's post_only: round 0 posted unless the mode is awaited),
+ * round), another rank receives rank 0's (compared before round 0's messages are read, or with
+ * x[X_EARLY] 0 or a payload apart sent in round 0 before round 0 is posted: dualmpi_istep).
+ * Then the run is stepped up to its first test (istep's post_only: round 0 posted unless the
+ * mode comes first),
  * which the next step or wait makes. Returns what that step returns. With m[M_PLAIN] the start is
  * that of a request without an agreement (Progress.start with no vector: a v-variant's data): no
  * line drained, no call number, notices nor mode; the run is set up and stepped. */
 enum { X_RANK, X_SIZE, X_ACOMM, X_CTL, X_I64, X_LONG, X_NOTES, X_NOTE_REQS, X_NOTE_BUF, X_STARTS,
-       X_FIELDS };
+       X_EARLY, X_FIELDS };
 enum { M_VEC, M_NVEC, M_CIN, M_NCIN, M_COUT, M_NCOUT, M_SIG, M_SIGAT, M_SIZE, M_OP, M_TYPE,
        M_ITEM, M_PLAIN, M_MID, M_NMID, M_FIELDS };
 #define DUALMPI_PYTHON (-2147483644)
@@ -754,7 +763,8 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, int64_t *x,
     }
     char *store = (char *)(intptr_t)s[S_STORE];
     MPI_Request *reqs = (MPI_Request *)(intptr_t)s[S_REQS];
-    s[S_K] = (rank == 0 || !talk) ? -1 : K_MODE;
+    s[S_K] = -1;
+    s[S_MODE_DUE] = MODE_NONE;
     s[S_BAD_ROUND] = -1;
     s[S_LATE] = 0;
     s[S_TAG] = tag;
@@ -799,6 +809,14 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, int64_t *x,
             if (err != MPI_SUCCESS)
                 return err;
             s[S_NMODE] = 1;
+            s[S_MODE_DUE] = x[X_EARLY] ? MODE_EARLY : MODE_FIRST;
+            if (p[P_NROUNDS] > 0) {  /* a payload apart in round 0: the mode first */
+                const int64_t *row = (const int64_t *)(intptr_t)p[P_ROUNDS];
+                const int64_t *msg = (const int64_t *)(intptr_t)p[P_MSGS] + row[R_MSG] * MSG_FIELDS;
+                for (int64_t i = 0; i < row[R_NMSG]; i++, msg += MSG_FIELDS)
+                    if (msg[4] == M_SEND_APART)
+                        s[S_MODE_DUE] = MODE_FIRST;
+            }
         }
     }
     return istep(p, s, 1);

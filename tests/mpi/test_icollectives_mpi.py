@@ -810,6 +810,66 @@ def test_rank_0_passing_other_arguments_to_a_repeat_fails_every_rank_alike():
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("n", [3, LARGE])
+def test_a_repeat_posts_round_0_before_rank_0s_mode(n):
+    """A repeat started in C on a rank other than 0 posts its round 0 at once, while rank 0's
+    mode comes (compared before round 0's messages are read): right after the start its run
+    is in round 0 with the mode still due.  With blocks of ``LARGE`` elements round 0 sends
+    its payloads apart from their trailers, and such a run waits for the mode before it posts
+    anything (a failed agreement never receives them).  Every result equals MPI's."""
+    from dualmpi.engine import nonblocking as nb
+
+    net = _net(0)
+    x, y = np.zeros(n, np.int64), np.zeros(n * SIZE, np.int64)
+    seen, bad = [], []
+    for k in range(4):
+        x[:] = 10 * RANK + k
+        req = net.Iallgather(x, y)
+        state = req._plan.c_state
+        seen.append(None if state is None else (int(state[nb._S_K]), int(state[nb._S_MODE_DUE])))
+        req.Wait()
+        if not np.array_equal(y, np.concatenate(WORLD.allgather(x))):
+            bad.append(k)
+    ok = not bad
+    if SIZE > 1 and _compiled_start(net) and RANK != 0:  # calls 2 and 3 are repeats in C
+        want = (0, nb._MODE_EARLY) if n == 3 else (-1, nb._MODE_FIRST)
+        ok = ok and seen[2:] == [want, want]
+    assert _agree(ok), (bad, seen)
+
+
+@pytest.mark.mpi
+def test_rank_0_repeating_other_agreed_arguments_fails_every_rank():
+    """Rank 0 passes arguments the ranks agreed on earlier (so its mode says "skip") while the
+    others repeat their last call in C, which posts round 0 before the mode is in: those
+    messages are another call's to rank 0.  No hang, no result: every rank raises in the call,
+    and the communicator is unusable afterwards."""
+    if SIZE == 1:
+        pytest.skip("one rank: nobody to differ from")
+    net = dualmpi.Comm(WORLD, NETS[0][0], nodes_per_rank=NETS[0][1])
+    try:
+        x4, y4, x5, y5 = np.ones(4), np.zeros(4), np.ones(5), np.zeros(5)
+        for x, y in ((x4, y4), (x4, y4), (x5, y5), (x5, y5)):
+            net.Iallreduce(x, y).Wait()
+        ok = np.allclose(y4, SIZE) and np.allclose(y5, SIZE)
+        y4[:] = y5[:] = -1
+        msgs = []
+        for _ in range(2):
+            try:
+                if RANK == 0:
+                    net.Iallreduce(x4, y4).Wait()
+                else:
+                    net.Iallreduce(x5, y5).Wait()
+                msgs.append("")
+            except DualmpiError as exc:
+                msgs.append(str(exc))
+        ok = ok and msgs[0] != "" and "unusable" in msgs[1]
+        ok = ok and not np.allclose(y4 if RANK == 0 else y5, SIZE)  # no result
+    finally:
+        net.Free()
+    assert _agree(ok), msgs
+
+
+@pytest.mark.mpi
 @pytest.mark.parametrize("net_i", [0, 1])
 def test_large_v_variant_repeats_run_zero_copy_and_match_mpi(net_i):
     """Nonblocking v-variants of :data:`LARGE`-element blocks with gaps between them, repeated
