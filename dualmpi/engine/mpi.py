@@ -46,7 +46,9 @@ _TAG_MOD = 1 << 15
 #: ("another call"), a whole message where a trailer was due is cut short
 #: (``MPI_ERR_TRUNCATE``).  The rule is the payload's length, which sender and receiver agree
 #: on (not its segments, which differ between their stores), in the plans that split
-#: (:class:`MPIRunner`: not merged plans, not reductions whose ranks exchange in a round).
+#: (:class:`MPIRunner`: not reductions whose ranks exchange in a round; in :func:`pair`'s
+#: merged plans the payload is the second plan's segments, the first's travel with the
+#: trailer).
 #: Measured on 2 ranks of one machine (Sendrecv, medians of 9 × 20, load 7.6): a payload and
 #: its trailer in one hindexed message 9.3, 20.0 and 238.8 µs at 16 KiB, 64 KiB and 1 MiB;
 #: apart 10.4, 14.3 and 131.5; the payload alone 6.8, 10.7 and 122.7 (received into two
@@ -344,19 +346,22 @@ class MPIRunner:
 
     A message of :data:`APART` bytes or more (:data:`APART_SHARED` with several nodes per
     rank: :func:`apart_from`) goes as its payload and its trailer apart, but with
-    ``apart=False``: :func:`pair`'s merged plans and the reductions whose ranks exchange
-    payloads in a round (:meth:`Engine.runner <dualmpi.engine.core.Engine.runner>`:
+    ``apart=False``: the reductions whose ranks exchange payloads in a round
+    (:meth:`Engine.runner <dualmpi.engine.core.Engine.runner>`:
     :meth:`ArraySchedule.exchanges <dualmpi.engine.arrays.ArraySchedule.exchanges>`).
     There, measured on Q_1 (``benchmarks/engine.py``, 15 repeats, load 7.7–18.8), it took
-    1.13–1.49 of the time at 32 and 64 KiB (``Allreduce``'s exchange; the v-variants, whose
-    merged messages are several segments anyway, 1.3–1.6), where the other collectives took
-    0.56–0.72 (``Reduce``, ``Scan``, ``Exscan`` 0.49–0.73 at 32–256 KiB).  Every rank of a
-    call decides alike (its collective, its schedule, the message's length).
+    1.13–1.49 of the time at 32 and 64 KiB (``Allreduce``'s exchange), where the other
+    collectives took 0.56–0.72 (``Reduce``, ``Scan``, ``Exscan`` 0.49–0.73 at 32–256 KiB).
+    ``heads``: ``{(round index, peer, is_send): n}``, the last ``n`` segments of a message
+    travel with its trailer, not with the payload (:func:`pair`: the count table's rows in a
+    merged plan's messages, so the payload apart is the plan's blocks alone; with the rows in
+    it, several segments, the merged v-variants took 1.3–1.6 of the time whole).  Every rank
+    of a call decides alike (its collective, its schedule, the payload's length).
     """
 
     def __init__(self, transport, bound, plan, verify=False, shape=None, drop=None, signature=0,
                  layout=None, buffers=None, combine=None, store=None, absolute=False,
-                 apart=True):
+                 apart=True, heads=None):
         self.transport, self.bound, self.plan = transport, bound, plan
         #: a reduction's ``combine(src, dst)`` (None: no reduction)
         self.combine = combine
@@ -438,11 +443,12 @@ class MPIRunner:
                     n.append(4)
                     crc_at += 8
                 self._senders.append((rnd.index, peer))
-                if apart is not None and not verify and sum(n) >= limit:
+                h = len(at) - heads.get((rnd.index, peer, False), 0) if heads else len(at)
+                if apart is not None and not verify and sum(n[:h]) >= limit:
                     places.append(j)
-                    first.append(graph.Recv_init(self._spec([trail_at, spare_at], [8, 8]),
-                                                 peer, tag))
-                    late.append(graph.Recv_init(self._spec(at, n), peer, tag + apart))
+                    first.append(graph.Recv_init(
+                        self._spec(at[h:] + [trail_at, spare_at], n[h:] + [8, 8]), peer, tag))
+                    late.append(graph.Recv_init(self._spec(at[:h], n[:h]), peer, tag + apart))
                 else:
                     at.append(trail_at)
                     n.append(8)
@@ -457,9 +463,11 @@ class MPIRunner:
                     at.append(crc_at)
                     n.append(4)
                     crc_at += 8
-                if apart is not None and not verify and sum(n) >= limit:
-                    reqs.append(graph.Send_init(self._spec(at, n), peer, tag + apart))
-                    reqs.append(graph.Send_init(self._spec([sig_at], [8]), peer, tag))
+                h = len(at) - heads.get((rnd.index, peer, True), 0) if heads else len(at)
+                if apart is not None and not verify and sum(n[:h]) >= limit:
+                    reqs.append(graph.Send_init(self._spec(at[:h], n[:h]), peer, tag + apart))
+                    reqs.append(graph.Send_init(self._spec(at[h:] + [sig_at], n[h:] + [8]),
+                                                peer, tag))
                 else:
                     at.append(sig_at)
                     n.append(8)
@@ -994,8 +1002,12 @@ def pair(first, first_buffers, second, second_buffers):
             signature = (first.signature * _MIX + second.signature) & _MASK
             if second.absolute:
                 bound = dataclasses.replace(bound, nbytes=0)
+            # the payload apart (APART) is second's segments alone: first's (the count
+            # table's rows, the last segments of a merged message) travel with the trailer
+            heads = {(rnd.index, peer, kind == "sends"): len(offs) for rnd in first.bound.rounds
+                     for kind in ("sends", "recvs") for peer, offs, _ in getattr(rnd, kind)}
             run = MPIRunner(second.transport, bound, second.plan, signature=signature,
-                            combine=second.combine, absolute=second.absolute, apart=False)
+                            combine=second.combine, absolute=second.absolute, heads=heads)
             if second.absolute:  # its own block and seeds, and the stores its segments address
                 run._own, run._seeds, run.buffers = second._own, second._seeds, second.buffers
                 run.bound_at = second.bound_at
