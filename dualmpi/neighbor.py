@@ -56,13 +56,12 @@ _ANY = -1
 #: contiguous message: 3.3, 3.7, 5.8, 12.1); below 8 KiB one message is faster (3.9 against
 #: 4.2 at 4 KiB).  The header says so (its code plus :data:`_ALONE`); the receiver posts one
 #: receive for both and, when the header that came announces a payload of its own
-#: (:func:`_follows`), the payload's.
+#: (:func:`_follows`), the payload's.  The same for a nonblocking call, whose repeats post
+#: that receive in C as soon as the header is in (``rounds.c``'s ``dualmpi_ntest`` and
+#: ``dualmpi_nwait``): until they did, a nonblocking receiver posted it at its next test or
+#: wait from Python, and nonblocking calls split from 256 KiB; from 64 KiB now, on Q_1 their
+#: 64- and 128-KiB rows took 0.26-0.46 of that time, on D_2 0.46-0.70 (docs/performance.md).
 SPLIT = 65536
-#: The same for a nonblocking call: its receiver posts the payload's receive at its next test
-#: or wait from Python, after the header is in, which cost the nonblocking forms 1.10–1.20 times
-#: their time with payloads of 16 KiB split on 8 ranks (D_2, 7 repeats, load 0.0–0.8) and
-#: 1.04–1.16 with 64 KiB; at 1 MiB splitting takes 0.53–0.59 of the time on 2 ranks.
-ISPLIT = 262144
 #: A header's code is the call's plus this when its payload follows as a message of its own.
 _ALONE = 16
 
@@ -398,8 +397,6 @@ class _Exchange:
         MPI = _mpi()
         self.net, self.method, self.error, self.finish = net, method, error, finish
         self.what = what or method
-        #: a nonblocking call (``what`` names it) splits its messages at ISPLIT, not SPLIT
-        self.nonblocking = what is not None
         self.code = _CODES[method]
         self.wire = _wire(net, method)
         self.progress = _progress(net)
@@ -431,9 +428,8 @@ class _Exchange:
         router = self.net._router
         memo = self.memo
         if memo is not None:
-            specs = memo.send_specs_i if self.nonblocking else memo.send_specs
             for j, peer in enumerate(self.ranks):
-                for spec in specs[j]:  # (a large payload after its header)
+                for spec in memo.send_specs[j]:  # (a large payload after its header)
                     self.reqs.append(comm.Isend(spec, peer, tag))
                     self.req_peer.append(peer)
                 router.count_main((self.links[j],), memo.sends[j][0].size, 1)
@@ -448,7 +444,7 @@ class _Exchange:
                 payload, alone = None, False
             else:
                 payload = self.sends[j][0]
-                alone = _split(self.code, payload.size, self.nonblocking)
+                alone = _split(self.code, payload.size)
                 out[j] = _header(self.code, self.sends[j], self.recvs[j], alone)
             if alone:
                 self.reqs += [comm.Isend([out[j], MPI.BYTE], peer, tag),
@@ -653,15 +649,14 @@ def _verdict(method, me, ranks, inp, sends, recvs):
         raise InputError(problems[0] + more)
 
 
-def _split(code, nbytes, nonblocking=False):
+def _split(code, nbytes):
     """True when a message of call ``code`` with a payload of ``nbytes`` sends the payload as a
-    message of its own after its header (a buffer call, :data:`SPLIT` bytes or more; made
-    nonblocking, :data:`ISPLIT`).
+    message of its own after its header (a buffer call, :data:`SPLIT` bytes or more).
 
-    >>> _split(3, SPLIT), _split(3, SPLIT - 1), _split(6, SPLIT), _split(3, SPLIT, True)
-    (True, False, False, False)
+    >>> _split(3, SPLIT), _split(3, SPLIT - 1), _split(6, SPLIT)
+    (True, False, False)
     """
-    return 1 <= code <= _BUFFER_CODES and nbytes >= (ISPLIT if nonblocking else SPLIT)
+    return 1 <= code <= _BUFFER_CODES and nbytes >= SPLIT
 
 
 def _follows(code):
@@ -809,41 +804,34 @@ class _Memo:
     tag and header): a rank that repeats and one that does not still match.  Not for a
     packed datatype (its bytes are packed per call) nor while an exchange of the memo is
     in flight (``busy``: a repeat then runs as a new call).  A payload of :data:`SPLIT` bytes
-    or more is sent after its header, two specs in ``send_specs`` (made nonblocking:
-    :data:`ISPLIT` bytes, ``send_specs_i``, whose headers are ``out_i``).  ``good`` holds the
+    or more is sent after its header, two specs in ``send_specs`` (blocking or not).  ``good`` holds the
     headers the last call that checked out received: a blocking repeat that gets them again
     needs no check (:class:`_Fast`, made on the memo's first blocking repeat: ``fast``; its
     nonblocking form on the first nonblocking repeat: ``ifast``).
     """
 
-    __slots__ = ("template", "args", "sends", "recvs", "out", "out_i", "inp", "send_specs",
-                 "send_specs_i", "recv_specs", "types", "send_types", "busy", "good", "fast",
-                 "ifast")
+    __slots__ = ("template", "args", "sends", "recvs", "out", "inp", "send_specs",
+                 "recv_specs", "types", "send_types", "busy", "good", "fast", "ifast")
 
     def __init__(self, template, args, code, sends, recvs):
         MPI = _mpi()
         n = len(sends)
         self.template, self.args, self.sends, self.recvs = template, args, sends, recvs
         self.out = np.zeros((n, HEADER_WORDS), dtype=np.int64)
-        self.out_i = np.zeros((n, HEADER_WORDS), dtype=np.int64)  # (made nonblocking: ISPLIT)
         self.inp = np.zeros((n, HEADER_WORDS), dtype=np.int64)
         self.good = np.full((n, HEADER_WORDS), -3, dtype=np.int64)  # (no header is that)
         self.send_specs, self.recv_specs, self.types, self.busy = [], [], [], False
-        self.send_types, self.fast, self.ifast, self.send_specs_i = [], None, None, []
+        self.send_types, self.fast, self.ifast = [], None, None
         for j in range(n):
             payload, target = sends[j][0], recvs[j][0]
-            alone, alone_i = _split(code, payload.size), _split(code, payload.size, True)
+            alone = _split(code, payload.size)
             self.out[j] = _header(code, sends[j], recvs[j], alone)
-            self.out_i[j] = _header(code, sends[j], recvs[j], alone_i)
             # (a datatype even for a header alone: the compiled exchange posts every message as
             # one datatype at MPI_BOTTOM, but a large payload, which goes after its header: SPLIT)
             send = self._absolute(MPI, self.out[j], payload)
             self.send_types.append(send[2])
             self.send_specs.append([[self.out[j], MPI.BYTE], [payload, MPI.BYTE]]
                                    if alone else [send])
-            self.send_specs_i.append([[self.out_i[j], MPI.BYTE], [payload, MPI.BYTE]] if alone_i
-                                     else [self._absolute(MPI, self.out_i[j], payload)] if alone
-                                     else [send])
             self.recv_specs.append(self._absolute(MPI, self.inp[j], target))
 
     def _absolute(self, MPI, header, data):
@@ -894,12 +882,8 @@ class _Fast:
         self.net = weakref.ref(net)  # (no cycle through the C objects, which are not collected)
         wire, hub = _wire(net, method), net._router.hub
         self.peers = np.array(ranks, dtype=np.int64)
-        if nonblocking:  # (a header and payload of ISPLIT bytes or more go apart: no datatype)
-            out, split = memo.out_i, ISPLIT
-            stypes = [spec[0][2].handle if len(spec) == 1 else 0 for spec in memo.send_specs_i]
-        else:
-            out, split, stypes = memo.out, SPLIT, [t.handle for t in memo.send_types]
-        self.stypes = np.array(stypes, dtype=np.int64)
+        out, split = memo.out, SPLIT
+        self.stypes = np.array([t.handle for t in memo.send_types], dtype=np.int64)
         self.rtypes = np.array([spec[2].handle for spec in memo.recv_specs], dtype=np.int64)
         # a large payload after its header (SPLIT), and the receives of such payloads
         self.saddr = np.array([memo.sends[j][0].ctypes.data for j in range(n)], dtype=np.int64)
