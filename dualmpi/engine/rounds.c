@@ -829,8 +829,7 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, int64_t *x,
  * message is copied through MPI's buffers); a smaller one with its header, by a committed
  * hindexed datatype at absolute addresses (MPI_BOTTOM).  A receive takes [header | payload] as
  * one datatype; when the header that came says the sender split (its code is the call's plus
- * N_ALONE: a nonblocking sender splits at a size of its own), the payload's receive is posted
- * then, into the same place.
+ * N_ALONE), the payload's receive is posted then, into the same place.
  *
  * The exchange's requests are x[N_REQS] (4n handles; per neighbour j: [j] the send, header and
  * payload or both in one, [n + j] the receive, [2n + j] a payload sent on its own, [3n + j] one
