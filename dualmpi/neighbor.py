@@ -60,7 +60,7 @@ _ANY = -1
 #: that receive in C as soon as the header is in (``rounds.c``'s ``dualmpi_ntest`` and
 #: ``dualmpi_nwait``): until they did, a nonblocking receiver posted it at its next test or
 #: wait from Python, and nonblocking calls split from 256 KiB; from 64 KiB now, on Q_1 their
-#: 64- and 128-KiB rows took 0.26-0.46 of that time, on D_2 0.46-0.70 (docs/performance.md).
+#: 64- and 128-KiB rows took 0.61-0.78 of that time, on D_2 0.46-0.72 (docs/performance.md).
 SPLIT = 65536
 #: A header's code is the call's plus this when its payload follows as a message of its own.
 _ALONE = 16
@@ -804,10 +804,10 @@ class _Memo:
     tag and header): a rank that repeats and one that does not still match.  Not for a
     packed datatype (its bytes are packed per call) nor while an exchange of the memo is
     in flight (``busy``: a repeat then runs as a new call).  A payload of :data:`SPLIT` bytes
-    or more is sent after its header, two specs in ``send_specs`` (blocking or not).  ``good`` holds the
-    headers the last call that checked out received: a blocking repeat that gets them again
-    needs no check (:class:`_Fast`, made on the memo's first blocking repeat: ``fast``; its
-    nonblocking form on the first nonblocking repeat: ``ifast``).
+    or more is sent after its header, two specs in ``send_specs`` (blocking or not).  ``good``
+    holds the headers the last call that checked out received: a blocking repeat that gets
+    them again needs no check (:class:`_Fast`, made on the memo's first blocking repeat:
+    ``fast``; its nonblocking form on the first nonblocking repeat: ``ifast``).
     """
 
     __slots__ = ("template", "args", "sends", "recvs", "out", "inp", "send_specs",
