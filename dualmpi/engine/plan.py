@@ -362,16 +362,18 @@ def _round_of(bounds, idx):
 def _sort_packed(keys, limit, own=False):
     """Return ``(sorted keys, order)`` of non-negative ``keys < limit``; ties keep their order.
 
-    Key and position are packed into one int64 and sorted by value (several times
-    faster than a stable argsort) when they fit; else a stable argsort.  ``own``: the
-    caller gives ``keys`` up (it is overwritten).
+    Key and position are packed into one int64 and sorted by value when they fit; else a
+    stable argsort.  The packed values are distinct, so any sort gives the same order; numpy's
+    stable one (a timsort) finds the runs a plan's codes come in: on MC(2,2)'s 8.5 M codes
+    of one rank of 2, 17 ns an element where its default (an introsort) takes 64 and a
+    stable argsort 51 (numpy 2.4).  ``own``: the caller gives ``keys`` up (it is overwritten).
     """
     bits = max(1, int(keys.size).bit_length())
     if keys.size and int(limit) < (1 << (62 - bits)):
         packed = keys if own else keys.copy()
         packed <<= bits
         packed |= np.arange(keys.size, dtype=np.int64)
-        packed.sort()
+        packed.sort(kind="stable")
         ordered = packed >> bits
         packed &= (1 << bits) - 1
         return ordered, packed
