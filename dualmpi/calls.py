@@ -852,7 +852,7 @@ def _vrestart(ref, method, desc, memo, imethod):
         return None
     progress = comm._nb
     chain = _Chain.repeat(comm, progress, imethod, method, desc, memo)
-    return None if chain is None else Request.from_plan(progress, chain)
+    return None if chain is None else Request(progress, chain)
 
 
 def _install_start(comm, imethod, memo):
@@ -1440,11 +1440,19 @@ class _IMemo:
         ring, flat, bound, sig, check, cost = self.counts
         self.counts_what = f"{imethod} (its counts)"
         self.table_buf = np.zeros((comm.size, self.row.size), dtype=np.int64)
-        sink = self.sink
         self.counts_repeat = Repeat(
             bound, flat, check, sig, send=self.row.view(np.uint8),
             recv=self.table_buf.view(np.uint8).reshape(-1),
-            finish=_count_then(comm._nb_tally, bound, cost, lambda: sink[0]()))
+            finish=functools.partial(_tick_then_sink, comm._nb_tally.adder(bound, *cost),
+                                     self.sink))
+
+
+def _tick_then_sink(tick, sink):
+    """The ``finish`` of a v-variant's count-table repeat (:meth:`_IMemo.count_table`): count
+    the call (``tick``, :meth:`Tally.adder`), then the running call's (``sink[0]``) — one
+    Python frame."""
+    tick()
+    return sink[0]()
 
 
 class _Chain:

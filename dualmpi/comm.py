@@ -152,7 +152,7 @@ class Comm(p2p.PointToPoint):
 
         self._nb = Progress(self._transport, wrap=calls.Request)
         if self._nb.crestart is not None:  # (Request.Wait of a request it ends in C: recall.c)
-            request.use_c_wait(recall.load(), PlanRequest)
+            request.use_c_wait(recall.load(), PlanRequest, calls._Chain)
         #: what the completed nonblocking collectives sent (stats())
         self._nb_tally = calls.Tally()
         neighbor.attach(self)

@@ -521,11 +521,14 @@ def _copy(src, dst):
 _PYTHON_WAIT = Request.Wait
 
 
-def use_c_wait(ext, plan_type):
+def use_c_wait(ext, plan_type, parts_type=None):
     """Make :meth:`Request.Wait` the one of ``ext`` (:mod:`dualmpi.engine.recall`'s extension:
     ``WaitMethod``), once: a request whose plan (a ``plan_type``, the
     :class:`~dualmpi.engine.nonblocking.PlanRequest`) its progress ends in C (``IRestart.close``)
-    is waited for and made inactive without a Python frame; any other call of it is the Python
-    :meth:`Request.Wait`'s (``_PYTHON_WAIT``)."""
+    is waited for and made inactive without a Python frame, and a request of several parts (a
+    ``parts_type``: ``dualmpi.calls._Chain``, whose ``counts`` part starts its ``data`` part)
+    part by part alike; any other call of it is the Python :meth:`Request.Wait`'s
+    (``_PYTHON_WAIT``)."""
     if Request.__dict__["Wait"] is _PYTHON_WAIT:
-        Request.Wait = ext.WaitMethod(Request, plan_type, _PYTHON_WAIT, _PYTHON_WAIT.__doc__)
+        Request.Wait = ext.WaitMethod(Request, plan_type, _PYTHON_WAIT, _PYTHON_WAIT.__doc__,
+                                      parts_type)

@@ -907,8 +907,9 @@ class Progress:
 
     def reserve(self):
         """Take the next sequence number (a request's tag): every rank takes them in one order."""
-        seq = self._seq
-        self._seq += 1
+        counts = self._counts  # (_seq's field, without its property's two frames)
+        seq = int(counts[0])
+        counts[0] = seq + 1
         return seq
 
     def _compiled(self, bound, trailer, apart):

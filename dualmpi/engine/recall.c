@@ -1333,7 +1333,7 @@ static PyObject *s_c, *s_key, *s_z_c, *s_z_comp, *s_z_addr, *s_c_addr, *s_comp, 
     *s_retired, *s_pool, *s_users, *s_rounds, *s_signature, *s_combine, *s_check, *s_finish,
     *s_flat, *s_seq_attr, *s_restarts, *s_zero_copy, *s_move_to_end, *s_poll, *s_advance,
     *s_restart_failed, *s_cache, *s_free, *s_fail, *s_tracker, *s_waited, *s_plain, *s_crestart,
-    *s_wait_on, *s_req;
+    *s_wait_on, *s_req, *s_wait, *s_outcome;
 
 static void IRestart_dealloc(IRestart *self)
 {
@@ -1971,32 +1971,133 @@ static PyTypeObject IRestartType = {
     .tp_methods = IRestart_methods,
 };
 
-/* dualmpi.Request.Wait in C (WaitMethod(request_type, plan_type, fallback, doc)): a method of
- * ``request_type`` (Py_TPFLAGS_METHOD_DESCRIPTOR: called with the request first, as a function
- * in a class is, and bound as one by attribute access) whose call, for an active request of a
+/* dualmpi.Request.Wait in C (WaitMethod(request_type, plan_type, fallback, doc[, parts_type])):
+ * a method of ``request_type`` (Py_TPFLAGS_METHOD_DESCRIPTOR: called with the request first, as
+ * a function in a class is, and bound as one by attribute access) whose call, for an active
+ * request of a
  * ``plan_type`` (PlanRequest) whose Progress has an IRestart (its ``crestart``), runs
  * IRestart.close on it; when that ends the request (True) it makes the request inactive and
  * returns True or raises the plan's error, as Request.Wait and PlanRequest.outcome do.  When
  * close stepped the request without ending it (False, or the step's code) the Progress's
  * ``_wait_on(plan, code)`` does the rest of Progress.wait and the request is then ended alike;
  * anything else (a status to fill, an inactive request, another kind of request, no step taken)
- * is ``fallback(request, ...)``, the Python Wait.  Its state is its own: two dualmpi packages in
- * one process (benchmarks/engine.py --against) each have theirs. */
+ * is ``fallback(request, ...)``, the Python Wait.  A request of a ``parts_type`` (calls._Chain:
+ * a v-variant's count table, then its data, one request to the user) is waited for part by part
+ * alike (wait_parts): the part it runs now (its ``data`` once started, else its ``counts``)
+ * closed in C, the count table's ``finish`` starting the data's part, until the data's part or
+ * an ``error`` ends it; a part that is not a PlanRequest in its compiled rounds, or anything
+ * else, and the Progress's ``wait(parts)`` does the rest.  Its state is its own: two dualmpi
+ * packages in one process (benchmarks/engine.py --against) each have theirs. */
+enum { CH_COUNTS, CH_DATA, CH_ERROR, CH_SLOTS };
+static const char *chain_slots[CH_SLOTS] = {"counts", "data", "error"};
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyTypeObject *request, *plan;
+    PyTypeObject *request, *plan, *parts;
     PyObject *fallback, *doc;
-    Py_ssize_t off[WR_SLOTS], plan_off[PL_SLOTS];
+    Py_ssize_t off[WR_SLOTS], plan_off[PL_SLOTS], parts_off[CH_SLOTS];
 } WaitMethod;
 
 static void WaitMethod_dealloc(WaitMethod *self)
 {
     Py_XDECREF(self->request);
     Py_XDECREF(self->plan);
+    Py_XDECREF(self->parts);
     Py_XDECREF(self->fallback);
     Py_XDECREF(self->doc);
     Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Raise a plan's ``error`` slot (PlanRequest.outcome): -1 with it set, 0 when there is none. */
+static int raise_part(PyObject *error)
+{
+    if (error == NULL || error == Py_None)
+        return 0;
+    if (PyExceptionInstance_Check(error))
+        PyErr_SetObject((PyObject *)Py_TYPE(error), error);
+    else
+        PyErr_SetString(PyExc_TypeError, "Wait: a request's error is not an exception");
+    return -1;
+}
+
+/* WaitMethod's call for a request of several parts (see WaitMethod): each part closed in C in
+ * turn, then the request made inactive and its outcome raised (_Chain.outcome: its own error,
+ * the count table's, the data's). */
+static PyObject *wait_parts(WaitMethod *wm, PyObject *self, PyObject *parts, PyObject *progress)
+{
+    PyObject *irs = PyObject_GetAttr(progress, s_crestart);
+    if (irs == NULL)
+        return NULL;
+    int python = Py_TYPE(irs) != &IRestartType || ((IRestart *)irs)->progress != progress ||
+        (PyTypeObject *)((IRestart *)irs)->plan_type != wm->plan;
+    Py_INCREF(parts);
+    while (!python) {
+        PyObject *error = SLOT(parts, wm->parts_off[CH_ERROR]);
+        PyObject *data = SLOT(parts, wm->parts_off[CH_DATA]);
+        PyObject *now = data != NULL && data != Py_None ? data :
+            SLOT(parts, wm->parts_off[CH_COUNTS]);
+        if (error == NULL || error != Py_None)
+            break;  /* (failed: raised below) */
+        if (now == NULL || Py_TYPE(now) != wm->plan) {
+            python = 1;
+            break;
+        }
+        if (SLOT(now, wm->plan_off[PL_DONE]) == Py_True) {
+            PyObject *err = SLOT(now, wm->plan_off[PL_ERROR]);
+            /* (the data's part ended, or the count table's failed; else its finish did not
+             * start the data's: Python's) */
+            python = now != data && (err == NULL || err == Py_None);
+            break;
+        }
+        Py_INCREF(now);
+        PyObject *r = IRestart_close((IRestart *)irs, now);
+        if (r == Py_None) {  /* (not alone in flight, or not in its compiled rounds) */
+            Py_DECREF(r);
+            Py_DECREF(now);
+            python = 1;
+            break;
+        }
+        if (r != NULL && r != Py_True) {  /* (stepped, not ended: the rest of Progress.wait) */
+            PyObject *v = PyObject_CallMethodObjArgs(progress, s_wait_on, now, r, NULL);
+            Py_DECREF(r);
+            r = v;
+        }
+        Py_DECREF(now);
+        if (r == NULL)
+            goto fail;
+        Py_DECREF(r);
+    }
+    Py_CLEAR(irs);
+    if (python) {
+        PyObject *v = PyObject_CallMethodOneArg(progress, s_wait, parts);
+        if (v == NULL)
+            goto fail;
+        Py_DECREF(v);
+    }
+    put_ref(self, wm->off[WR_ACTIVE], Py_False);
+    put_ref(self, wm->off[WR_PLAN], Py_None);
+    {
+        PyObject *error = SLOT(parts, wm->parts_off[CH_ERROR]);
+        PyObject *counts = SLOT(parts, wm->parts_off[CH_COUNTS]);
+        PyObject *data = SLOT(parts, wm->parts_off[CH_DATA]);
+        if (error == NULL || error != Py_None || counts == NULL || Py_TYPE(counts) != wm->plan ||
+                data == NULL || Py_TYPE(data) != wm->plan) {
+            /* (anything but two PlanRequests and no error of its own: _Chain.outcome) */
+            PyObject *v = PyObject_CallMethodNoArgs(parts, s_outcome);
+            if (v == NULL)
+                goto fail;
+            Py_DECREF(v);
+        } else if (raise_part(SLOT(counts, wm->plan_off[PL_ERROR])) < 0 ||
+                   raise_part(SLOT(data, wm->plan_off[PL_ERROR])) < 0) {
+            goto fail;
+        }
+    }
+    Py_DECREF(parts);
+    Py_RETURN_TRUE;
+fail:
+    Py_XDECREF(irs);
+    Py_DECREF(parts);
+    return NULL;
 }
 
 static PyObject *WaitMethod_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf,
@@ -2011,6 +2112,8 @@ static PyObject *WaitMethod_vectorcall(PyObject *obj, PyObject *const *args, siz
     if (SLOT(self, wm->off[WR_ACTIVE]) != Py_True)
         return PyObject_Vectorcall(wm->fallback, args, nargsf, kwnames);
     PyObject *plan = SLOT(self, wm->off[WR_PLAN]), *progress = SLOT(self, wm->off[WR_PROGRESS]);
+    if (plan != NULL && progress != NULL && wm->parts != NULL && Py_TYPE(plan) == wm->parts)
+        return wait_parts(wm, self, plan, progress);
     if (plan == NULL || progress == NULL || Py_TYPE(plan) != wm->plan)
         return PyObject_Vectorcall(wm->fallback, args, nargsf, kwnames);
     PyObject *irs = PyObject_GetAttr(progress, s_crestart);
@@ -2042,16 +2145,10 @@ static PyObject *WaitMethod_vectorcall(PyObject *obj, PyObject *const *args, siz
     /* the request inactive, then its outcome (PlanRequest.outcome) */
     put_ref(self, wm->off[WR_ACTIVE], Py_False);
     put_ref(self, wm->off[WR_PLAN], Py_None);
-    PyObject *error = SLOT(plan, wm->plan_off[PL_ERROR]);
-    if (error != NULL && error != Py_None) {
-        if (PyExceptionInstance_Check(error))
-            PyErr_SetObject((PyObject *)Py_TYPE(error), error);
-        else
-            PyErr_SetString(PyExc_TypeError, "Wait: a request's error is not an exception");
-        Py_DECREF(plan);
-        return NULL;
-    }
+    int bad = raise_part(SLOT(plan, wm->plan_off[PL_ERROR]));
     Py_DECREF(plan);
+    if (bad < 0)
+        return NULL;
     Py_RETURN_TRUE;
 }
 
@@ -2064,20 +2161,27 @@ static PyObject *WaitMethod_get(PyObject *obj, PyObject *instance, PyObject *Py_
 
 static PyObject *WaitMethod_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    PyObject *request_type, *plan_type, *fallback, *doc;
-    if (kw != NULL || !PyArg_ParseTuple(args, "O!O!OU", &PyType_Type, &request_type,
-                                        &PyType_Type, &plan_type, &fallback, &doc))
+    PyObject *request_type, *plan_type, *fallback, *doc, *parts_type = Py_None;
+    if (kw != NULL || !PyArg_ParseTuple(args, "O!O!OU|O", &PyType_Type, &request_type,
+                                        &PyType_Type, &plan_type, &fallback, &doc, &parts_type))
         return NULL;
+    if (parts_type != Py_None && !PyType_Check(parts_type)) {
+        PyErr_SetString(PyExc_TypeError, "WaitMethod: parts_type is not a type");
+        return NULL;
+    }
     WaitMethod *self = (WaitMethod *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
     self->vectorcall = WaitMethod_vectorcall;
     self->request = (PyTypeObject *)Py_NewRef(request_type);
     self->plan = (PyTypeObject *)Py_NewRef(plan_type);
+    self->parts = parts_type == Py_None ? NULL : (PyTypeObject *)Py_NewRef(parts_type);
     self->fallback = Py_NewRef(fallback);
     self->doc = Py_NewRef(doc);
     if (slot_offsets(request_type, wrap_slots, WR_SLOTS, self->off) < 0 ||
-            slot_offsets(plan_type, plan_slots, PL_SLOTS, self->plan_off) < 0) {
+            slot_offsets(plan_type, plan_slots, PL_SLOTS, self->plan_off) < 0 ||
+            (self->parts != NULL &&
+             slot_offsets(parts_type, chain_slots, CH_SLOTS, self->parts_off) < 0)) {
         Py_DECREF(self);
         return NULL;
     }
@@ -2402,7 +2506,7 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
             {&s_memo, "memo"}, {&s_busy, "busy"}, {&s_xaddr, "xaddr"},
             {&s_track_addr, "track_addr"}, {&s_call, "call"}, {&s_last, "last"},
             {&s_settle, "_settle"}, {&s_crestart, "crestart"}, {&s_req, "req"},
-            {&s_wait_on, "_wait_on"},
+            {&s_wait_on, "_wait_on"}, {&s_wait, "wait"}, {&s_outcome, "outcome"},
         };
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
             if ((*names[i].at = PyUnicode_InternFromString(names[i].name)) == NULL)

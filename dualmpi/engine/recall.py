@@ -52,11 +52,13 @@ does the same steps in one call:
   <dualmpi.engine.nonblocking.Progress.wait>`, steps the only request in flight and ends it
   when its rounds are done (the run back to its pool, ``finish()`` run): Python's frames on
   that path cost more than the messages (docs/performance.md, "A nonblocking repeat in C");
-* ``WaitMethod(request_type, plan_type, fallback, doc)`` is :meth:`dualmpi.Request.Wait` in C
-  (:func:`dualmpi.request.use_c_wait`): a request whose plan its progress's ``IRestart.close``
-  ends is waited for, made inactive and its error raised without a Python frame; any other
-  wait (a status to fill, another kind of request, one not alone in flight) is ``fallback``,
-  the Python ``Wait``;
+* ``WaitMethod(request_type, plan_type, fallback, doc[, parts_type])`` is
+  :meth:`dualmpi.Request.Wait` in C (:func:`dualmpi.request.use_c_wait`): a request whose plan
+  its progress's ``IRestart.close`` ends is waited for, made inactive and its error raised
+  without a Python frame, and a request of several parts (a ``parts_type``,
+  :class:`dualmpi.calls._Chain`: a v-variant's count table, then its data) part by part alike;
+  any other wait (a status to fill, another kind of request, one not alone in flight) is
+  ``fallback``, the Python ``Wait``;
 * ``Tick(plans, key, add)`` counts a completed call in :class:`dualmpi.calls.Tally` (one
   more in ``plans[key]``'s call count, ``add()`` when the plan has no entry yet): the finish
   of a remembered nonblocking call, without ``Tally.add``'s frame (:meth:`Tally.adder

@@ -710,8 +710,10 @@ def test_v_variant_repeats_are_matched_and_started_in_c(net_i, monkeypatch):
     """A nonblocking v-variant repeated on the same objects is matched in C (``Comm._m<name>``:
     ``calls._install_vstart``) and both its parts start in C (``IRestart`` with a sequence
     number: the count table, then the data with the number reserved for it), so neither
-    ``calls.icollective`` nor ``Progress.restart`` runs for it; alone and with a barrier in
-    flight beside it, each call equals MPI's."""
+    ``calls.icollective`` nor ``Progress.restart`` runs for it; waited for alone, its parts are
+    closed in C one after the other (``recall.c``'s ``wait_parts``: ``Progress.wait`` does not
+    run) and the request is inactive after; alone and with a barrier in flight beside it (the
+    Python wait), each call equals MPI's."""
     from dualmpi import calls
     from dualmpi.engine import recall
 
@@ -733,7 +735,9 @@ def test_v_variant_repeats_are_matched_and_started_in_c(net_i, monkeypatch):
         a[1] != "Ibarrier" and python.append(a[1])) or icollective(*a, **kw))
     monkeypatch.setattr(progress, "restart", lambda *a, **kw: (
         a[1] != "Ibarrier" and python.append(a[1])) or restart(*a, **kw))
-    bad = []
+    waits, wait = [], progress.wait
+    monkeypatch.setattr(progress, "wait", lambda req: waits.append(req.what) or wait(req))
+    bad, alone = [], []
     for k in range(3, 7):
         refill(k)
         for name in vector:
@@ -741,14 +745,52 @@ def test_v_variant_repeats_are_matched_and_started_in_c(net_i, monkeypatch):
                 other = net.Ibarrier()  # (not a v-variant: matched in C too)
                 dualmpi.Request.Waitall([cases[name][0](net), other])
             else:
-                cases[name][0](net).Wait()
+                req = cases[name][0](net)
+                alone.append(req.Wait() is True and not req and req == MPI.REQUEST_NULL)
             cases[name][1]()
             if not _equal(got, name, root):
                 bad.append((k, name))
     monkeypatch.undo()
     in_c = recall.load() is not None and _compiled_start(net) and SIZE > 1
-    ok = not bad and (not python or not in_c)
-    assert _agree(ok), (bad, python[:8], in_c)
+    ok = not bad and all(alone) and (not python or not in_c)
+    # (Waitall, beside a barrier, takes its own path: dualmpi.engine.nonblocking.block)
+    ok = ok and (len(waits) == 0 if in_c else True)
+    assert _agree(ok), (bad, python[:8], waits[:8], alone, in_c)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("net_i", [0, 1])
+def test_a_v_variant_repeat_with_a_bad_count_fails_in_its_wait_on_every_rank(net_i):
+    """``Ialltoallv`` repeated (waited for part by part in C: ``recall.c``'s ``wait_parts``),
+    then the last rank's recvcounts do not match what rank 0 sends it, the others repeating:
+    every rank's ``Wait`` raises the count table's one InputError, the request is inactive
+    after it, and the calls after it equal MPI's."""
+    if SIZE == 1:
+        pytest.skip("one rank: nobody to disagree with")
+    net = _net(net_i)
+    n, last = 3, SIZE - 1
+    counts = [n] * SIZE
+    send = np.arange(n * SIZE, dtype=float) + 100 * RANK
+    got, ref = np.full(n * SIZE, -1.0), np.full(n * SIZE, -1.0)
+    ok = True
+    for k in range(4):
+        if k == 2:  # (a repeat on every rank but the last)
+            bad = [n - 1] + counts[1:] if RANK == last else counts
+            req = net.Ialltoallv([send, counts], [got, bad])
+            try:
+                req.Wait()
+                text = None
+            except InputError as exc:
+                text = str(exc)
+            texts = WORLD.allgather(text)
+            ok = ok and not req and texts[0] is not None and texts.count(texts[0]) == SIZE and \
+                f"rank {last}'s recvcounts do not match" in texts[0]
+            continue
+        send += 1
+        net.Ialltoallv([send, counts], [got, counts]).Wait()
+        WORLD.Alltoallv([send, counts], [ref, counts])
+        ok = ok and np.array_equal(got, ref)
+    assert _agree(ok), (got[:6], ref[:6])
 
 
 @pytest.mark.mpi
