@@ -828,8 +828,10 @@ def vector_nonblocking():
 def _install_vstart(comm, imethod, method, memo):
     """Make ``comm._m<imethod>`` start a repeat of ``memo``'s v-variant call: ``Recall.start``
     compares the arguments with the memo's template in C, as :func:`icollective` does, and
-    returns the request :func:`_vrestart` starts (its count table restarted in C), or None
-    (the Python path then)."""
+    returns the request ``VStart`` starts in C (a :class:`_Chain` on the memo's count table,
+    its part restarted by ``Progress.crestart``), or None: another call of the memo holds its
+    table, it is no longer the method's memo, or the part's start declined (the Python path,
+    :func:`icollective`, then)."""
     module = recall.load()
     if module is None or comm._nb is None or comm._nb.crestart is None or \
             memo.counts_repeat is None:
@@ -837,22 +839,9 @@ def _install_vstart(comm, imethod, method, memo):
         return
     # (the communicator weakly: it holds the matcher, which the collector cannot look into)
     setattr(comm, "_m" + imethod, module.Recall.start(
-        functools.partial(_vrestart, weakref.ref(comm), method, registry.by_mpi(method)), memo,
+        module.VStart(comm._nb.crestart, _Chain, _IMemo, weakref.ref(comm), method,
+                      registry.by_mpi(method)), memo,
         imethod, comm._transport.alarm, memo.template, comm._engine, memo.epoch))
-
-
-def _vrestart(ref, method, desc, memo, imethod):
-    """Start a repeat of the v-variant call ``memo`` remembers (``Recall.start``'s start: the
-    arguments matched, the engine's cache and the alarm line as they were), or return None
-    (another call of the memo holds its table, or it is no longer the method's memo: the
-    Python path, :func:`icollective`)."""
-    comm = ref()
-    if comm is None or memo.table_busy or memo.counts_repeat is None or \
-            comm._i_memo.get(imethod) is not memo or comm._nb is None:
-        return None
-    progress = comm._nb
-    chain = _Chain.repeat(comm, progress, imethod, method, desc, memo)
-    return None if chain is None else Request(progress, chain)
 
 
 def _install_start(comm, imethod, memo):
@@ -1464,27 +1453,13 @@ class _Chain:
     A repeat not given its call number (``t`` None) restarts the table's request in C
     (:meth:`Progress.restart <dualmpi.engine.nonblocking.Progress.restart>` of the memo's
     ``counts_repeat``, on the memo's table: ``owns`` while it reads it), else starts it in
-    Python, taking the call number then (:meth:`repeat`: a repeat matched in C).
+    Python, taking the call number then.  A repeat matched in C is made and started there too
+    (``recall.c``'s ``VStart``, :func:`_install_vstart`: the slots written as a repeat's are
+    here, the memo's table owned), and waited for there part by part (``WaitMethod``).
     """
 
     __slots__ = ("comm", "progress", "what", "method", "desc", "call", "error", "data", "memo",
                  "problem", "row", "setup", "data_seq", "owns", "counts", "table", "seq", "made")
-
-    @classmethod
-    def repeat(cls, comm, progress, imethod, method, desc, memo):
-        """Start a repeat of ``memo``'s call whose count table restarts in C on the memo's table
-        (:func:`_vrestart`: the memo's table free, its ``counts_repeat`` made for the algorithm
-        of the communicator's allgather); None when that start must be Python's (nothing
-        done)."""
-        if memo.counts[0] != comm.algorithms.get("allgather"):
-            return None
-        self = cls.__new__(cls)
-        self.comm, self.progress, self.what, self.method, self.desc = \
-            comm, progress, imethod, method, desc
-        self.call, self.error, self.data, self.memo, self.problem = memo.call, None, None, memo, None
-        self.row, self.setup, self.made = memo.row, memo.counts, None
-        self._begin(comm, progress, imethod, memo.counts_repeat, None)
-        return self
 
     def __init__(self, comm, progress, imethod, method, desc, call, problem, t, memo=None):
         self.comm, self.progress, self.what = comm, progress, imethod

@@ -2207,6 +2207,242 @@ static PyTypeObject WaitMethodType = {
     .tp_members = WaitMethod_members,
 };
 
+/* A nonblocking v-variant's repeat started in C (dualmpi.calls._install_vstart: the ``start`` of
+ * its Recall.start, called with the method's memo and name once the arguments matched).
+ *
+ *   VStart(restart, chain_type, memo_type, comm_ref, method, desc)
+ *
+ * A call of it does what calls._Chain's start of a repeat does on the memo's own count table:
+ * when the communicator (``comm_ref()``) is alive, its ``_nb`` is the IRestart's Progress, the
+ * memo is still its ``_i_memo[what]``, the memo's table is free (``table_busy`` False), its
+ * ``counts_repeat`` made and its ``counts`` made for the communicator's allgather algorithm,
+ * it makes the ``chain_type`` (calls._Chain) request of the call with the memo's call, row and
+ * set-up, takes the data's sequence number (Progress.reserve), holds the memo's table
+ * (``table_busy``, ``sink[0]`` the request's ``_sizes``) and starts the count table's part as
+ * IRestart(counts_repeat, counts_what, None) does; it returns the user's request of it (the
+ * Progress's ``wrap``).  Anything else -- a condition not met, or the part's start declined
+ * (None, NotImplemented: the number and the table given back) -- returns None: the Python
+ * path (calls.icollective) starts the call. */
+enum { VC_COMM, VC_PROGRESS, VC_WHAT, VC_METHOD, VC_DESC, VC_CALL, VC_ERROR, VC_DATA, VC_MEMO,
+       VC_PROBLEM, VC_ROW, VC_SETUP, VC_DATA_SEQ, VC_OWNS, VC_COUNTS, VC_TABLE, VC_SEQ,
+       VC_MADE, VC_SLOTS };
+static const char *vchain_slots[VC_SLOTS] = {
+    "comm", "progress", "what", "method", "desc", "call", "error", "data", "memo", "problem",
+    "row", "setup", "data_seq", "owns", "counts", "table", "seq", "made"
+};
+enum { VM_CALL, VM_ROW, VM_COUNTS, VM_COUNTS_REPEAT, VM_TABLE_BUF, VM_TABLE_BUSY, VM_SINK,
+       VM_COUNTS_WHAT, VM_SLOTS };
+static const char *vmemo_slots[VM_SLOTS] = {
+    "call", "row", "counts", "counts_repeat", "table_buf", "table_busy", "sink", "counts_what"
+};
+static PyObject *s_nb, *s_i_memo, *s_algorithms, *s_allgather, *s_sizes;
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *irs, *chain_type, *memo_type, *comm_ref, *method, *desc;
+    Py_ssize_t chain_off[VC_SLOTS], memo_off[VM_SLOTS];
+} VStart;
+
+static void VStart_dealloc(VStart *self)
+{
+    Py_XDECREF(self->irs);
+    Py_XDECREF(self->chain_type);
+    Py_XDECREF(self->memo_type);
+    Py_XDECREF(self->comm_ref);
+    Py_XDECREF(self->method);
+    Py_XDECREF(self->desc);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Whether ``memo`` (its slots read) may start a repeat for ``comm``: 1, 0 (not), -1 (error). */
+static int vstart_ready(VStart *vs, PyObject *comm, PyObject *memo, PyObject *what)
+{
+    const Py_ssize_t *m = vs->memo_off;
+    for (int i = 0; i < VM_SLOTS; i++)
+        if (slot_get(memo, m[i]) == NULL)
+            return -1;
+    if (SLOT(memo, m[VM_TABLE_BUSY]) != Py_False || SLOT(memo, m[VM_COUNTS_REPEAT]) == Py_None ||
+            !PyList_Check(SLOT(memo, m[VM_SINK])) || PyList_GET_SIZE(SLOT(memo, m[VM_SINK])) < 1 ||
+            !PyTuple_Check(SLOT(memo, m[VM_COUNTS])) ||
+            PyTuple_GET_SIZE(SLOT(memo, m[VM_COUNTS])) < 1)
+        return 0;
+    int ok = 0;
+    PyObject *nb = PyObject_GetAttr(comm, s_nb), *memos = NULL, *algs = NULL;
+    if (nb == NULL)
+        return -1;
+    if (nb != ((IRestart *)vs->irs)->progress)
+        goto out;
+    if ((memos = PyObject_GetAttr(comm, s_i_memo)) == NULL ||
+            (algs = PyObject_GetAttr(comm, s_algorithms)) == NULL) {
+        ok = -1;
+        goto out;
+    }
+    if (!PyDict_Check(memos) || !PyDict_Check(algs))
+        goto out;
+    PyObject *mine = PyDict_GetItemWithError(memos, what);
+    if (mine != memo) {
+        ok = PyErr_Occurred() ? -1 : 0;
+        goto out;
+    }
+    PyObject *ring = PyDict_GetItemWithError(algs, s_allgather);
+    if (ring == NULL) {
+        if (PyErr_Occurred()) {
+            ok = -1;
+            goto out;
+        }
+        ring = Py_None;
+    }
+    /* (calls._Chain.repeat: the counts' set-up made for the communicator's allgather) */
+    int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(SLOT(memo, m[VM_COUNTS]), 0), ring,
+                                        Py_EQ);
+    ok = same < 0 ? -1 : same;
+out:
+    Py_DECREF(nb);
+    Py_XDECREF(memos);
+    Py_XDECREF(algs);
+    return ok;
+}
+
+static PyObject *VStart_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf,
+                                   PyObject *kwnames)
+{
+    VStart *vs = (VStart *)obj;
+    if (kwnames != NULL || PyVectorcall_NARGS(nargsf) != 2 ||
+            Py_TYPE(args[0]) != (PyTypeObject *)vs->memo_type) {
+        PyErr_SetString(PyExc_TypeError, "VStart(memo, what)");
+        return NULL;
+    }
+    PyObject *memo = args[0], *what = args[1];
+    IRestart *irs = (IRestart *)vs->irs;
+    PyObject *comm = PyObject_CallNoArgs(vs->comm_ref);
+    if (comm == NULL)
+        return NULL;
+    int ready = comm == Py_None ? 0 : vstart_ready(vs, comm, memo, what);
+    if (ready <= 0) {
+        Py_DECREF(comm);
+        return ready < 0 ? NULL : Py_NewRef(Py_None);
+    }
+    const Py_ssize_t *m = vs->memo_off, *c = vs->chain_off;
+    PyTypeObject *ct = (PyTypeObject *)vs->chain_type;
+    PyObject *chain = ct->tp_alloc(ct, 0), *sink = SLOT(memo, m[VM_SINK]), *part = NULL;
+    if (chain == NULL) {
+        Py_DECREF(comm);
+        return NULL;
+    }
+    put(chain, c[VC_COMM], comm);  /* (the reference taken) */
+    put_ref(chain, c[VC_PROGRESS], irs->progress);
+    put_ref(chain, c[VC_WHAT], what);
+    put_ref(chain, c[VC_METHOD], vs->method);
+    put_ref(chain, c[VC_DESC], vs->desc);
+    put_ref(chain, c[VC_CALL], SLOT(memo, m[VM_CALL]));
+    put_ref(chain, c[VC_ERROR], Py_None);
+    put_ref(chain, c[VC_DATA], Py_None);
+    put_ref(chain, c[VC_MEMO], memo);
+    put_ref(chain, c[VC_PROBLEM], Py_None);
+    put_ref(chain, c[VC_ROW], SLOT(memo, m[VM_ROW]));
+    put_ref(chain, c[VC_SETUP], SLOT(memo, m[VM_COUNTS]));
+    put_ref(chain, c[VC_MADE], Py_None);
+    put_ref(chain, c[VC_OWNS], Py_True);
+    put_ref(chain, c[VC_TABLE], SLOT(memo, m[VM_TABLE_BUF]));
+    /* the data's number, taken before the count table's part (which may end at once) */
+    int64_t seq = irs->counts[PC_SEQ];
+    irs->counts[PC_SEQ] = seq + 1;
+    put(chain, c[VC_DATA_SEQ], PyLong_FromLongLong(seq));
+    PyObject *sizes = PyObject_GetAttr(chain, s_sizes);
+    if (sizes == NULL || SLOT(chain, c[VC_DATA_SEQ]) == NULL) {
+        Py_XDECREF(sizes);
+        goto undo;
+    }
+    /* the memo's table held (calls._Chain._begin), then the count table's part */
+    Py_INCREF(sink);
+    if (PyList_SetItem(sink, 0, sizes) < 0) {  /* (sizes stolen) */
+        Py_DECREF(sink);
+        goto undo;
+    }
+    put_ref(memo, m[VM_TABLE_BUSY], Py_True);
+    part = irestart(irs, SLOT(memo, m[VM_COUNTS_REPEAT]), SLOT(memo, m[VM_COUNTS_WHAT]), Py_None,
+                    1);
+    if (part == NULL || Py_TYPE(part) != (PyTypeObject *)irs->plan_type) {
+        /* (declined: nothing started, the table and the number given back) */
+        int bad = part == NULL;
+        Py_XDECREF(part);
+        Py_INCREF(Py_None);
+        PyList_SetItem(sink, 0, Py_None);
+        Py_DECREF(sink);
+        put_ref(memo, m[VM_TABLE_BUSY], Py_False);
+        if (irs->counts[PC_SEQ] == seq + 1)
+            irs->counts[PC_SEQ] = seq;
+        Py_DECREF(chain);
+        return bad ? NULL : Py_NewRef(Py_None);
+    }
+    Py_DECREF(sink);
+    put_ref(chain, c[VC_SEQ], SLOT(part, irs->plan_off[PL_SEQ]));
+    put(chain, c[VC_COUNTS], part);  /* (the reference taken) */
+    for (int i = 0; i < VC_SLOTS; i++)
+        if (slot_get(chain, c[i]) == NULL) {  /* (not expected: every slot written) */
+            Py_DECREF(chain);
+            return NULL;
+        }
+    /* wrap(progress, chain): the user's request */
+    PyTypeObject *wt = (PyTypeObject *)irs->wrap;
+    PyObject *wrapped = wt->tp_alloc(wt, 0);
+    if (wrapped == NULL) {
+        Py_DECREF(chain);
+        return NULL;
+    }
+    put_ref(wrapped, irs->wrap_off[WR_PROGRESS], irs->progress);
+    put(wrapped, irs->wrap_off[WR_PLAN], chain);
+    put_ref(wrapped, irs->wrap_off[WR_ACTIVE], Py_True);
+    return wrapped;
+undo:
+    if (irs->counts[PC_SEQ] == seq + 1)
+        irs->counts[PC_SEQ] = seq;
+    Py_DECREF(chain);
+    return NULL;
+}
+
+static PyObject *VStart_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    PyObject *irs, *chain_type, *memo_type, *comm_ref, *method, *desc;
+    if (kw != NULL || !PyArg_ParseTuple(args, "O!O!O!OOO", &IRestartType, &irs, &PyType_Type,
+                                        &chain_type, &PyType_Type, &memo_type, &comm_ref,
+                                        &method, &desc))
+        return NULL;
+    if (!PyCallable_Check(comm_ref) || ((IRestart *)irs)->vectorcall == NULL) {
+        PyErr_SetString(PyExc_TypeError, "VStart: a weak reference to the communicator");
+        return NULL;
+    }
+    VStart *self = (VStart *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = NULL;
+    self->irs = Py_NewRef(irs);
+    self->chain_type = Py_NewRef(chain_type);
+    self->memo_type = Py_NewRef(memo_type);
+    self->comm_ref = Py_NewRef(comm_ref);
+    self->method = Py_NewRef(method);
+    self->desc = Py_NewRef(desc);
+    if (slot_offsets(chain_type, vchain_slots, VC_SLOTS, self->chain_off) < 0 ||
+            slot_offsets(memo_type, vmemo_slots, VM_SLOTS, self->memo_off) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->vectorcall = VStart_vectorcall;
+    return (PyObject *)self;
+}
+
+static PyTypeObject VStartType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dualmpi_recall.VStart",
+    .tp_basicsize = sizeof(VStart),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_new = VStart_new,
+    .tp_dealloc = (destructor)VStart_dealloc,
+    .tp_vectorcall_offset = offsetof(VStart, vectorcall),
+    .tp_call = PyVectorcall_Call,
+};
+
 /* A repeated nonblocking neighbourhood call started and waited for in C (dualmpi/neighbor.py:
  * what _Fast's start and the head of _Progress.wait do for the common case).
  *
@@ -2487,7 +2723,7 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
     static const struct { const char *name; PyTypeObject *type; } types[] = {
         {"Recall", &RecallType}, {"VRecall", &VRecallType}, {"CFunc", &CFuncType},
         {"IRestart", &IRestartType}, {"NStart", &NStartType}, {"Tick", &TickType},
-        {"WaitMethod", &WaitMethodType},
+        {"WaitMethod", &WaitMethodType}, {"VStart", &VStartType},
     };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyType_Ready(types[i].type) < 0)
@@ -2507,6 +2743,8 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
             {&s_track_addr, "track_addr"}, {&s_call, "call"}, {&s_last, "last"},
             {&s_settle, "_settle"}, {&s_crestart, "crestart"}, {&s_req, "req"},
             {&s_wait_on, "_wait_on"}, {&s_wait, "wait"}, {&s_outcome, "outcome"},
+            {&s_nb, "_nb"}, {&s_i_memo, "_i_memo"}, {&s_algorithms, "algorithms"},
+            {&s_allgather, "allgather"}, {&s_sizes, "_sizes"},
         };
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
             if ((*names[i].at = PyUnicode_InternFromString(names[i].name)) == NULL)

@@ -59,6 +59,12 @@ does the same steps in one call:
   :class:`dualmpi.calls._Chain`: a v-variant's count table, then its data) part by part alike;
   any other wait (a status to fill, another kind of request, one not alone in flight) is
   ``fallback``, the Python ``Wait``;
+* ``VStart(restart, chain_type, memo_type, comm_ref, method, desc)`` starts a nonblocking
+  v-variant's repeat once ``Recall.start`` matched its arguments: the
+  :class:`dualmpi.calls._Chain` of the call made with the memo's row and set-up, the data's
+  sequence number taken, the memo's count table held and the table's part started by
+  ``restart`` (the Progress's ``IRestart``), the user's request made; None (the Python path)
+  when the memo's table is busy, the memo is no longer the method's or the start declines;
 * ``Tick(plans, key, add)`` counts a completed call in :class:`dualmpi.calls.Tally` (one
   more in ``plans[key]``'s call count, ``add()`` when the plan has no entry yet): the finish
   of a remembered nonblocking call, without ``Tally.add``'s frame (:meth:`Tally.adder
@@ -102,6 +108,6 @@ def load():
     """Return the extension module, or None with :func:`reason` set (once per process).
 
     >>> load() is None or sorted(n for n in dir(load()) if not n.startswith("_"))
-    ['CFunc', 'IRestart', 'NStart', 'Recall', 'Tick', 'VRecall', 'WaitMethod', 'same']
+    ['CFunc', 'IRestart', 'NStart', 'Recall', 'Tick', 'VRecall', 'VStart', 'WaitMethod', 'same']
     """
     return cloop.extension(_library, "PyInit_dualmpi_recall", "DUALMPI_RECALL", _loaded)
