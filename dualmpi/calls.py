@@ -1429,17 +1429,23 @@ class _IMemo:
         ring, flat, bound, sig, check, cost = self.counts
         self.counts_what = f"{imethod} (its counts)"
         self.table_buf = np.zeros((comm.size, self.row.size), dtype=np.int64)
+        tick = comm._nb_tally.adder(bound, *cost)
+        module = recall.load()
+        restart = comm._nb.crestart if comm._nb is not None else None
+        # (with the extension, the running call's data started in C when its table is the
+        # memo's: recall.c's VSizes)
+        finish = functools.partial(_tick_then_sink, tick, self.sink) \
+            if module is None or restart is None else \
+            module.VSizes(tick, self.sink, restart, _Chain, _IMemo)
         self.counts_repeat = Repeat(
             bound, flat, check, sig, send=self.row.view(np.uint8),
-            recv=self.table_buf.view(np.uint8).reshape(-1),
-            finish=functools.partial(_tick_then_sink, comm._nb_tally.adder(bound, *cost),
-                                     self.sink))
+            recv=self.table_buf.view(np.uint8).reshape(-1), finish=finish)
 
 
 def _tick_then_sink(tick, sink):
-    """The ``finish`` of a v-variant's count-table repeat (:meth:`_IMemo.count_table`): count
-    the call (``tick``, :meth:`Tally.adder`), then the running call's (``sink[0]``) — one
-    Python frame."""
+    """The ``finish`` of a v-variant's count-table repeat (:meth:`_IMemo.count_table`) without
+    the extension (with it: ``recall.c``'s ``VSizes``): count the call (``tick``,
+    :meth:`Tally.adder`), then the running call's (``sink[0]``) — one Python frame."""
     tick()
     return sink[0]()
 

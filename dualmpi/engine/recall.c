@@ -2443,6 +2443,175 @@ static PyTypeObject VStartType = {
     .tp_call = PyVectorcall_Call,
 };
 
+/* The finish of a nonblocking v-variant's count-table repeat (dualmpi.calls._IMemo.count_table).
+ *
+ *   VSizes(tick, sink, restart, chain_type, memo_type)
+ *
+ * A call of it counts the call (``tick()``, a Tick) and then does what the running call's
+ * ``_sizes`` (``sink[0]``, a bound method of a ``chain_type``: calls._Chain) does when the
+ * table that came is the memo's own, the one its data's plan was made for: it gives the memo's
+ * table back (``table_busy`` False, ``sink[0]`` None, the request's ``owns`` False) and starts
+ * the data's part as IRestart(data_repeat, what, data_seq) does, the request's ``data`` then.
+ * Anything else -- another table, no data repeat, a start that declines -- is ``sink[0]()``
+ * itself, the Python ``_sizes`` (which, after a declined start, finds the table given back and
+ * starts the data's part in Python). */
+enum { VS_TABLE, VS_TABLE_BUSY, VS_SINK, VS_DATA_REPEAT, VS_SLOTS };
+static const char *vsizes_memo_slots[VS_SLOTS] = {"table", "table_busy", "sink", "data_repeat"};
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *tick, *sink, *irs, *chain_type, *memo_type;
+    Py_ssize_t chain_off[VC_SLOTS], memo_off[VS_SLOTS];
+} VSizes;
+
+/* (collected as a container: the sink may hold a bound method of a request whose memo holds
+ * this finish) */
+static int VSizes_traverse(VSizes *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->tick);
+    Py_VISIT(self->sink);
+    Py_VISIT(self->irs);
+    Py_VISIT(self->chain_type);
+    Py_VISIT(self->memo_type);
+    return 0;
+}
+
+static int VSizes_clear(VSizes *self)
+{
+    Py_CLEAR(self->tick);
+    Py_CLEAR(self->sink);
+    Py_CLEAR(self->irs);
+    Py_CLEAR(self->chain_type);
+    Py_CLEAR(self->memo_type);
+    return 0;
+}
+
+static void VSizes_dealloc(VSizes *self)
+{
+    PyObject_GC_UnTrack(self);
+    VSizes_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Whether the request ``chain`` owns the memo's table and got the memo's own table (1), not (0). */
+static int vsizes_same(VSizes *vs, PyObject *chain, PyObject **memo_out)
+{
+    const Py_ssize_t *c = vs->chain_off, *m = vs->memo_off;
+    PyObject *memo = SLOT(chain, c[VC_MEMO]), *owns = SLOT(chain, c[VC_OWNS]);
+    PyObject *table = SLOT(chain, c[VC_TABLE]);
+    if (memo == NULL || owns != Py_True || table == NULL ||
+            Py_TYPE(memo) != (PyTypeObject *)vs->memo_type || SLOT(chain, c[VC_WHAT]) == NULL ||
+            SLOT(chain, c[VC_DATA_SEQ]) == NULL)
+        return 0;
+    for (int i = 0; i < VS_SLOTS; i++)
+        if (SLOT(memo, m[i]) == NULL)
+            return 0;
+    PyObject *seen = SLOT(memo, m[VS_TABLE]);
+    if (SLOT(memo, m[VS_DATA_REPEAT]) == Py_None || !PyBytes_Check(seen) || !PyArray_Check(table) ||
+            !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)table) ||
+            PyArray_NBYTES((PyArrayObject *)table) != PyBytes_GET_SIZE(seen) ||
+            memcmp(PyArray_DATA((PyArrayObject *)table), PyBytes_AS_STRING(seen),
+                   (size_t)PyBytes_GET_SIZE(seen)) != 0)
+        return 0;
+    *memo_out = memo;
+    return 1;
+}
+
+static PyObject *VSizes_vectorcall(PyObject *obj, PyObject *const *Py_UNUSED(args), size_t nargsf,
+                                   PyObject *kwnames)
+{
+    VSizes *vs = (VSizes *)obj;
+    if (vs->tick == NULL || vs->irs == NULL || vs->sink == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "VSizes: cleared");
+        return NULL;
+    }
+    if (kwnames != NULL || PyVectorcall_NARGS(nargsf) != 0) {
+        PyErr_SetString(PyExc_TypeError, "VSizes()");
+        return NULL;
+    }
+    PyObject *v = PyObject_CallNoArgs(vs->tick);
+    if (v == NULL)
+        return NULL;
+    Py_DECREF(v);
+    if (!PyList_Check(vs->sink) || PyList_GET_SIZE(vs->sink) < 1) {
+        PyErr_SetString(PyExc_TypeError, "VSizes: the sink is not a list of one");
+        return NULL;
+    }
+    PyObject *fn = Py_NewRef(PyList_GET_ITEM(vs->sink, 0)), *memo = NULL;
+    PyObject *chain = PyMethod_Check(fn) ? PyMethod_GET_SELF(fn) : NULL;
+    if (chain == NULL || Py_TYPE(chain) != (PyTypeObject *)vs->chain_type ||
+            !vsizes_same(vs, chain, &memo)) {
+        v = PyObject_CallNoArgs(fn);  /* (the Python _sizes) */
+        Py_DECREF(fn);
+        return v;
+    }
+    const Py_ssize_t *c = vs->chain_off, *m = vs->memo_off;
+    IRestart *irs = (IRestart *)vs->irs;
+    Py_INCREF(chain);  /* (fn holds it; the sink's reference to fn goes below) */
+    /* the memo's table given back: read, the next call may take it */
+    put_ref(memo, m[VS_TABLE_BUSY], Py_False);
+    Py_INCREF(Py_None);
+    PyList_SetItem(vs->sink, 0, Py_None);
+    put_ref(chain, c[VC_OWNS], Py_False);
+    PyObject *data = irestart(irs, SLOT(memo, m[VS_DATA_REPEAT]), SLOT(chain, c[VC_WHAT]),
+                              SLOT(chain, c[VC_DATA_SEQ]), 1);
+    if (data != NULL && Py_TYPE(data) == (PyTypeObject *)irs->plan_type) {
+        put(chain, c[VC_DATA], data);  /* (the reference taken) */
+        v = Py_NewRef(Py_None);
+    } else if (data != NULL) {  /* declined: the Python _sizes starts it */
+        Py_DECREF(data);
+        v = PyObject_CallNoArgs(fn);
+    } else {
+        v = NULL;
+    }
+    Py_DECREF(chain);
+    Py_DECREF(fn);
+    return v;
+}
+
+static PyObject *VSizes_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    PyObject *tick, *sink, *irs, *chain_type, *memo_type;
+    if (kw != NULL || !PyArg_ParseTuple(args, "OO!O!O!O!", &tick, &PyList_Type, &sink,
+                                        &IRestartType, &irs, &PyType_Type, &chain_type,
+                                        &PyType_Type, &memo_type))
+        return NULL;
+    if (!PyCallable_Check(tick) || ((IRestart *)irs)->vectorcall == NULL) {
+        PyErr_SetString(PyExc_TypeError, "VSizes: a callable tick and a made IRestart");
+        return NULL;
+    }
+    VSizes *self = (VSizes *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = NULL;
+    self->tick = Py_NewRef(tick);
+    self->sink = Py_NewRef(sink);
+    self->irs = Py_NewRef(irs);
+    self->chain_type = Py_NewRef(chain_type);
+    self->memo_type = Py_NewRef(memo_type);
+    if (slot_offsets(chain_type, vchain_slots, VC_SLOTS, self->chain_off) < 0 ||
+            slot_offsets(memo_type, vsizes_memo_slots, VS_SLOTS, self->memo_off) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->vectorcall = VSizes_vectorcall;
+    return (PyObject *)self;
+}
+
+static PyTypeObject VSizesType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dualmpi_recall.VSizes",
+    .tp_basicsize = sizeof(VSizes),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
+    .tp_new = VSizes_new,
+    .tp_dealloc = (destructor)VSizes_dealloc,
+    .tp_traverse = (traverseproc)VSizes_traverse,
+    .tp_clear = (inquiry)VSizes_clear,
+    .tp_vectorcall_offset = offsetof(VSizes, vectorcall),
+    .tp_call = PyVectorcall_Call,
+};
+
 /* A repeated nonblocking neighbourhood call started and waited for in C (dualmpi/neighbor.py:
  * what _Fast's start and the head of _Progress.wait do for the common case).
  *
@@ -2723,7 +2892,7 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
     static const struct { const char *name; PyTypeObject *type; } types[] = {
         {"Recall", &RecallType}, {"VRecall", &VRecallType}, {"CFunc", &CFuncType},
         {"IRestart", &IRestartType}, {"NStart", &NStartType}, {"Tick", &TickType},
-        {"WaitMethod", &WaitMethodType}, {"VStart", &VStartType},
+        {"WaitMethod", &WaitMethodType}, {"VStart", &VStartType}, {"VSizes", &VSizesType},
     };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyType_Ready(types[i].type) < 0)

@@ -65,6 +65,10 @@ does the same steps in one call:
   sequence number taken, the memo's count table held and the table's part started by
   ``restart`` (the Progress's ``IRestart``), the user's request made; None (the Python path)
   when the memo's table is busy, the memo is no longer the method's or the start declines;
+* ``VSizes(tick, sink, restart, chain_type, memo_type)`` is the finish of a v-variant's
+  count-table repeat: ``tick()``, then, when the table that came is the memo's own, the memo's
+  table given back and the data's part started by ``restart`` (what the running call's
+  ``_sizes``, ``sink[0]``, does then); else ``sink[0]()`` itself;
 * ``Tick(plans, key, add)`` counts a completed call in :class:`dualmpi.calls.Tally` (one
   more in ``plans[key]``'s call count, ``add()`` when the plan has no entry yet): the finish
   of a remembered nonblocking call, without ``Tally.add``'s frame (:meth:`Tally.adder
@@ -108,6 +112,8 @@ def load():
     """Return the extension module, or None with :func:`reason` set (once per process).
 
     >>> load() is None or sorted(n for n in dir(load()) if not n.startswith("_"))
-    ['CFunc', 'IRestart', 'NStart', 'Recall', 'Tick', 'VRecall', 'VStart', 'WaitMethod', 'same']
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ['CFunc', 'IRestart', 'NStart', 'Recall', 'Tick', 'VRecall', 'VSizes', 'VStart', 'WaitMethod',
+     'same']
     """
     return cloop.extension(_library, "PyInit_dualmpi_recall", "DUALMPI_RECALL", _loaded)
