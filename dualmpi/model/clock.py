@@ -38,7 +38,9 @@ Y. Li, S. Peng, W. Chu, "Efficient Collective Communications in Dual-cube", Sect
 (communication model: one-port, linear cost, cut-through, T = t_s + m t_w + d t_h).
 """
 
+import bisect
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 __all__ = ["ClockParams", "NodeClock", "ClockSet", "SWITCHING", "CONTENTION", "UNIT_CLOCKS",
            "parse_shape", "schedule_time"]
@@ -86,6 +88,10 @@ def parse_shape(text):
         if out[key] < 0 or out[key] != out[key] or out[key] > 10:
             raise ValueError(f"bad value in {item!r}: must be between 0 and 10 seconds")
     return out
+
+
+#: a booking's end (its intervals are ``(start, end)``)
+_end = itemgetter(1)
 
 
 @dataclass
@@ -141,22 +147,26 @@ class NodeClock:
 
         Bookings are kept as intervals, so the result does not depend on the order in
         which a node handles messages (it may forward a later one first); an overlap
-        with an earlier booking delays the message (contention).
+        with an earlier booking delays the message (contention).  The intervals are
+        disjoint and kept in order, so a booking looks only at those that end after
+        ``head``, from the first one on (a bisection), up to the first gap that fits.
         """
         booked = self.link_busy.setdefault(dst, [])
         go = head
         eps = 1e-12 * max(1.0, abs(head))
-        moved = True
-        while moved:
-            moved = False
-            for a, b in booked:
-                if go < b - eps and go + hold > a + eps:
-                    go, moved = b, True
+        i = bisect.bisect_right(booked, go + eps, key=_end)  # the first that ends after go
+        while i < len(booked):
+            a, b = booked[i]
+            if go + hold <= a + eps:  # fits before it, so before every later one too
+                break
+            if go < b - eps:
+                go = b
+            i += 1
         if go > head + eps:
             self.contention += go - head
             self.delayed_hops += 1
         if hold > 0:
-            booked.append((go, go + hold))
+            bisect.insort(booked, (go, go + hold))
         return go
 
     def _stream(self, dst, begin, work):
