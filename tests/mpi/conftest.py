@@ -8,7 +8,8 @@ core) only when it brings a value of one of its parameters that no earlier case 
 (:data:`EACH_CHOICE_FROM`, "each choice").  Every value still runs at every rank count, every
 pair of values at 8 ranks, every combination at 1 and 2 ranks (and 4) and with ``--slow``.  A
 case that skips (no such network at this rank count) covers nothing, so the next case with its
-values runs.  (``tests/test_mpi_sampling.py`` checks these rules on made-up cases, without MPI.)  At 64 ranks every collective call of the per-collective sweeps costs seconds; the
+values runs.  (``tests/test_mpi_sampling.py`` checks these rules on made-up cases, without
+MPI.)  At 64 ranks every collective call of the per-collective sweeps costs seconds; the
 modules below check the same code at 1–32 ranks, and the 64-rank default pass keeps the
 older modules' samples (test_api_mpi and the rest) and the tests of :data:`SAMPLED` modules
 named there, one case of each (:data:`ONE_CASE_FROM`).  ``launch/test --slow`` runs everything.
