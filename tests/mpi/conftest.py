@@ -218,7 +218,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
-#: nodeid -> (test, the units its case covers: :func:`_units`), from :data:`EVERY_PAIR_FROM` ranks on
+#: nodeid -> (test, the units its case covers: :func:`_units`), from EVERY_PAIR_FROM ranks on
 _CHOICES = {}
 #: test -> the units of its cases that ran
 _RAN = {}
