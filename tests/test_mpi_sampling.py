@@ -43,9 +43,12 @@ class _Item:
         self.markers.append(marker)
 
 
-def _ran(size, mark="mpi and not slow"):
-    """The parameter values of the cases that run at ``size`` ranks, in order."""
+def _ran(size, mark="mpi and not slow", one_case=False):
+    """The parameter values of the cases that run at ``size`` ranks, in order (``one_case``:
+    the test named in the conftest's ``ONE_CASE_TESTS``)."""
     conf = _conftest(size)
+    if one_case:
+        conf.ONE_CASE_TESTS = ("tests/mpi/test_fake_mpi.py::test_fake",)
     items = [_Item(dict(zip(PARAMS, values))) for values in itertools.product(*PARAMS.values())]
     conf.pytest_collection_modifyitems(SimpleNamespace(getoption=lambda name: mark), items)
     ran = []
@@ -96,3 +99,9 @@ def test_a_test_of_one_parameter_runs_each_value_at_8_ranks():
     conf = _conftest(8)
     assert conf._units({"n": 5}, 2) == frozenset({(("n", 5),)})
     assert len(conf._units({"n": 5, "dtype": "int8", "warm": True}, 2)) == 3
+
+
+def test_a_sweep_named_to_run_one_case_does_so_from_32_ranks():
+    assert len(_ran(32, one_case=True)) == 1
+    assert _pairs(_ran(8, one_case=True)) == _pairs(_ran(8))
+    assert len(_ran(32, mark="mpi", one_case=True)) == 3 * 4 * 3

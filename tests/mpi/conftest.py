@@ -8,8 +8,8 @@ core) only when it brings a value of one of its parameters that no earlier case 
 (:data:`EACH_CHOICE_FROM`, "each choice").  Every value still runs at every rank count, every
 pair of values at 8 ranks, every combination at 1 and 2 ranks (and 4) and with ``--slow``.  A
 case that skips (no such network at this rank count) covers nothing, so the next case with its
-values runs.  (``tests/test_mpi_sampling.py`` checks these rules on made-up cases, without
-MPI.)  At 64 ranks every collective call of the per-collective sweeps costs seconds; the
+values runs; the sweeps named in :data:`ONE_CASE_TESTS` run one case from 32 ranks on.
+(``tests/test_mpi_sampling.py`` checks these rules on made-up cases, without MPI.)  At 64 ranks every collective call of the per-collective sweeps costs seconds; the
 modules below check the same code at 1–32 ranks, and the 64-rank default pass keeps the
 older modules' samples (test_api_mpi and the rest) and the tests of :data:`SAMPLED` modules
 named there, one case of each (:data:`ONE_CASE_FROM`).  ``launch/test --slow`` runs everything.
@@ -61,6 +61,27 @@ EVERY_PAIR_FROM = 8
 #: ranks (each choice).  (Issue 25: CI took 24:31 on this machine; the 64-rank tier's pytest
 #: from 236 s of calls to 162 s by this alone, measured with --durations=0.)
 ONE_CASE_FROM = 64
+
+#: Tests (node ids up to their parameters) that run only their first case from
+#: :data:`EACH_CHOICE_FROM` ranks on, as every test does from :data:`ONE_CASE_FROM`: sweeps over
+#: many values (collectives, buffer cases, bad calls, dtypes) whose every pair of values runs at
+#: 8 ranks and every case at 1-4.  (Issue 25: CI took 19:43 with the 32-rank tier at 6:46 under
+#: others' load, 5:40 an hour before; these took 68 s of a 5:50 tier, measured with
+#: --durations=0, 1-12 s each.)
+ONE_CASE_TESTS = (
+    "tests/mpi/test_derived_mpi.py::test_collective_on_a_part_equals_mpi",
+    "tests/mpi/test_reductions_mpi.py::test_small_integers_combine_in_one_c_call",
+    "tests/mpi/test_speculative_mpi.py::test_speculative_repeats_match_mpi",
+    "tests/mpi/test_speculative_mpi.py::test_calls_that_alternate_are_repeated_from_memory",
+    "tests/mpi/test_speculative_mpi.py::test_counts_that_change_every_call_stop_the_speculation",
+    "tests/mpi/test_repeats_by_shape_mpi.py::test_nonblocking_calls_on_new_arrays_of_one_shape_equal_mpi",
+    "tests/mpi/test_repeats_by_shape_mpi.py::test_calls_on_new_arrays_of_one_shape_equal_mpi",
+    "tests/mpi/test_msgbuffer_mpi.py::test_bottom_alltoallw_derived_datatypes",
+    "tests/mpi/test_coll_scan_mpi.py::test_scan_bad_calls",
+    "tests/mpi/test_coll_reduce_scatter_mpi.py::test_reduce_scatter_bad_calls",
+    "tests/mpi/test_coll_alltoall_mpi.py::test_alltoall_bad_calls",
+    "tests/mpi/test_coll_reduce_mpi.py::test_reduce_bad_calls",
+)
 
 #: Tests (node id prefixes) that run only with ``-m slow`` from the given rank count on (CI keeps
 #: the whole run under 20 minutes on 2 cores; ``launch/test --durations`` shows the slowest):
@@ -259,9 +280,12 @@ def pytest_runtest_setup(item):
     case that ran covers its values whatever its outcome.
     """
     choice = _CHOICES.get(item.nodeid)
-    if choice is not None and choice[0] in _RAN and _size() >= ONE_CASE_FROM:
-        pytest.skip(f"one case from {ONE_CASE_FROM} ranks: an earlier case of this test ran "
-                    "(each value of its parameters runs at 32 ranks, every case at 1-4)")
+    if choice is not None and choice[0] in _RAN and (
+            _size() >= ONE_CASE_FROM or _size() >= EACH_CHOICE_FROM and
+            choice[0] in ONE_CASE_TESTS):
+        pytest.skip(f"one case from {ONE_CASE_FROM} ranks (of some sweeps from "
+                    f"{EACH_CHOICE_FROM}): an earlier case of this test ran (every pair of "
+                    "values of its parameters runs at 8 ranks, every case at 1-4)")
     if choice is not None and choice[1] <= _RAN.get(choice[0], frozenset()):
         if _size() >= EACH_CHOICE_FROM:
             pytest.skip(f"each choice from {EACH_CHOICE_FROM} ranks: every value of its "
