@@ -1362,8 +1362,8 @@ def icollective(comm, imethod, method, read, args=None):
                      finish=_counted(comm, bound, name, call.nbytes, call.root, algorithm,
                                      call.itemsize, call.unpack if packed else None),
                      combine=None if call.op is None else call.op[2],
-                     apart=comm._engine.payloads_apart(name, call.root, comm.variant,
-                                                       algorithm, desc.combines))
+                     exchanges=comm._engine.exchanges(name, call.root, comm.variant,
+                                                      algorithm, desc.combines))
         template = None if args is None or packed else template_of(args)
         if template is not None:
             memo = comm._i_memo[imethod] = _IMemo(template, args, bound, flat, check, sig, start,
@@ -1550,8 +1550,8 @@ class _Chain:
             start = dict(send=call.send, recv=call.recv,
                          combine=None if call.op is None else call.op[2], finish=finish,
                          signature=sig, what=self.what,
-                         apart=comm._engine.payloads_apart(desc.name, root, comm.variant,
-                                                           combines=desc.combines))
+                         exchanges=comm._engine.exchanges(desc.name, root, comm.variant,
+                                                          combines=desc.combines))
             self.made = (table, bound, sig, start, None if packed else
                          (nbytes, root, sdispls, rdispls))
             memo = comm._i_memo.get(self.what)
@@ -1575,7 +1575,7 @@ class _Chain:
         memo.data_repeat = None if sig is None else Repeat(
             bound, np.zeros(0, np.int64), None, sig, send=call.send, recv=call.recv,
             combine=start["combine"], finish=start["finish"], plain=True,
-            apart=start["apart"],
+            exchanges=start["exchanges"],
             zero=None if sizes is None else _zero_bound(comm, self.what, self.desc, call, bound,
                                                         *sizes))
 

@@ -188,30 +188,25 @@ class Engine:
             return 1
         return int(min(self.max_packets, -(-biggest // self.packet_bytes)))
 
-    def payloads_apart(self, collective, root_rank=0, variant="corrected", algorithm=None,
-                       combines=False):
-        """True when the large payloads of this call's messages may travel apart from their
-        trailers (:data:`~dualmpi.engine.mpi.APART`; the blocking runner and the nonblocking
-        requests alike).
-
-        Every call but a reduction whose ranks exchange payloads in a round
+    def exchanges(self, collective, root_rank=0, variant="corrected", algorithm=None,
+                  combines=False):
+        """True when this call is a reduction whose ranks exchange payloads in a round
         (:meth:`ArraySchedule.exchanges <dualmpi.engine.arrays.ArraySchedule.exchanges>`:
-        ``Allreduce`` by an exchange algorithm, ``Reduce_scatter``), which keeps one
-        message: measured on Q_1, its exchange took 1.26-1.49x the time at 32-64 KiB apart,
-        where ``Reduce``, ``Scan`` and ``Exscan``, whose messages go one way, took 0.49-0.73x
-        (docs/performance.md, "Payloads apart from their trailers").  The same on every
-        rank.
+        ``Allreduce`` by an exchange algorithm, ``Reduce_scatter``): its payloads travel apart
+        from their trailers from a larger size than the other calls'
+        (:data:`~dualmpi.engine.mpi.APART_EXCHANGE`: both ends of a link wait for a trailer
+        before the payload's receive; the blocking runner and the nonblocking requests
+        alike).  The same on every rank.
 
         >>> from dualmpi.topology import from_spec
         >>> from dualmpi.engine.local import LocalTransport
         >>> eng = Engine(from_spec("hypercube:n=1"), 1, LocalTransport())
-        >>> [eng.payloads_apart(c, combines=True) for c in ("reduce", "allreduce", "scan")]
-        [True, False, True]
-        >>> eng.payloads_apart("allgather")
-        True
+        >>> [eng.exchanges(c, combines=True) for c in ("reduce", "allreduce", "scan")]
+        [False, True, False]
+        >>> eng.exchanges("allgather")
+        False
         """
-        return not combines or not self._shape("exchanges", collective, root_rank, variant,
-                                               algorithm)
+        return combines and self._shape("exchanges", collective, root_rank, variant, algorithm)
 
     def _shape(self, fact, collective, root_rank, variant, algorithm):
         """Return the schedule's ``fact`` at this mapping (``forwards`` or ``exchanges`` of
@@ -376,8 +371,8 @@ class Engine:
             extra["store"] = self._lend
         if op is not None:
             extra["combine"] = op[2]
-            extra["apart"] = self.payloads_apart(collective, root_rank, variant, algorithm,
-                                                 combines=True)
+            extra["exchanges"] = self.exchanges(collective, root_rank, variant, algorithm,
+                                                combines=True)
         run = self.transport.prepare(bound, plan, signature=signature, **extra, **self.options)
         run.hop_rounds, run.steps, run.step_bytes = self.cost(collective, nbytes, root_rank,
                                                               variant, algorithm, itemsize)

@@ -27,7 +27,8 @@ from .plan import SPARE, held_slots, relocated
 from .watchdog import Watchdog
 
 __all__ = ["MPITransport", "MPIRunner", "StreamRunner", "rank_graph", "pair",
-           "handle_dtype", "APART", "APART_SHARED", "APART_MERGED", "apart_from"]
+           "handle_dtype", "APART", "APART_SHARED", "APART_MERGED", "APART_EXCHANGE",
+           "apart_from"]
 
 _TAG_MOD = 1 << 15
 
@@ -45,8 +46,8 @@ _TAG_MOD = 1 << 15
 #: named: a trailer alone where a whole message was due leaves that message's trailer stale
 #: ("another call"), a whole message where a trailer was due is cut short
 #: (``MPI_ERR_TRUNCATE``).  The rule is the payload's length, which sender and receiver agree
-#: on (not its segments, which differ between their stores), in the plans that split
-#: (:class:`MPIRunner`: not reductions whose ranks exchange in a round; in :func:`pair`'s
+#: on (not its segments, which differ between their stores), in every plan (from
+#: :data:`APART_EXCHANGE` in a reduction whose ranks exchange in a round; in :func:`pair`'s
 #: merged plans the payload is the second plan's segments, the first's travel with the
 #: trailer).
 #: Measured on 2 ranks of one machine (Sendrecv, medians of 9 × 20, load 7.6): a payload and
@@ -78,15 +79,28 @@ APART_SHARED = 1 << 15
 #: 0.7-0.88x at 128 KiB, 0.47-0.81x at 1 MiB.
 APART_MERGED = 1 << 15
 
+#: :data:`APART` for a reduction whose ranks exchange payloads in a round (``Allreduce`` by
+#: recursive doubling or reduce-scatter and allgather, ``Reduce_scatter_block``:
+#: :meth:`ArraySchedule.exchanges <dualmpi.engine.arrays.ArraySchedule.exchanges>`), where
+#: both ends of a link wait for a trailer before they start the payload's receive: measured on
+#: Q_1 (``benchmarks/engine.py``, ``Allreduce``, ``Reduce_scatter_block`` and their
+#: nonblocking forms, three jobs of each alternating with whole messages, 15 repeats, load
+#: 0.8-1.0), split against whole 1.17-1.30x the time at 4 KiB, 0.84-1.09x at 32 KiB,
+#: 0.67-0.82x at 64 KiB, 0.61-0.74x at 256 KiB, 0.44-0.50x at 1 MiB (docs/performance.md,
+#: "An exchange's payloads apart").
+APART_EXCHANGE = 1 << 15
 
-def apart_from(q):
+
+def apart_from(q, exchanges=False):
     """Return the payload bytes from which a message travels apart from its trailer with
-    ``q`` nodes per rank (the same on every rank).
+    ``q`` nodes per rank (the same on every rank), in a plan whose ranks exchange payloads in
+    a round when ``exchanges`` (a reduction: :data:`APART_EXCHANGE`).
 
-    >>> apart_from(1), apart_from(4)
-    (4096, 32768)
+    >>> apart_from(1), apart_from(4), apart_from(1, exchanges=True)
+    (4096, 32768, 32768)
     """
-    return APART if q == 1 else APART_SHARED
+    limit = APART if q == 1 else APART_SHARED
+    return max(limit, APART_EXCHANGE) if exchanges else limit
 
 #: Memory of runners freed after an alarm, which started receives may still write into.
 ABANDONED = []
@@ -226,14 +240,15 @@ class MPITransport:
             wd.disarm()
 
     def prepare(self, bound, plan, verify=False, shape=None, drop=None, signature=0,
-                layout=None, buffers=None, combine=None, store=None, apart=True):
+                layout=None, buffers=None, combine=None, store=None, exchanges=False):
         """Return an :class:`MPIRunner` of ``bound`` (options: see :class:`MPIRunner`).
 
         ``buffers=(send, recv)`` (uint8 arrays, with ``layout``) binds the plan to those
         buffers: see :class:`MPIRunner`.  ``combine(src, dst)`` applies a reduction's
         operator (default: bytes added modulo 256).  ``store(n)``: where the runner's store
-        of ``n`` bytes comes from (default: new zeroed memory).  ``apart=False``: payloads
-        travel with their trailers whatever their size (:data:`APART`).
+        of ``n`` bytes comes from (default: new zeroed memory).  ``exchanges``: a reduction whose
+        ranks exchange payloads in a round, which travel apart from their trailers from
+        :data:`APART_EXCHANGE` bytes (:func:`apart_from`).
         """
         for rnd in bound.rounds:
             for peer, _, _ in rnd.sends + rnd.recvs:
@@ -241,7 +256,7 @@ class MPITransport:
                     raise DualmpiError(f"rank {self.rank} would exchange with rank {peer}, "
                                        "which plays no neighbour of its nodes")
         return MPIRunner(self, bound, plan, verify, shape, drop, signature, layout, buffers,
-                         combine, store, apart=apart)
+                         combine, store, exchanges=exchanges)
 
     def prepare_stream(self, plan, nbytes):
         """Return a :class:`StreamRunner` of the streamed total exchange."""
@@ -353,14 +368,11 @@ class MPIRunner:
     absolute addresses (a zero-copy runner's plan merged with another, :func:`pair`); the
     store holds the call's signature and trailers only.
 
-    A message of :data:`APART` bytes or more (:data:`APART_SHARED` with several nodes per
-    rank: :func:`apart_from`) goes as its payload and its trailer apart, but with
-    ``apart=False``: the reductions whose ranks exchange payloads in a round
-    (:meth:`Engine.runner <dualmpi.engine.core.Engine.runner>`:
-    :meth:`ArraySchedule.exchanges <dualmpi.engine.arrays.ArraySchedule.exchanges>`).
-    There, measured on Q_1 (``benchmarks/engine.py``, 15 repeats, load 7.7–18.8), it took
-    1.13–1.49 of the time at 32 and 64 KiB (``Allreduce``'s exchange), where the other
-    collectives took 0.56–0.72 (``Reduce``, ``Scan``, ``Exscan`` 0.49–0.73 at 32–256 KiB).
+    A message whose payload has :data:`APART` bytes or more (:data:`APART_SHARED` with several
+    nodes per rank) goes as its payload and its trailer apart; with ``exchanges`` (a reduction
+    whose ranks exchange payloads in a round: :meth:`Engine.exchanges
+    <dualmpi.engine.core.Engine.exchanges>`) from :data:`APART_EXCHANGE` bytes
+    (:func:`apart_from`).
     ``heads``: ``{(round index, peer, is_send): n}``, the last ``n`` segments of a message
     travel with its trailer, not with the payload, which goes apart from
     :data:`APART_MERGED` bytes (:func:`pair`: the count table's rows in a merged plan's
@@ -371,7 +383,7 @@ class MPIRunner:
 
     def __init__(self, transport, bound, plan, verify=False, shape=None, drop=None, signature=0,
                  layout=None, buffers=None, combine=None, store=None, absolute=False,
-                 apart=True, heads=None):
+                 exchanges=False, heads=None):
         self.transport, self.bound, self.plan = transport, bound, plan
         #: a reduction's ``combine(src, dst)`` (None: no reduction)
         self.combine = combine
@@ -431,10 +443,13 @@ class MPIRunner:
         if drop is not None and drop[1] // plan.q == plan.rank:
             drop_round = drop[0]
         movers = _movers(self.store, bound)
-        apart = getattr(transport, "apart_tag", None) if apart else None
-        limit = apart_from(plan.q) if not heads else max(apart_from(plan.q), APART_MERGED)
+        limit = apart_from(plan.q, exchanges)
+        limit = max(limit, APART_MERGED) if heads else limit
+        apart = getattr(transport, "apart_tag", None)
         #: the tag added to a payload's sent apart from its trailer (None: every message whole)
         self.apart_tag = apart
+        #: the payload bytes from which a message travels apart from its trailer
+        self.apart_limit = limit
         spare_at = trail_at + 8 * nrecv + 8
         #: per round: the receives of lone trailers first, of payloads sent apart last (their
         #: counts), and those trailers' places among the round's (:data:`APART`)

@@ -65,10 +65,10 @@ Messages carry exactly the plan's bytes.  With ``signature=`` a request's messag
 also carry the 8-byte call signature as a trailer (as the blocking runner's do): a
 receiver that gets another signature finishes the plan's rounds (so no rank is left
 waiting) and then fails without copying the data out.  A payload of
-:data:`~dualmpi.engine.mpi.APART` bytes or more travels apart from its trailer but in a
-reduction whose ranks exchange payloads in a round, as in the blocking plans (Open MPI
-sends a message of payload and trailer through its own buffers): its receive is posted
-once the trailer is in (:class:`_Compiled`).
+:data:`~dualmpi.engine.mpi.APART` bytes or more (:data:`~dualmpi.engine.mpi.APART_EXCHANGE`
+in a reduction whose ranks exchange payloads in a round) travels apart from its trailer, as
+in the blocking plans (Open MPI sends a message of payload and trailer through its own
+buffers): its receive is posted once the trailer is in (:class:`_Compiled`).
 """
 
 import ctypes
@@ -157,10 +157,10 @@ class _Compiled:
     whose offsets are addresses and whose one run has the store ``at`` that address (its
     signature and trailers there too; the run's store address is 0).
 
-    With ``apart`` (and trailers; :meth:`Engine.payloads_apart
-    <dualmpi.engine.core.Engine.payloads_apart>`: all but a reduction whose ranks exchange
-    payloads in a round) a message whose payload has ``limit`` bytes or more
-    (:func:`~dualmpi.engine.mpi.apart_from`, the :class:`Progress`'s) goes as two, as the
+    With trailers a message whose payload has ``limit`` bytes or more
+    (:func:`~dualmpi.engine.mpi.apart_from`: the :class:`Progress`'s, from
+    :data:`~dualmpi.engine.mpi.APART_EXCHANGE` in a reduction whose ranks exchange payloads in
+    a round, :meth:`Engine.exchanges <dualmpi.engine.core.Engine.exchanges>`) goes as two, as the
     blocking runner's do: the payload alone, with the request's tag plus the
     :class:`Progress`'s ``apart_tag``, and the trailer with the request's tag.  Its receiver
     posts the trailer's receive first in the round (the trailer and a spare block 8 bytes
@@ -180,7 +180,7 @@ class _Compiled:
     __slots__ = ("bound", "users", "retired", "types", "sig_at", "size", "rounds", "copy_in",
                  "copy_out", "c_table", "c_addr", "_c_keep", "width", "trailer", "combines", "pool")
 
-    def __init__(self, bound, trailer, at=0, apart=False, limit=APART):
+    def __init__(self, bound, trailer, at=0, limit=APART):
         self.bound = bound
         self.users = 0        # requests running it
         self.retired = False  # left the cache: free the datatypes when the last user ends
@@ -190,7 +190,6 @@ class _Compiled:
         self.size = bound.nbytes + (8 + 8 * nrecv + SPARE if trailer else 0)
         trail_at = self.sig_at + 8
         spare_at = trail_at + 8 * nrecv + 8
-        apart = bool(apart and trailer)
         self.rounds = []
         for rnd in bound.rounds:
             recvs, sends, trails, late = [], [], [], []
@@ -198,7 +197,7 @@ class _Compiled:
             # (each message's segments as lists, its trailer appended)
             for peer, offs, lens in rnd.recvs:
                 at, n = offs.tolist(), lens.tolist()
-                if apart and sum(n) >= limit:
+                if trailer and sum(n) >= limit:
                     lone.append((trail_at, peer))
                     first.append((peer, *self._spec([trail_at, spare_at], [8, 8])))
                     late.append((peer, *self._spec(at, n),
@@ -214,7 +213,7 @@ class _Compiled:
             recvs, trails = first + recvs, lone + trails
             for peer, offs, lens in rnd.sends:
                 at, n = offs.tolist(), lens.tolist()
-                if apart and sum(n) >= limit:
+                if trailer and sum(n) >= limit:
                     sends.append((peer, *self._spec(at, n), _M_SEND_APART))
                     sends.append((peer, *self._spec([self.sig_at], [8]), _M_SEND))
                     continue
@@ -329,22 +328,23 @@ class Repeat:
 
     __slots__ = ("bound", "flat", "key", "check", "signature", "send", "recv", "combine",
                  "finish", "c", "c_addr", "_cin", "_cout", "zero", "z_c", "z_addr", "z_comp",
-                 "_zin", "_zout", "_zmid", "comp", "comp_key", "plain", "apart")
+                 "_zin", "_zout", "_zmid", "comp", "comp_key", "plain", "exchanges")
 
     def __init__(self, bound, flat, check, signature, send=None, recv=None, combine=None,
-                 finish=None, zero=None, plain=False, apart=None):
+                 finish=None, zero=None, plain=False, exchanges=False):
         self.bound, self.check, self.finish, self.plain = bound, check, finish, bool(plain)
         self.flat = np.ascontiguousarray(flat, dtype=np.int64).reshape(-1)
         self.key = self.flat.tobytes()
         sig = signature & ((1 << 64) - 1)
         self.signature = np.uint64(sig)
         self.send, self.recv, self.combine = send, recv, combine or _add_bytes
-        #: its large payloads go apart (:class:`_Compiled`; as :meth:`Progress.start`)
-        self.apart = combine is None if apart is None else bool(apart)
+        #: a reduction whose ranks exchange payloads in a round: its payloads go apart from
+        #: a larger size (:class:`_Compiled`; as :meth:`Progress.start`)
+        self.exchanges = bool(exchanges)
         self.c = self._cin = self._cout = self.zero = self.z_c = self.z_comp = None
         self.c_addr = self.z_addr = 0
         #: the _Compiled the last copying start used and its cache key (the C start's)
-        self.comp, self.comp_key = None, (id(bound), True, self.apart)
+        self.comp, self.comp_key = None, (id(bound), True, self.exchanges)
         c_op = (0, 0, 0)
         if any((rnd.combines[2] > 0).any() for rnd in bound.rounds):  # (as _Compiled.combines)
             c_op = _mpi_op(combine) if combine is not None else None
@@ -590,8 +590,9 @@ class Progress:
         #: a request's tag is its number modulo this; a payload sent apart from its trailer
         #: (:class:`_Compiled`) goes with that tag plus :attr:`apart_tag` (the upper half)
         self.tag_ub = self.apart_tag = (int(self.data.Get_attr(MPI.TAG_UB)) + 1) // 2
-        #: payloads of this many bytes or more go apart (:func:`~dualmpi.engine.mpi.apart_from`)
-        self.apart_from = apart_from(getattr(transport, "q", 1))
+        #: payloads of this many bytes or more go apart (:func:`~dualmpi.engine.mpi.apart_from`),
+        #: first in the plans whose ranks do not exchange payloads in a round, then in those that do
+        self.apart_from = tuple(apart_from(getattr(transport, "q", 1), e) for e in (False, True))
         #: the compiled step (``rounds.c``'s ``dualmpi_istep``), or None: rounds run in Python
         self._step = self._iwait = self._istart = None
         lib = getattr(transport, "cloop", None)
@@ -702,7 +703,7 @@ class Progress:
     # -- starting ----------------------------------------------------------------------------
     def start(self, bound, send=None, recv=None, combine=None, agree=None, check=None,
               finish=None, signature=None, what="a nonblocking collective", seq=None,
-              call=None, apart=None):
+              call=None, exchanges=False):
         """Start running ``bound`` as a request; return its :class:`PlanRequest`.
 
         Parameters
@@ -741,12 +742,12 @@ class Progress:
         call : int, optional
             The communicator's call number of the collective
             (:meth:`~dualmpi.engine.alarm.Alarm.nonblocking`), which an alarm names.
-        apart : bool, optional
-            Whether payloads of :data:`~dualmpi.engine.mpi.APART` bytes or more travel apart
-            from their trailers (:class:`_Compiled`; every rank of the call must pass the
-            same: :meth:`Engine.payloads_apart
-            <dualmpi.engine.core.Engine.payloads_apart>`).  Default: a call without a
-            combine.
+        exchanges : bool, optional
+            A reduction whose ranks exchange payloads in a round: its payloads travel apart
+            from their trailers from :data:`~dualmpi.engine.mpi.APART_EXCHANGE` bytes, the
+            others' from :data:`~dualmpi.engine.mpi.APART` (:class:`_Compiled`; every rank of
+            the call must pass the same: :meth:`Engine.exchanges
+            <dualmpi.engine.core.Engine.exchanges>`).
         """
         req = PlanRequest()
         if seq is None:
@@ -759,8 +760,7 @@ class Progress:
         comp = req.store = req.signature = req.c_state = req.c_reqs = req.c_mode = None
         req.c_call = None
         if bound is not None:
-            comp = self._compiled(bound, signature is not None,
-                                  combine is None if apart is None else bool(apart))
+            comp = self._compiled(bound, signature is not None, bool(exchanges))
             comp.users += 1
             run = self._c_run(comp, combine) if self._step is not None else None
             if run is None:
@@ -820,7 +820,7 @@ class Progress:
         if comp is not None and comp.pool:  # zero-copy: the plan bound to the user's buffers
             run, c_addr = comp.pool.pop(), call.z_addr
         else:
-            comp, c_addr = self._compiled(call.bound, True, call.apart), call.c_addr
+            comp, c_addr = self._compiled(call.bound, True, call.exchanges), call.c_addr
             call.comp = comp
             if comp.pool:
                 run = comp.pool.pop()
@@ -895,13 +895,13 @@ class Progress:
             call.z_c, call.z_comp = None, None
             return None
         bound, store = call.zero[:2]
-        comp = _Compiled(bound, True, store.ctypes.data, call.apart, self.apart_from)
+        comp = _Compiled(bound, True, store.ctypes.data, self.apart_from[call.exchanges])
         if self.cache_size <= 0 or not comp.c_plan(self.data, self.apart_tag):
             comp.free()
             call.z_c = None
             return None
         comp.pool.append(self._new_run(comp, store))
-        self._keep((id(bound), True, call.apart), comp)
+        self._keep((id(bound), True, call.exchanges), comp)
         call.z_comp = comp
         return comp
 
@@ -912,15 +912,15 @@ class Progress:
         counts[0] = seq + 1
         return seq
 
-    def _compiled(self, bound, trailer, apart):
-        """Return the (cached) :class:`_Compiled` of ``bound`` (``apart``: its large payloads
-        go apart from their trailers)."""
-        key = (id(bound), trailer, apart)
+    def _compiled(self, bound, trailer, exchanges):
+        """Return the (cached) :class:`_Compiled` of ``bound`` (``exchanges``: its ranks
+        exchange payloads in a round, which go apart from their trailers from a larger size)."""
+        key = (id(bound), trailer, exchanges)
         comp = self._cache.get(key)
         if comp is not None and comp.bound is bound:
             self._cache.move_to_end(key)
             return comp
-        comp = _Compiled(bound, trailer, apart=apart, limit=self.apart_from)
+        comp = _Compiled(bound, trailer, limit=self.apart_from[exchanges])
         if self.cache_size > 0:
             self._keep(key, comp)
         else:

@@ -1,7 +1,8 @@
 """MPI tests of payloads sent apart from their trailers (``dualmpi.engine.mpi.APART``).
 
 A message whose payload has ``APART`` bytes or more (``APART_SHARED`` with several nodes per
-rank: ``apart_from``) travels as two messages, in the blocking plans and the nonblocking ones
+rank, ``APART_EXCHANGE`` in a reduction whose ranks exchange payloads in a round:
+``apart_from``) travels as two messages, in the blocking plans and the nonblocking ones
 alike: the payload alone, then its 8-byte trailer; the receiver starts the payload's receive
 once the trailer is in and names the same call.  Results are compared with
 ``MPI.COMM_WORLD``'s on the same buffers (the bytes around them untouched), the split is
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 
 import dualmpi
-from dualmpi.engine.mpi import APART, MPIRunner, apart_from
+from dualmpi.engine.mpi import APART, APART_EXCHANGE, MPIRunner, apart_from
 from dualmpi.errors import DualmpiError
 
 MPI = pytest.importorskip("mpi4py.MPI")
@@ -68,13 +69,13 @@ def _calls(n):
 
 
 def _split_counts(run):
-    """Return ``(requests, messages, payloads apart)`` of a blocking runner's plan (none apart
-    where the runner keeps them whole: a reduction whose ranks exchange in a round)."""
+    """Return ``(requests, messages, payloads apart)`` of a blocking runner's plan (a payload
+    of the runner's ``apart_limit`` bytes or more goes apart)."""
     msgs = apart = 0
     for rnd in run.bound.rounds:
         for _, _, lens in rnd.recvs + rnd.sends:
             msgs += 1
-            apart += int(lens.sum()) >= apart_from(run.plan.q) and run.apart_tag is not None
+            apart += int(lens.sum()) >= run.apart_limit and run.apart_tag is not None
     return len(run._reqs), msgs, apart
 
 
@@ -86,13 +87,15 @@ def test_large_payloads_travel_apart_and_match_mpi(net_i, n):
     """Pieces just under, at and over ``APART`` bytes, three calls each on the same buffers
     with new contents: equal to ``COMM_WORLD``'s, the padding untouched, and the runner holds
     one request per message plus one per payload of ``apart_from(q)`` bytes or more (a receive
-    started after its trailer, a send), but in a reduction whose ranks exchange payloads in a round
-    (``Allreduce``'s exchange, where some rank sends to and receives from one peer in a round
-    of the plan it runs at that size: ``ArraySchedule.exchanges``); ``Reduce``'s tree sends
-    them apart."""
+    started after its trailer, a send), from ``APART_EXCHANGE`` bytes in a reduction whose
+    ranks exchange payloads in a round (``Allreduce``'s exchange, where some rank sends to and
+    receives from one peer in a round of the plan it runs at that size:
+    ``ArraySchedule.exchanges``; the rule is the whole plan's, so a rank that does not
+    exchange has that limit too when another one does); ``Reduce``'s tree sends them apart from
+    ``apart_from(q)``."""
     net = _net(net_i)
     bad = []
-    exchange = (False, None)  # (some round of this rank's Allreduce an exchange, its tag)
+    exchange = (False, 0)  # (some round of this rank's Allreduce an exchange, its limit)
     for name, (call, ns, nr) in _calls(n).items():
         bad += _three_calls(net, name, call, call, ns, nr, name == "Reduce" and RANK != 0)
         run = net._last_runner
@@ -104,11 +107,62 @@ def test_large_payloads_travel_apart_and_match_mpi(net_i, n):
                     and SIZE > 1 and apart == 0:
                 bad.append((name, "no payload apart", n))
             if name == "Allreduce":
-                exchange = (_exchanges(run.bound), run.apart_tag)
-    # (the rule is the whole plan's: a rank that does not exchange keeps its messages whole
-    # too when another one does)
-    if WORLD.allreduce(exchange[0], op=MPI.LOR) and exchange[1] is not None:
-        bad.append(("Allreduce", "an exchange's payloads apart"))
+                exchange = (_exchanges(run.bound), run.apart_limit)
+            elif name != "Scatterv" and run.apart_limit != apart_from(net.q):
+                bad.append((name, "apart from", run.apart_limit))
+    if WORLD.allreduce(exchange[0], op=MPI.LOR) and \
+            exchange[1] != apart_from(net.q, exchanges=True):
+        bad.append(("Allreduce", "an exchange's payloads apart from", exchange[1]))
+    assert _agree(not bad), bad
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("form", ["blocking", "nonblocking"])
+@pytest.mark.parametrize("n", _sample([APART_EXCHANGE // 8 - 1, APART_EXCHANGE // 8],
+                                      APART_EXCHANGE // 8, ["under", "at"]))
+def test_an_exchange_sends_payloads_apart_from_its_own_size(form, n):
+    """A reduction whose ranks exchange payloads in a round (``Allreduce`` by recursive
+    doubling on a hypercube, ``Reduce_scatter_block``) with pieces just under and at
+    ``APART_EXCHANGE`` bytes (one node per rank), blocking and nonblocking, three calls each on
+    the same buffers with new contents: equal to ``COMM_WORLD``'s, the padding untouched, and
+    in the plans that exchange every message whose payload has ``APART_EXCHANGE`` bytes or
+    more goes apart from its trailer, every shorter one whole (a message of several pieces
+    goes apart under that piece size; the blocking runner's requests, the nonblocking plans'
+    late receives), and at that size some does."""
+    if SIZE & (SIZE - 1):
+        pytest.skip("recursive doubling: a hypercube")
+    net = dualmpi.Comm(WORLD, f"hypercube:n={SIZE.bit_length() - 1}",
+                       algorithms={"allreduce": "exchange"})
+    blocking = form == "blocking"
+    calls = {"Allreduce": (lambda c, s, r: c.Allreduce(s, r, op=MPI.SUM), n, n),
+             "Reduce_scatter_block": (lambda c, s, r: c.Reduce_scatter_block(s, r, op=MPI.SUM),
+                                      n * SIZE, n)}
+    bad = []
+    for name, (call, ns, nr) in calls.items():
+        before = set(net._nb._cache)
+        mine = call if blocking else (lambda c, s, r, call=call: _started(call, c, s, r))
+        bad += _three_calls(net, name, mine, call, ns, nr)
+        if blocking:
+            run = net._last_runner
+            bounds = [run.bound]
+            reqs, msgs, apart = _split_counts(run)
+            if reqs != msgs + apart or (SIZE > 1 and run.apart_limit != APART_EXCHANGE):
+                bad.append((name, "requests", reqs, msgs, apart, run.apart_limit))
+        else:
+            new = [comp for key, comp in net._nb._cache.items() if key not in before]
+            bounds = [comp.bound for comp in new]
+            apart = sum(len(rnd[7]) for comp in new for rnd in comp.rounds)
+        # (the messages due apart: the blocking runner counts sends and receives, the
+        # nonblocking plans' late receives)
+        due = sum(int(lens.sum()) >= APART_EXCHANGE for bound in bounds for rnd in bound.rounds
+                  for _, _, lens in rnd.recvs + (rnd.sends if blocking else []))
+        ex = any(_exchanges(bound) for bound in bounds)
+        if ex and apart != due or \
+                (SIZE > 1 and n * 8 >= APART_EXCHANGE and not due):
+            bad.append((name, "apart", apart, due))
+        if SIZE > 1 and not WORLD.allreduce(ex, op=MPI.LOR):
+            bad.append((name, "no exchange"))
+    net.Free()
     assert _agree(not bad), bad
 
 
@@ -168,8 +222,8 @@ def test_large_nonblocking_payloads_travel_apart_and_match_mpi(net_i, n):
     collectives, the padding untouched; with one node per rank the plans of a piece of
     ``APART`` bytes or more receive payloads apart from their trailers, those of a smaller
     piece none; ``Ireduce``'s root receives its large payloads apart, and no rank of
-    ``Iallreduce`` where some rank exchanges payloads in a round (:meth:`Engine.payloads_apart
-    <dualmpi.engine.core.Engine.payloads_apart>`)."""
+    ``Iallreduce`` where some rank exchanges payloads in a round below ``APART_EXCHANGE``
+    bytes (:meth:`Engine.exchanges <dualmpi.engine.core.Engine.exchanges>`)."""
     net = _net(net_i)
     bad = []
     for name, (call, ref_call, ns, nr) in _icalls(n).items():
@@ -184,7 +238,7 @@ def test_large_nonblocking_payloads_travel_apart_and_match_mpi(net_i, n):
         if net.q == 1 and SIZE > 1 and name in ("Iallgather", "Ialltoall") and \
                 (late == 0 if n * 8 >= APART else late > 0 and SIZE == 2):
             bad.append((name, "payloads apart", late, n))
-        if name == "Iallreduce" and exchange and late:
+        if name == "Iallreduce" and exchange and late and n * 8 < APART_EXCHANGE:
             bad.append((name, "an exchange's payloads apart", late))
         if name == "Ireduce" and RANK == 0 and SIZE > 1 and n * 8 >= apart_from(net.q) and \
                 not late:
@@ -259,7 +313,7 @@ STRADDLES = {"apart-where-whole": lambda a: (a // 8 - 4, a // 8 + 96),
 @pytest.mark.mpi(min_size=2)
 @pytest.mark.parametrize("straddle", _sample(list(STRADDLES), "both-apart"))
 @pytest.mark.parametrize("net_i", [0, pytest.param(1, id="several-nodes-per-rank")])
-@pytest.mark.parametrize("name", ["Bcast", "Reduce"])
+@pytest.mark.parametrize("name", ["Bcast", "Reduce", "Allreduce"])
 def test_ranks_that_disagree_on_a_large_message_fail_named(straddle, net_i, name):
     """Two sizes every rank has called with before (so no argument check runs again), then
     rank 0 calls with the first while the others call with the second (``Bcast`` from rank 0;
@@ -270,20 +324,29 @@ def test_ranks_that_disagree_on_a_large_message_fail_named(straddle, net_i, name
     as in MPI, whose sender learns nothing of a receive cut short), with the message of another
     call or of the cut-short message named, none writes past its buffers (the padding), no rank
     is left waiting, and the communicator is unusable after.  On one node per rank and on
-    several (whose payloads go apart from a larger size: :func:`apart_from`)."""
+    several (whose payloads go apart from a larger size: :func:`apart_from`); ``Allreduce``
+    (where every rank sends and receives) straddles the size its plan's payloads go apart
+    from, ``APART_EXCHANGE`` where its ranks exchange payloads in a round."""
     if net_i >= len(NETS) or (net_i and NETS[net_i][1] == 1):
         pytest.skip(f"no such network at {SIZE} ranks")
     spec, q = NETS[net_i]
     net = dualmpi.Comm(WORLD, spec, nodes_per_rank=q, watchdog=60)
-    sizes = STRADDLES[straddle](apart_from(q))
+    limit = apart_from(q)
+    if name == "Allreduce":  # (the algorithm of the larger size; the other's may differ)
+        nbytes = max(STRADDLES[straddle](apart_from(q, exchanges=True))) * 8
+        limit = apart_from(q, net._engine.exchanges(
+            "allreduce", 0, net.variant, net._allreduce_algorithm(nbytes), combines=True))
+    sizes = STRADDLES[straddle](limit)
     bufs = [(_padded(n), _padded(n)) for n in sizes]  # (send, recv) of each size, padded
 
     def call(k):
         (_, send), (_, recv) = bufs[k]
         if name == "Bcast":
             net.Bcast(recv, root=0)
-        else:
+        elif name == "Reduce":
             net.Reduce(send, recv, op=MPI.SUM, root=0)
+        else:
+            net.Allreduce(send, recv, op=MPI.SUM)
 
     for k, ((_, send), (_, recv)) in enumerate(bufs):
         send[:] = recv[:] = np.arange(recv.size) if RANK == 0 else 0

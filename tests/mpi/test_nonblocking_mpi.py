@@ -266,7 +266,7 @@ def test_a_payload_apart_of_another_call_is_cut_short_safely(cloop, coll):
         prog._step = None  # (the rounds in Python: posted and tested from Progress._advance)
     reduce = coll == "reduce"
     _, _, add = resolve(MPI.SUM, np.dtype(np.float64), "Ireduce", MPI)
-    kw = dict(combine=add, apart=True) if reduce else {}
+    kw = dict(combine=add) if reduce else {}
     out = (lambda n: n) if reduce else (lambda n: 2 * n)  # (bytes received of n sent)
     try:
         pad = 64
@@ -660,7 +660,7 @@ def test_datatypes_are_cached_per_plan():
     for _ in range(3):
         send = np.arange(12 * SIZE, dtype=np.uint8)
         reqs.append(Request.from_plan(prog, prog.start(b, send, np.zeros_like(send))))
-    key = (id(b), False, True)  # (no trailer; no reduction: payloads apart allowed)
+    key = (id(b), False, False)  # (no trailer; not a reduction whose ranks exchange payloads)
     comp = prog._cache.get(key)
     types = list(comp.types) if comp is not None else None
     Request.Waitall(reqs)
