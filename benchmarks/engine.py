@@ -60,7 +60,8 @@ collectives, blocking and nonblocking (``NEIGHBOR``: ``neighbor_alltoall`` is
 with the same neighbours (``net.Get_dist_neighbors()``): one message per link, no plan, so
 no floor.
 
-A repeat times ``k`` calls, each after a barrier (OSU method), and keeps the largest
+A repeat times ``k`` calls, each after a barrier (OSU method; with ``--in-a-row`` one barrier,
+then the ``k`` calls one after the other, as a program's loop runs them), and keeps the largest
 per-rank mean; the table gives the median over repeats and the ratios.  The results
 of ``dualmpi`` are checked against ``native`` before anything is timed.
 """
@@ -356,7 +357,7 @@ def neighbor_call(target, coll, send, recv):
     return lambda: target.Neighbor_alltoallw([send] + spec, [recv] + spec)
 
 
-def neighbor_row(net, graph, coll, size, repeats, rng, world, against=None):
+def neighbor_row(net, graph, coll, size, repeats, rng, world, against=None, in_a_row=False):
     """Time neighbourhood collective ``coll`` of blocks of ``size`` bytes on ``net``, on
     ``graph`` (MPI's own, the same neighbours) and on ``against`` (``dualmpi.Comm`` of
     another commit, if given); check the results first; return the row."""
@@ -375,7 +376,7 @@ def neighbor_row(net, graph, coll, size, repeats, rng, world, against=None):
     if not world.allreduce(int(all(np.array_equal(out, recv2) for out in outs)), op=MPI.MIN):
         raise SystemExit(f"{coll} {size}: dualmpi differs from native MPI")
     k = calls_for(size * d)
-    times = time_interleaved(variants, k, repeats, world)
+    times = time_interleaved(variants, k, repeats, world, in_a_row)
     med = {name: statistics.median(ts) for name, ts in times.items()}
     row = {"collective": coll, "size": size, "calls_per_repeat": k, "neighbors": d,
            "times": times, "median": med, "dualmpi/native": med["dualmpi"] / med["native"]}
@@ -461,7 +462,7 @@ def detach(net, runner):
     return True
 
 
-def time_interleaved(variants, k, repeats, world):
+def time_interleaved(variants, k, repeats, world, in_a_row=False):
     """Return ``{name: [time per repeat]}``: every variant warmed up once, then timed
     (:func:`time_calls`, ``k`` calls) once per repeat, each repeat starting with the next
     variant so that none always follows the slow one."""
@@ -471,12 +472,19 @@ def time_interleaved(variants, k, repeats, world):
     order = list(variants.items())
     for rep in range(repeats):
         for name, call in order[rep % len(order):] + order[:rep % len(order)]:
-            times[name].append(time_calls(call, k, world))
+            times[name].append(time_calls(call, k, world, in_a_row))
     return times
 
 
-def time_calls(call, k, world):
-    """Return the largest per-rank mean time of ``k`` calls, each after a barrier."""
+def time_calls(call, k, world, in_a_row=False):
+    """Return the largest per-rank mean time of ``k`` calls, each after a barrier (``in_a_row``:
+    one barrier, then the ``k`` calls one after the other)."""
+    if in_a_row:
+        world.Barrier()
+        t0 = MPI.Wtime()
+        for _ in range(k):
+            call()
+        return world.allreduce((MPI.Wtime() - t0) / k, op=MPI.MAX)
     total = 0.0
     for _ in range(k):
         world.Barrier()
@@ -506,6 +514,9 @@ def main():
                         help="also time dualmpi.Comm of COMMIT on the same buffers")
     parser.add_argument("--neighbor", action="store_true",
                         help="also time the plan as persistent neighbourhood collectives")
+    parser.add_argument("--in-a-row", action="store_true",
+                        help="time a repeat's calls one after the other after one barrier (a "
+                             "program's throughput), not each after a barrier (its latency)")
     parser.add_argument("--layers", action="store_true",
                         help="also time the C loop with the call's own checks (checked)")
     args = parser.parse_args()
@@ -540,7 +551,8 @@ def main():
     for coll in colls:
         for size in sizes:
             if coll in NEIGHBOR:
-                row = neighbor_row(net, graph, coll, size, args.repeats, rng, world, against)
+                row = neighbor_row(net, graph, coll, size, args.repeats, rng, world, against,
+                                   args.in_a_row)
                 rows.append(row)
                 if me == 0:
                     med = row["median"]
@@ -597,7 +609,7 @@ def main():
             if old is not None:
                 variants["before"], cleanup = before_call(old, args.spec, coll, size)
             k = calls_for(size * (ranks if base(coll) == "alltoall" else 1))
-            times = time_interleaved(variants, k, args.repeats, world)
+            times = time_interleaved(variants, k, args.repeats, world, args.in_a_row)
             if cleanup is not None:
                 cleanup()
             for name in ("floor-neighbor", "native-schedule"):
@@ -668,6 +680,7 @@ def main():
                                 __file__))), "rev-parse", args.against],
                             capture_output=True, text=True).stdout.strip() or args.against,
                         compiled_loop=not cloop.reason(), compiled_loop_reason=cloop.reason(),
+                        in_a_row=args.in_a_row,
                         **thread)
         write_results(args.json, "dualmpi-engine-bench/1", meta, rows)
 
