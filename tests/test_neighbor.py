@@ -80,6 +80,11 @@ time.sleep(120)  # the job ends by the watchdog's abort
 def test_a_neighbour_that_never_comes_is_named(form, tmp_path):
     """Rank 1 never makes (or never waits for) its call: its neighbours 0 and 3 name it.
 
+    Both wait for it with the same deadline, and the first watchdog to fire aborts the job
+    half a second after its line: under load the other one may not get to print, so the
+    test requires one line or two, each from rank 0 or 3, each naming rank 1 (seen once:
+    rank 0's line alone, rank 3 ended by the abort).
+
     Without the point-to-point router's progress thread: its background MPI calls progress
     every request of the process (asynchronous progress, which MPI allows), so a
     nonblocking call that rank 1 started and never waits for would complete anyway."""
@@ -94,5 +99,5 @@ def test_a_neighbour_that_never_comes_is_named(form, tmp_path):
     lines = [line for line in job.stderr.splitlines() if line.startswith("dualmpi: watchdog:")]
     name = "Neighbor_alltoall" if form == "blocking" else "Ineighbor_alltoall"
     named = [line for line in lines if f"in {name} " in line]
-    assert {line.split()[3] for line in named} == {"0", "3"}, shown
+    assert named and {line.split()[3] for line in named} <= {"0", "3"}, shown
     assert all("for rank 1 to send" in line for line in named), shown
