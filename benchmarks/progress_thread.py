@@ -13,8 +13,9 @@ process, so a timing with and without it cannot share a job: this runs
              dualmpi calls, docs/p2p.md)
 
 on, cold10, off, on, ... (``--jobs`` of each) and reports, per collective and size, the
-median over the jobs of each job's medians of ``dualmpi`` and ``floor`` (the compiled plan
-in the smallest C loop, in the same process as the thread), their ratios to ``on``, the load
+median over the jobs of each job's medians of ``dualmpi``, ``floor`` (the compiled plan
+in the smallest C loop, in the same process as the thread) and ``native`` (MPI's own
+collective, in that process too), their ratios to ``on``, the load
 average before every job, and what each job ran with (``progress_thread``, ``poll_cold_s``:
 ``benchmarks/engine.py`` records them).  Run from the repository root, one timing benchmark at a
 time::
@@ -79,7 +80,9 @@ def main():
     table = []
     for key in runs[0]["medians"]:
         row = {"collective": key.split(":")[0], "size": int(key.split(":")[1])}
-        for what in ("dualmpi", "floor"):
+        for what in ("dualmpi", "floor", "native"):
+            if what not in runs[0]["medians"][key]:  # (a neighbourhood collective: no floor)
+                continue
             med = {name: statistics.median(r["medians"][key][what] for r in runs
                                            if r["variant"] == name) for name in VARIANTS}
             row[what] = med
@@ -88,7 +91,9 @@ def main():
         table.append(row)
         print(f"{row['collective']:10s} {row['size']:>8}  dualmpi on {row['dualmpi']['on'] * 1e6:8.1f} us"
               f"  cold10/on {row['dualmpi cold10/on']:.2f}  off/on {row['dualmpi off/on']:.2f}"
-              f"  | floor cold10/on {row['floor cold10/on']:.2f}  off/on {row['floor off/on']:.2f}")
+              + (f"  | floor cold10/on {row['floor cold10/on']:.2f}  off/on {row['floor off/on']:.2f}"
+                 if "floor" in row else "  | (no floor)")
+              + f"  | native off/on {row['native off/on']:.2f}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"format": "progress-thread/1",
