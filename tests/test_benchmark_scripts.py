@@ -6,15 +6,18 @@ import json
 from mpi_helpers import REPO, mpi_cmd, needs_mpiexec, ompi_env, run_job
 
 
-def _engine_rows(tmp_path, collectives, sizes, repeats=2):
-    """Run ``benchmarks/engine.py`` on Q_1 (2 ranks); return its rows by (collective, size),
-    having checked that the job ended well and wrote a row for each."""
+def _engine_rows(tmp_path, collectives, sizes, repeats=2, *extra):
+    """Run ``benchmarks/engine.py`` on Q_1 (2 ranks, ``extra`` arguments); return its rows by
+    (collective, size), having checked that the job ended well and wrote a row for each."""
     out = tmp_path / "engine.json"
     job = run_job(mpi_cmd(2, REPO / "benchmarks" / "engine.py", "hypercube:n=1", "--collectives",
                           ",".join(collectives), "--sizes", ",".join(map(str, sizes)),
-                          "--repeats", str(repeats), "--json", out), ompi_env(120), timeout=180)
+                          "--repeats", str(repeats), *extra, "--json", out), ompi_env(120),
+                  timeout=180)
     assert job.returncode == 0 and not job.timed_out, job.stdout + job.stderr
-    rows = {(r["collective"], r["size"]): r for r in json.loads(out.read_text())["rows"]}
+    data = json.loads(out.read_text())
+    assert data["meta"]["in_a_row"] == ("--in-a-row" in extra)
+    rows = {(r["collective"], r["size"]): r for r in data["rows"]}
     assert set(rows) == {(c, n) for c in collectives for n in sizes}
     return rows
 
@@ -91,6 +94,16 @@ def test_engine_benchmark_times_every_form_of_the_collectives(tmp_path):
             assert row["dualmpi/floor"] > 0 and row["rounds"] >= 1, (coll, size)
 
 
+@needs_mpiexec
+def test_engine_benchmark_times_calls_in_a_row(tmp_path):
+    """``--in-a-row``: a repeat's calls back to back after one barrier, every variant timed
+    (a blocking, a nonblocking and a neighbourhood form), the run's metadata says so."""
+    rows = _engine_rows(tmp_path, ("bcast", "iallreduce", "neighbor_alltoall"), (8,), 2,
+                        "--in-a-row")
+    for key, row in rows.items():
+        assert row["median"]["dualmpi"] > 0 and row["median"]["native"] > 0, key
+
+
 def test_table_models_every_form_by_its_schedule():
     """``benchmarks/table.py``'s model column: a nonblocking form, ``Alltoallw`` and
     ``Reduce_scatter`` are modelled by the schedule they run (the blocking form's, the total
@@ -129,6 +142,7 @@ def test_progress_thread_benchmark_runs_each_variant_as_asked(tmp_path):
     assert ran == {"on": (True, 2e-3), "cold10": (True, 1e-2), "off": (False, 2e-3)}
     (row,) = data["rows"]
     assert row["collective"] == "bcast" and row["dualmpi off/on"] > 0
+    assert row["native off/on"] > 0 and row["floor off/on"] > 0
 
 
 @needs_mpiexec
