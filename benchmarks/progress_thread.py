@@ -91,8 +91,8 @@ def main():
         table.append(row)
         print(f"{row['collective']:10s} {row['size']:>8}  dualmpi on {row['dualmpi']['on'] * 1e6:8.1f} us"
               f"  cold10/on {row['dualmpi cold10/on']:.2f}  off/on {row['dualmpi off/on']:.2f}"
-              + (f"  | floor cold10/on {row['floor cold10/on']:.2f}  off/on {row['floor off/on']:.2f}"
-                 if "floor" in row else "  | (no floor)")
+              + (f"  | floor cold10/on {row['floor cold10/on']:.2f}"
+                 f"  off/on {row['floor off/on']:.2f}" if "floor" in row else "  | (no floor)")
               + f"  | native off/on {row['native off/on']:.2f}")
     if args.json:
         with open(args.json, "w") as fh:
