@@ -250,8 +250,9 @@ def test_large_nonblocking_payloads_travel_apart_and_match_mpi(net_i, n):
 @pytest.mark.parametrize("form", ["blocking", "nonblocking"])
 def test_large_in_place_and_derived_datatype_payloads_apart_match_mpi(form):
     """Payloads of ``APART`` bytes or more apart from their trailers with ``MPI.IN_PLACE``
-    (all-gather, total exchange, a reduction at its root) and with a derived datatype (a
-    broadcast and a reduction of every other double): three calls each, equal to
+    (all-gather, total exchange, a reduction at its root, an all-reduce whose messages of
+    ``APART_EXCHANGE`` bytes or more go apart, its plans exchanging payloads) and with a derived datatype (a broadcast,
+    a reduction and that all-reduce of every other double): three calls each, equal to
     ``COMM_WORLD``'s on the same buffers, the gaps of the strided buffer and the padding
     untouched."""
     net = _net(0)
@@ -260,6 +261,8 @@ def test_large_in_place_and_derived_datatype_payloads_apart_match_mpi(form):
     op = (lambda name: getattr(net, name)) if form == "blocking" else \
         (lambda name: getattr(net, "I" + name[0].lower() + name[1:]))
     vec = MPI.DOUBLE.Create_vector(n, 1, 2).Commit()
+    big = 2 * APART_EXCHANGE // 8 + 200  # (halves of it over APART_EXCHANGE: reduce-scatter's)
+    big_vec = MPI.DOUBLE.Create_vector(big, 1, 2).Commit()
     bad = []
     for k in range(3):
         for name in ("Allgather", "Alltoall"):
@@ -301,7 +304,26 @@ def test_large_in_place_and_derived_datatype_payloads_apart_match_mpi(form):
             if (RANK == 0 and not np.array_equal(mine_whole, ref_whole)) or \
                     not np.all(mine_whole[:PAD] == -1) or not np.all(mine_whole[-PAD:] == -1):
                 bad.append((name, k, np.flatnonzero(mine_whole != ref_whole)[:4].tolist()))
+        # an all-reduce whose messages go apart from APART_EXCHANGE: in place, then on the strided
+        # datatype against MPI's on the strided elements packed (as the reduction above)
+        for name in ("Allreduce-in-place", "Allreduce-vector"):
+            count = big if name == "Allreduce-in-place" else 2 * big
+            send = np.arange(count, dtype=np.float64) * (RANK + 1) + k
+            mine_whole, mine = _padded(count)
+            ref_whole, ref = _padded(count)
+            if name == "Allreduce-in-place":
+                mine[:] = ref[:] = send
+                run(op("Allreduce")(MPI.IN_PLACE, mine, op=MPI.SUM))
+                WORLD.Allreduce(MPI.IN_PLACE, ref, op=MPI.SUM)
+            else:
+                run(op("Allreduce")([send, 1, big_vec], [mine, 1, big_vec], op=MPI.SUM))
+                packed = np.empty(big)
+                WORLD.Allreduce(np.ascontiguousarray(send[::2]), packed, op=MPI.SUM)
+                ref[::2] = packed
+            if not np.array_equal(mine_whole, ref_whole):
+                bad.append((name, k, np.flatnonzero(mine_whole != ref_whole)[:4].tolist()))
     vec.Free()
+    big_vec.Free()
     assert _agree(not bad), bad
 
 #: Sizes (in doubles, of ``apart_from(q)`` bytes ``a``) that straddle where payloads go apart.
