@@ -281,47 +281,34 @@ def test_large_in_place_and_derived_datatype_payloads_apart_match_mpi(form):
         WORLD.Bcast([ref, 1, vec], root=0)
         if not np.array_equal(mine_whole, ref_whole):
             bad.append(("Bcast", k, np.flatnonzero(mine_whole != ref_whole)[:4].tolist()))
-        # a reduction along a tree (its blocking form's payloads apart too): in place at the
-        # root, then on the strided datatype, against MPI's on the strided elements packed
-        # (Open MPI refuses a predefined operation on a derived datatype; dualmpi takes one
-        # made of a single predefined type); the receive buffer is the root's alone
-        for name in ("Reduce-in-place", "Reduce-vector"):
-            count = n if name == "Reduce-in-place" else 2 * n
-            send = np.arange(count, dtype=np.float64) * (RANK + 1) + k
-            mine_whole, mine = _padded(count)
-            ref_whole, ref = _padded(count)
-            if name == "Reduce-in-place":
-                own = MPI.IN_PLACE if RANK == 0 else send
-                if RANK == 0:
-                    mine[:] = ref[:] = send
-                run(op("Reduce")(own, mine, op=MPI.SUM, root=0))
-                WORLD.Reduce(own, ref, op=MPI.SUM, root=0)
-            else:
-                run(op("Reduce")([send, 1, vec], [mine, 1, vec], op=MPI.SUM, root=0))
-                packed = np.empty(n)
-                WORLD.Reduce(np.ascontiguousarray(send[::2]), packed, op=MPI.SUM, root=0)
-                ref[::2] = packed
-            if (RANK == 0 and not np.array_equal(mine_whole, ref_whole)) or \
-                    not np.all(mine_whole[:PAD] == -1) or not np.all(mine_whole[-PAD:] == -1):
-                bad.append((name, k, np.flatnonzero(mine_whole != ref_whole)[:4].tolist()))
-        # an all-reduce whose messages go apart from APART_EXCHANGE: in place, then on the strided
-        # datatype against MPI's on the strided elements packed (as the reduction above)
-        for name in ("Allreduce-in-place", "Allreduce-vector"):
-            count = big if name == "Allreduce-in-place" else 2 * big
-            send = np.arange(count, dtype=np.float64) * (RANK + 1) + k
-            mine_whole, mine = _padded(count)
-            ref_whole, ref = _padded(count)
-            if name == "Allreduce-in-place":
-                mine[:] = ref[:] = send
-                run(op("Allreduce")(MPI.IN_PLACE, mine, op=MPI.SUM))
-                WORLD.Allreduce(MPI.IN_PLACE, ref, op=MPI.SUM)
-            else:
-                run(op("Allreduce")([send, 1, big_vec], [mine, 1, big_vec], op=MPI.SUM))
-                packed = np.empty(big)
-                WORLD.Allreduce(np.ascontiguousarray(send[::2]), packed, op=MPI.SUM)
-                ref[::2] = packed
-            if not np.array_equal(mine_whole, ref_whole):
-                bad.append((name, k, np.flatnonzero(mine_whole != ref_whole)[:4].tolist()))
+        # a reduction along a tree (its blocking form's payloads apart too) and an all-reduce
+        # whose messages go apart from APART_EXCHANGE: in place (at the root), then on the
+        # strided datatype, against MPI's on the strided elements packed (Open MPI refuses a
+        # predefined operation on a derived datatype; dualmpi takes one made of a single
+        # predefined type); a reduction's receive buffer is the root's alone
+        for method, m, dtype in (("Reduce", n, vec), ("Allreduce", big, big_vec)):
+            kw = {"root": 0} if method == "Reduce" else {}
+            holds = method == "Allreduce" or RANK == 0  # (a result in the receive buffer)
+            for name in (method + "-in-place", method + "-vector"):
+                count = m if name.endswith("in-place") else 2 * m
+                send = np.arange(count, dtype=np.float64) * (RANK + 1) + k
+                mine_whole, mine = _padded(count)
+                ref_whole, ref = _padded(count)
+                if name.endswith("in-place"):
+                    own = MPI.IN_PLACE if holds else send
+                    if holds:
+                        mine[:] = ref[:] = send
+                    run(op(method)(own, mine, op=MPI.SUM, **kw))
+                    getattr(WORLD, method)(own, ref, op=MPI.SUM, **kw)
+                else:
+                    run(op(method)([send, 1, dtype], [mine, 1, dtype], op=MPI.SUM, **kw))
+                    packed = np.empty(m)
+                    getattr(WORLD, method)(np.ascontiguousarray(send[::2]), packed, op=MPI.SUM,
+                                           **kw)
+                    ref[::2] = packed
+                if (holds and not np.array_equal(mine_whole, ref_whole)) or \
+                        not np.all(mine_whole[:PAD] == -1) or not np.all(mine_whole[-PAD:] == -1):
+                    bad.append((name, k, np.flatnonzero(mine_whole != ref_whole)[:4].tolist()))
     vec.Free()
     big_vec.Free()
     assert _agree(not bad), bad
