@@ -120,10 +120,12 @@ def test_large_payloads_travel_apart_and_match_mpi(net_i, n):
 @pytest.mark.parametrize("form", ["blocking", "nonblocking"])
 @pytest.mark.parametrize("n", _sample([APART_EXCHANGE // 8 - 1, APART_EXCHANGE // 8],
                                       APART_EXCHANGE // 8, ["under", "at"]))
-def test_an_exchange_sends_payloads_apart_from_its_own_size(form, n):
+@pytest.mark.parametrize("q", [1, 2], ids=["one-node-per-rank", "two-nodes-per-rank"])
+def test_an_exchange_sends_payloads_apart_from_its_own_size(form, n, q):
     """A reduction whose ranks exchange payloads in a round (``Allreduce`` by recursive
     doubling on a hypercube, ``Reduce_scatter_block``) with pieces just under and at
-    ``APART_EXCHANGE`` bytes (one node per rank), blocking and nonblocking, three calls each on
+    ``APART_EXCHANGE`` bytes (one node per rank and two: ``APART_SHARED``, the others' limit
+    there, is no larger), blocking and nonblocking, three calls each on
     the same buffers with new contents: equal to ``COMM_WORLD``'s, the padding untouched, and
     in the plans that exchange every message whose payload has ``APART_EXCHANGE`` bytes or
     more goes apart from its trailer, every shorter one whole (a message of several pieces
@@ -131,7 +133,7 @@ def test_an_exchange_sends_payloads_apart_from_its_own_size(form, n):
     late receives), and at that size some does."""
     if SIZE & (SIZE - 1):
         pytest.skip("recursive doubling: a hypercube")
-    net = dualmpi.Comm(WORLD, f"hypercube:n={SIZE.bit_length() - 1}",
+    net = dualmpi.Comm(WORLD, f"hypercube:n={SIZE.bit_length() - 2 + q}", nodes_per_rank=q,
                        algorithms={"allreduce": "exchange"})
     blocking = form == "blocking"
     calls = {"Allreduce": (lambda c, s, r: c.Allreduce(s, r, op=MPI.SUM), n, n),
