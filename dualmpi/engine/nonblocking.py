@@ -305,8 +305,8 @@ class Repeat:
 
     ``bound`` is the call's plan, ``flat`` its argument vector (``key``: its bytes, which
     rank 0 looks up among the vectors agreed), ``check`` its verdict, ``signature`` its
-    trailer's word, ``send``/``recv`` the user's bytes, ``combine`` and ``finish`` as
-    :meth:`Progress.start` takes them.  ``c`` is the array ``dualmpi_istart`` reads (the
+    trailer's word, ``send``/``recv`` the user's bytes, ``combine``, ``finish`` and
+    ``exchanges`` as :meth:`Progress.start` takes them.  ``c`` is the array ``dualmpi_istart`` reads (the
     vector, the copies in and out at absolute addresses, the signature, the combine's MPI
     handles), or None when the compiled step cannot start it (a combine MPI does not have,
     a plan with no round).
