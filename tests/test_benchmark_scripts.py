@@ -268,3 +268,24 @@ def test_percall_benchmark_times_each_form_against_native(tmp_path):
     bad = run_job(mpi_cmd(2, REPO / "benchmarks" / "percall.py", "hypercube:n=1", "--forms",
                           "Nope"), ompi_env(60), timeout=120)
     assert bad.returncode == 2 and "bad --forms" in bad.stderr, bad.stdout + bad.stderr
+
+
+@needs_mpiexec
+def test_start_or_isend_benchmark_times_both_ways(tmp_path):
+    """Two ranks, two sizes, one and two segments: a row for each with both ways timed every
+    repeat (a time per exchange, > 0) and their ratio; an odd rank count is refused."""
+    out = tmp_path / "start.json"
+    script = REPO / "benchmarks" / "start_or_isend.py"
+    job = run_job(mpi_cmd(2, script, "--sizes", "8,300", "--segments", "1,2", "--iters", "50",
+                          "--repeats", "3", "--json", out), ompi_env(120), timeout=180)
+    assert job.returncode == 0 and not job.timed_out, job.stdout + job.stderr
+    data = json.loads(out.read_text())
+    assert data["format"] == "dualmpi-start-or-isend/1" and data["meta"]["iters"] == 50
+    rows = {(r["bytes"], r["segments"]): r for r in data["rows"]}
+    assert set(rows) == {(8, 1), (300, 1), (300, 2)}  # (8 bytes: too short for 2 segments)
+    for row in rows.values():
+        assert all(len(ts) == 3 and min(ts) > 0 for ts in row["times"].values())
+        assert row["isend/start"] == row["median"]["isend"] / row["median"]["start"]
+    odd = run_job(mpi_cmd(1, script, "--json", tmp_path / "odd.json"), ompi_env(120),
+                  timeout=180)
+    assert odd.returncode != 0 and "even number of ranks" in odd.stdout + odd.stderr

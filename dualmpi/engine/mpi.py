@@ -91,6 +91,18 @@ APART_MERGED = 1 << 15
 APART_EXCHANGE = 1 << 15
 
 
+#: The bytes up to which the compiled loop sends a message with ``MPI_Isend`` instead of
+#: starting its persistent request: Open MPI sends a message that small from ``MPI_Isend``
+#: straight into the receiver's shared-memory queue (its BTL's inline send, up to
+#: ``btl_sm_max_inline_send``: 256 bytes), which a persistent request's ``MPI_Start`` does
+#: not.  Measured on 2 ranks (``benchmarks/start_or_isend.py``: a C loop of ``MPI_Start`` of a
+#: receive, the send, ``MPI_Waitall``; docs/performance.md, "Small sends made with
+#: MPI_Isend"): an exchange of 8-256 contiguous bytes took 0.53-0.69 of its time with
+#: ``MPI_Isend``, of 64-256 bytes in 2 or 9 hindexed segments 0.84-0.93; from 264 bytes
+#: 0.99-1.12, the two alike.
+IMMEDIATE = 256
+
+
 def apart_from(q, exchanges=False):
     """Return the payload bytes from which a message travels apart from its trailer with
     ``q`` nodes per rank (the same on every rank), in a plan whose ranks exchange payloads in
@@ -110,7 +122,7 @@ ABANDONED = []
  _A_TRAIL, _A_SIGNATURE, _A_FLAGS, _A_NPRE, _A_PRE, _A_NPOST, _A_POST, _A_CALLS, _A_NMID, _A_MID,
  _A_SEQ, _A_SIGWORD, _A_WBUF, _A_RING, _A_INDEX, _A_TBASE, _A_NCOMB, _A_COMBS, _A_OP, _A_TYPE,
  _A_ITEM, _A_HIST, _A_FUTURE, _A_INFLIGHT, _A_HOOK, _A_NFIRST, _A_NLATE, _A_TFIRST, _A_SCRATCH,
- _A_FIELDS) = range(39)
+ _A_NIMM, _A_IMM, _A_COMM, _A_FIELDS) = range(42)
 #: Flags of a compiled call: its first segment (advance the call number, write the signature),
 #: check the trailers after each round, count the call, wait on the alarm line too.
 _F_START, _F_CHECK, _F_COUNT, _F_WATCH = 1, 2, 4, 8
@@ -454,8 +466,13 @@ class MPIRunner:
         #: per round: the receives of lone trailers first, of payloads sent apart last (their
         #: counts), and those trailers' places among the round's (:data:`APART`)
         self._apart = []
+        #: per round: the sends of at most :data:`IMMEDIATE` bytes (the last of the round's
+        #: before its late receives), ``(address, count, datatype, peer, tag)``, which the
+        #: compiled loop makes with ``MPI_Isend`` (their persistent requests are the Python
+        #: loop's), and their persistent requests (by id)
+        self._imm, self._imm_reqs = [], set()
         for rnd, move in zip(bound.rounds, movers):
-            reqs, checks, crcs = [], [], []
+            reqs, checks, crcs, immediate, imm_rows = [], [], [], [], []
             first, late, places = [], [], []
             tag = rnd.index % _TAG_MOD
             peers = tuple(peer for peer, _, _ in rnd.recvs)
@@ -491,14 +508,21 @@ class MPIRunner:
                 h = len(at) - heads.get((rnd.index, peer, True), 0) if heads else len(at)
                 if apart is not None and not verify and sum(n[:h]) >= limit:
                     reqs.append(graph.Send_init(self._spec(at[:h], n[:h]), peer, tag + apart))
-                    reqs.append(graph.Send_init(self._spec(at[h:] + [sig_at], n[h:] + [8]),
-                                                peer, tag))
+                    at, n = at[h:] + [sig_at], n[h:] + [8]  # the trailer's message
                 else:
                     at.append(sig_at)
                     n.append(8)
-                    reqs.append(graph.Send_init(self._spec(at, n), peer, tag))
+                spec = self._spec(at, n)
+                req = graph.Send_init(spec, peer, tag)
+                if sum(n) <= IMMEDIATE:  # (the compiled loop sends it with MPI_Isend)
+                    immediate.append(req)
+                    imm_rows.append(_raw(spec) + (peer, tag))
+                else:
+                    reqs.append(req)
             self._apart.append((len(first), len(late), places))
-            reqs = first + reqs + late
+            self._imm.append(imm_rows)
+            self._imm_reqs.update(id(req) for req in immediate)
+            reqs = first + reqs + immediate + late
             hold = 0.0
             if shape is not None:
                 ts, tw, th = shape
@@ -544,10 +568,13 @@ class MPIRunner:
             return None
         loop = self._loop
         line = self.alarm.handle  # after each round's requests: the alarm line (rounds.c)
+        null = MPI.REQUEST_NULL.handle
         self._c_arrays = (
             np.array([len(reqs) for _, reqs, _, _, _, _, _ in loop], dtype=np.intc),
+            # (a send the loop makes with MPI_Isend: MPI_REQUEST_NULL between calls)
             np.array([h for _, reqs, _, _, _, _, _ in loop
-                      for h in [req.handle for req in reqs] + [line]], dtype=handles),
+                      for h in [null if id(req) in self._imm_reqs else req.handle
+                                for req in reqs] + [line]], dtype=handles),
             np.array([rnd.copies[0].size for rnd in bound.rounds], dtype=np.intc),
             _move_table(bound),
             np.array(self._nrecv + [0], dtype=np.intc),
@@ -561,7 +588,11 @@ class MPIRunner:
             np.array([f for f, _, _ in self._apart] + [0], dtype=np.intc),
             np.array([n for _, n, _ in self._apart] + [0], dtype=np.intc),
             np.array([j for _, _, places in self._apart for j in places] + [0], dtype=np.intc),
-            np.zeros(max([f for f, _, _ in self._apart] + [0]) + 1, dtype=handles))
+            np.zeros(max([f for f, _, _ in self._apart] + [0]) + 1, dtype=handles),
+            # the sends made with MPI_Isend (IMMEDIATE): their count per round, their rows
+            np.array([len(rows) for rows in self._imm] + [0], dtype=np.intc),
+            np.array([x for rows in self._imm for row in rows for x in row] + [0] * 5,
+                     dtype=np.int64))
         #: the watchdog's view of the loop: (round, peers) per position
         self._tracked = Watchdog.tracker(transport.progress,
                                          [(k, peers) for k, _, _, _, peers, _, _ in loop])
@@ -630,8 +661,8 @@ class MPIRunner:
         """Return the argument block of each segment of the plan for ``flags`` (see
         :meth:`c_call`), without copies: the same for every call of the runner, so made
         once per ``flags`` (every address in it is of an array the runner holds)."""
-        nreq, reqs, nmove, moves, nrecv, index, ncomb, combs, nfirst, nlate, tfirst, scratch = \
-            self._c_arrays
+        nreq, reqs, nmove, moves, nrecv, index, ncomb, combs, nfirst, nlate, tfirst, scratch, \
+            nimm, imm = self._c_arrays
         width = reqs.itemsize
         # (each array's address read once: a plan whose count table is new builds a runner
         # on every call)
@@ -645,6 +676,7 @@ class MPIRunner:
         template[_A_SIGWORD] = self._sig_addr
         template[_A_INDEX] = a_index
         template[_A_CALLS] = self._ncalls.ctypes.data
+        template[_A_COMM] = self.transport.graph.handle
         if self._c_op is not None:
             a_ncomb, a_combs = ncomb.ctypes.data, combs.ctypes.data
             template[_A_OP], template[_A_TYPE], template[_A_ITEM] = self._c_op
@@ -665,6 +697,9 @@ class MPIRunner:
             if self._c_op is not None:
                 a[_A_NCOMB] = a_ncomb + first * ncomb.itemsize
                 a[_A_COMBS] = a_combs + 3 * 8 * int(ncomb[:first].sum())
+            if nimm.any():
+                a[_A_NIMM] = nimm.ctypes.data + first * nimm.itemsize
+                a[_A_IMM] = imm.ctypes.data + 5 * 8 * int(nimm[:first].sum())
             if nlate.any():
                 a[_A_NFIRST] = nfirst.ctypes.data + first * nfirst.itemsize
                 a[_A_NLATE] = nlate.ctypes.data + first * nlate.itemsize
@@ -1106,6 +1141,28 @@ def _mpi_op(combine):
     if mpitype is None or not mpitype.is_predefined or mpitype.Get_size() != dtype.itemsize:
         return None  # no named MPI type: numpy combines
     return getattr(MPI, name).handle, mpitype.handle, dtype.itemsize
+
+
+def _raw(spec):
+    """Return ``(address, count, datatype handle)`` of a buffer spec of
+    :meth:`MPIRunner._spec` (``[MPI.BOTTOM or an array, count, datatype]`` or ``[array,
+    datatype]``): what ``MPI_Isend`` takes (``MPI_BOTTOM``: address 0).
+
+    >>> import numpy as np
+    >>> a = np.zeros(16, dtype=np.uint8)
+    >>> _raw([a[4:12], MPI.BYTE])[1:] == (8, MPI.BYTE.handle)
+    True
+    >>> _raw([MPI.BOTTOM, 1, MPI.INT64_T])[:2]
+    (0, 1)
+    """
+    if len(spec) == 2:
+        (buf, dtype), count = spec, None
+    else:
+        buf, count, dtype = spec
+    if buf is MPI.BOTTOM:
+        return 0, count, dtype.handle
+    return buf.ctypes.data, (buf.nbytes // dtype.Get_size() if count is None else count), \
+        dtype.handle
 
 
 def _shared_row(alarm, progress, lib=None):
