@@ -59,9 +59,16 @@ _ANY = -1
 #: (:func:`_follows`), the payload's.  The same for a nonblocking call, whose repeats post
 #: that receive in C as soon as the header is in (``rounds.c``'s ``dualmpi_ntest`` and
 #: ``dualmpi_nwait``): until they did, a nonblocking receiver posted it at its next test or
-#: wait from Python, and nonblocking calls split from 256 KiB; from 64 KiB now, on Q_1 their
+#: wait from Python, and nonblocking calls split from 256 KiB; from 64 KiB then, on Q_1 their
 #: 64- and 128-KiB rows took 0.61-0.78 of that time, on D_2 0.46-0.72 (docs/performance.md).
-SPLIT = 65536
+#: From 4 KiB since the runs of 2026-12-07: Open MPI moved one hindexed message of 4-32 KiB
+#: 2-3x slower in some jobs than in others, most of them in some hours (C loops of one
+#: exchange: a 16-KiB payload and an 8-byte block in 2 hindexed segments, 11.2-12.2 us in 11
+#: of 31 jobs, 4.0-4.3 in the others; contiguous, 5.0-6.0 in every job), and the
+#: neighbourhood rows at 4-16 KiB with it (1.9-2.1x native in 5 of 7 jobs); apart from 4 KiB
+#: they read 0.92-1.14x native at 4-32 KiB on Q_1 (docs/performance.md, "Mid-sized
+#: messages apart").
+SPLIT = 4096
 #: A header's code is the call's plus this when its payload follows as a message of its own.
 _ALONE = 16
 

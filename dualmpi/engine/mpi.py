@@ -27,7 +27,7 @@ from .plan import SPARE, held_slots, relocated
 from .watchdog import Watchdog
 
 __all__ = ["MPITransport", "MPIRunner", "StreamRunner", "rank_graph", "pair",
-           "handle_dtype", "APART", "APART_SHARED", "APART_MERGED", "APART_EXCHANGE",
+           "handle_dtype", "APART", "APART_SHARED", "APART_EXCHANGE",
            "apart_from"]
 
 _TAG_MOD = 1 << 15
@@ -69,15 +69,6 @@ APART = 1 << 12
 #: not: 32 KiB, as before the change to 4 KiB (measured on 2 ranks of ``dualcube:r=2``, 16
 #: nodes each, blocks of 4 KiB: 1.07-1.30x the time of whole messages).
 APART_SHARED = 1 << 15
-
-#: :data:`APART` for :func:`pair`'s merged plans (a v-variant's count table in its plan's
-#: messages), whose payload apart is the plan's blocks alone, the table's rows going with the
-#: trailer: measured on Q_1 (``benchmarks/engine.py``, the 6 v-variants, three jobs of each
-#: interleaved, 15 repeats, load 3.8), split against whole 1.2-1.4x the time at 8 KiB,
-#: 1.05-1.5x at 16 KiB (the receiver's round trip for the trailer first costs more than the
-#: copy through Open MPI's buffers it saves), 0.5-1.0x at 32 KiB, 0.72-0.94x at 64 KiB,
-#: 0.7-0.88x at 128 KiB, 0.47-0.81x at 1 MiB.
-APART_MERGED = 1 << 15
 
 #: :data:`APART` for a reduction whose ranks exchange payloads in a round (``Allreduce`` by
 #: recursive doubling or reduce-scatter and allgather, ``Reduce_scatter_block``:
@@ -386,8 +377,8 @@ class MPIRunner:
     <dualmpi.engine.core.Engine.exchanges>`) from :data:`APART_EXCHANGE` bytes
     (:func:`apart_from`).
     ``heads``: ``{(round index, peer, is_send): n}``, the last ``n`` segments of a message
-    travel with its trailer, not with the payload, which goes apart from
-    :data:`APART_MERGED` bytes (:func:`pair`: the count table's rows in a merged plan's
+    travel with its trailer, not with the payload, which goes apart as any other from
+    :func:`apart_from`'s bytes (:func:`pair`: the count table's rows in a merged plan's
     messages, so the payload apart is the plan's blocks alone; with the rows in it, several
     segments, the merged v-variants took 1.3–1.6 of the time whole).  Every rank
     of a call decides alike (its collective, its schedule, the payload's length).
@@ -456,7 +447,6 @@ class MPIRunner:
             drop_round = drop[0]
         movers = _movers(self.store, bound)
         limit = apart_from(plan.q, exchanges)
-        limit = max(limit, APART_MERGED) if heads else limit
         apart = getattr(transport, "apart_tag", None)
         #: the tag added to a payload's sent apart from its trailer (None: every message whole)
         self.apart_tag = apart
