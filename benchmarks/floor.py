@@ -102,7 +102,10 @@ def python_loop(runner):
     The same work as :func:`floor_loop`'s C loop: a zero-copy runner's copies of the rank's
     own blocks, each round's ``Startall``, local moves, ``Waitall`` and combines.
     """
-    rounds = [(reqs, move, combine) for _, reqs, move, combine, _, _, _ in runner._loop]
+    # (with the copies of the small messages received whole to their segments: mpi.PACK_SMALL)
+    unpacked = getattr(runner, "_unpack", None) or [()] * len(runner._loop)
+    rounds = [(reqs, move, combine, unpack) for (_, reqs, move, combine, _, _, _), unpack
+              in zip(runner._loop, unpacked)]
     startall, waitall = MPI.Prequest.Startall, MPI.Request.Waitall
     seeds, own = runner.seed_copies(), runner.own_copies()
     if own and rounds:  # the rank's own block, while the first round's messages fly
@@ -113,16 +116,18 @@ def python_loop(runner):
                 first()
             for dst, src, n in own:
                 ctypes.memmove(dst, src, n)
-        rounds[0] = (rounds[0][0], copy_own, rounds[0][2])
+        rounds[0] = (rounds[0][0], copy_own, *rounds[0][2:])
 
     def run():
         for dst, src, n in seeds:
             ctypes.memmove(dst, src, n)
-        for reqs, move, combine in rounds:
+        for reqs, move, combine, unpack in rounds:
             startall(reqs)
             if move is not None:
                 move()
             waitall(reqs)
+            for dst, src, n in unpack:
+                ctypes.memmove(dst, src, n)
             if combine is not None:
                 combine()
     return run

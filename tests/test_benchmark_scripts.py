@@ -289,3 +289,24 @@ def test_start_or_isend_benchmark_times_both_ways(tmp_path):
     odd = run_job(mpi_cmd(1, script, "--json", tmp_path / "odd.json"), ompi_env(120),
                   timeout=180)
     assert odd.returncode != 0 and "even number of ranks" in odd.stdout + odd.stderr
+
+
+@needs_mpiexec
+def test_start_or_isend_benchmark_times_packed_against_hindexed(tmp_path):
+    """``--packed``: two ranks, two sizes, segment counts 1 (left out: nothing to pack), 2 and
+    3: a row for each of the others with both ways timed every repeat and their ratio, the
+    mode in the metadata."""
+    out = tmp_path / "packed.json"
+    script = REPO / "benchmarks" / "start_or_isend.py"
+    job = run_job(mpi_cmd(2, script, "--packed", "--sizes", "24,300", "--segments", "1,2,3",
+                          "--iters", "50", "--repeats", "3", "--json", out), ompi_env(120),
+                  timeout=180)
+    assert job.returncode == 0 and not job.timed_out, job.stdout + job.stderr
+    data = json.loads(out.read_text())
+    assert data["meta"]["packed"] is True
+    rows = {(r["bytes"], r["segments"]): r for r in data["rows"]}
+    assert set(rows) == {(24, 2), (24, 3), (300, 2), (300, 3)}
+    for row in rows.values():
+        assert set(row["times"]) == {"hindexed", "packed"}
+        assert all(len(ts) == 3 and min(ts) > 0 for ts in row["times"].values())
+        assert row["packed/hindexed"] == row["median"]["packed"] / row["median"]["hindexed"]

@@ -93,6 +93,47 @@ APART_EXCHANGE = 1 << 15
 #: 0.99-1.12, the two alike.
 IMMEDIATE = 256
 
+#: Messages of at most :data:`IMMEDIATE` bytes whose segments (the payload's and the trailer's)
+#: are not one run of memory travel packed: the compiled loop copies a send's segments into a
+#: slot of the runner's ``_small`` array and sends that with ``MPI_Isend``, and a receive lands
+#: whole in such a slot, copied to its segments (the trailer too) once the round's messages are
+#: in.  Open MPI sends a contiguous message that small straight into the receiver's queue and
+#: takes a derived datatype through its convertor: measured in C on 2 ranks (an exchange each
+#: way, copies included: ``benchmarks/start_or_isend.py --packed``), 0.78-0.86x the time of the
+#: hindexed message at 16-256 bytes in 2 or 9 segments, 0.92-0.99x at 0.5-1 KiB, where the
+#: sends are persistent and stay as they are (docs/performance.md, "Small messages packed").
+#: Local to each end: the bytes on the wire are the same.
+PACK_SMALL = True
+
+
+def _runs(at, n):
+    """Return how many runs of memory the segments ``(at, n)`` (lists) make, adjacent ones
+    joined.
+
+    >>> _runs([0, 8], [8, 8]), _runs([0, 16], [8, 8]), _runs([8], [8])
+    (1, 2, 1)
+    """
+    return sum(1 for i in range(len(at)) if i == 0 or at[i] != at[i - 1] + n[i - 1])
+
+
+def joined(at, n):
+    """Return the segments ``(at, n)`` (lists) with adjacent ones joined: a message of a
+    payload and the trailer right after it is one contiguous run, not a derived datatype.
+
+    >>> joined([0, 8, 32], [8, 8, 4])
+    ([0, 32], [16, 4])
+    """
+    if len(at) < 2 or _runs(at, n) == len(at):
+        return at, n
+    out, size = [at[0]], [n[0]]
+    for a, m in zip(at[1:], n[1:]):
+        if a == out[-1] + size[-1]:
+            size[-1] += m
+        else:
+            out.append(a)
+            size.append(m)
+    return out, size
+
 
 def apart_from(q, exchanges=False):
     """Return the payload bytes from which a message travels apart from its trailer with
@@ -113,7 +154,7 @@ ABANDONED = []
  _A_TRAIL, _A_SIGNATURE, _A_FLAGS, _A_NPRE, _A_PRE, _A_NPOST, _A_POST, _A_CALLS, _A_NMID, _A_MID,
  _A_SEQ, _A_SIGWORD, _A_WBUF, _A_RING, _A_INDEX, _A_TBASE, _A_NCOMB, _A_COMBS, _A_OP, _A_TYPE,
  _A_ITEM, _A_HIST, _A_FUTURE, _A_INFLIGHT, _A_HOOK, _A_NFIRST, _A_NLATE, _A_TFIRST, _A_SCRATCH,
- _A_NIMM, _A_IMM, _A_COMM, _A_FIELDS) = range(42)
+ _A_NIMM, _A_IMM, _A_COMM, _A_NPACK, _A_PACK, _A_NUNPACK, _A_UNPACK, _A_FIELDS) = range(46)
 #: Flags of a compiled call: its first segment (advance the call number, write the signature),
 #: check the trailers after each round, count the call, wait on the alarm line too.
 _F_START, _F_CHECK, _F_COUNT, _F_WATCH = 1, 2, 4, 8
@@ -461,8 +502,19 @@ class MPIRunner:
         #: compiled loop makes with ``MPI_Isend`` (their persistent requests are the Python
         #: loop's), and their persistent requests (by id)
         self._imm, self._imm_reqs = [], set()
+        #: small messages packed (:data:`PACK_SMALL`): per round the copies of the sends'
+        #: segments into their slots of :attr:`_small` (before they leave) and of the
+        #: receives' slots to their segments (once the round's messages are in, before the
+        #: trailers are read), ``(destination, source, length)`` at addresses
+        self._pack, self._unpack = [], []
+        pack = PACK_SMALL and not verify
+        self._small = np.empty(_small_bytes(bound, sig_at, drop_round) if pack else 0,
+                               dtype=np.uint8)
+        small_at, small = 0, self._small.ctypes.data
+        store_at = 0 if self.absolute else self.store.ctypes.data
         for rnd, move in zip(bound.rounds, movers):
             reqs, checks, crcs, immediate, imm_rows = [], [], [], [], []
+            packs, unpacks = [], []
             first, late, places = [], [], []
             tag = rnd.index % _TAG_MOD
             peers = tuple(peer for peer, _, _ in rnd.recvs)
@@ -484,7 +536,17 @@ class MPIRunner:
                 else:
                     at.append(trail_at)
                     n.append(8)
-                    reqs.append(graph.Recv_init(self._spec(at, n), peer, tag))
+                    size = sum(n)
+                    if pack and 8 < size <= IMMEDIATE:  # (received whole, then copied out)
+                        spec = [self._small[small_at:small_at + size], MPI.BYTE]
+                        src = small + small_at
+                        for a, m in zip(at, n):
+                            unpacks.append((store_at + a, src, m))
+                            src += m
+                        small_at += size
+                    else:
+                        spec = self._spec(at, n)
+                    reqs.append(graph.Recv_init(spec, peer, tag))
                 trail_at += 8
             for peer, offs, lens in rnd.sends:
                 if rnd.index == drop_round:
@@ -496,7 +558,8 @@ class MPIRunner:
                     n.append(4)
                     crc_at += 8
                 h = len(at) - heads.get((rnd.index, peer, True), 0) if heads else len(at)
-                if apart is not None and not verify and sum(n[:h]) >= limit:
+                whole = not (apart is not None and not verify and sum(n[:h]) >= limit)
+                if not whole:
                     reqs.append(graph.Send_init(self._spec(at[:h], n[:h]), peer, tag + apart))
                     at, n = at[h:] + [sig_at], n[h:] + [8]  # the trailer's message
                 else:
@@ -504,12 +567,24 @@ class MPIRunner:
                     n.append(8)
                 spec = self._spec(at, n)
                 req = graph.Send_init(spec, peer, tag)
-                if sum(n) <= IMMEDIATE:  # (the compiled loop sends it with MPI_Isend)
+                size = sum(n)
+                if size <= IMMEDIATE:  # (the compiled loop sends it with MPI_Isend)
                     immediate.append(req)
-                    imm_rows.append(_raw(spec) + (peer, tag))
+                    # (packed: from a slot its segments are copied to; _small_bytes' rule)
+                    if pack and whole and _runs(at, n) > 1:
+                        dst = small + small_at
+                        imm_rows.append((dst, size, MPI.BYTE.handle, peer, tag))
+                        for a, m in zip(at, n):
+                            packs.append((dst, store_at + a, m))
+                            dst += m
+                        small_at += size
+                    else:
+                        imm_rows.append(_raw(spec) + (peer, tag))
                 else:
                     reqs.append(req)
             self._apart.append((len(first), len(late), places))
+            self._pack.append(packs)
+            self._unpack.append(unpacks)
             self._imm.append(imm_rows)
             self._imm_reqs.update(id(req) for req in immediate)
             reqs = first + reqs + immediate + late
@@ -582,6 +657,14 @@ class MPIRunner:
             # the sends made with MPI_Isend (IMMEDIATE): their count per round, their rows
             np.array([len(rows) for rows in self._imm] + [0], dtype=np.intc),
             np.array([x for rows in self._imm for row in rows for x in row] + [0] * 5,
+                     dtype=np.int64),
+            # the small messages packed (PACK_SMALL): the sends' copies into their slots and
+            # the receives' out of theirs, their count per round and their rows
+            np.array([len(rows) for rows in self._pack] + [0], dtype=np.intc),
+            np.array([x for rows in self._pack for row in rows for x in row] + [0] * 3,
+                     dtype=np.int64),
+            np.array([len(rows) for rows in self._unpack] + [0], dtype=np.intc),
+            np.array([x for rows in self._unpack for row in rows for x in row] + [0] * 3,
                      dtype=np.int64))
         #: the watchdog's view of the loop: (round, peers) per position
         self._tracked = Watchdog.tracker(transport.progress,
@@ -652,7 +735,7 @@ class MPIRunner:
         :meth:`c_call`), without copies: the same for every call of the runner, so made
         once per ``flags`` (every address in it is of an array the runner holds)."""
         nreq, reqs, nmove, moves, nrecv, index, ncomb, combs, nfirst, nlate, tfirst, scratch, \
-            nimm, imm = self._c_arrays
+            nimm, imm, npack, packs, nunpack, unpacks = self._c_arrays
         width = reqs.itemsize
         # (each array's address read once: a plan whose count table is new builds a runner
         # on every call)
@@ -690,6 +773,12 @@ class MPIRunner:
             if nimm.any():
                 a[_A_NIMM] = nimm.ctypes.data + first * nimm.itemsize
                 a[_A_IMM] = imm.ctypes.data + 5 * 8 * int(nimm[:first].sum())
+            if npack.any():
+                a[_A_NPACK] = npack.ctypes.data + first * npack.itemsize
+                a[_A_PACK] = packs.ctypes.data + 3 * 8 * int(npack[:first].sum())
+            if nunpack.any():
+                a[_A_NUNPACK] = nunpack.ctypes.data + first * nunpack.itemsize
+                a[_A_UNPACK] = unpacks.ctypes.data + 3 * 8 * int(nunpack[:first].sum())
             if nlate.any():
                 a[_A_NFIRST] = nfirst.ctypes.data + first * nfirst.itemsize
                 a[_A_NLATE] = nlate.ctypes.data + first * nlate.itemsize
@@ -883,6 +972,7 @@ class MPIRunner:
     def _spec(self, offs, lens):
         """Return an mpi4py buffer spec for the segments ``(offs, lens)`` (lists of ints:
         offsets in the store, or addresses when the runner is absolute)."""
+        offs, lens = joined(offs, lens)
         if self.absolute:
             if not offs:
                 return [MPI.BOTTOM, 0, MPI.BYTE]
@@ -936,8 +1026,8 @@ class MPIRunner:
         store, trailers = self.store, self._trailers
         startall = MPI.Prequest.Startall
         t = 0
-        for (k, reqs, move, combine, peers, crcs, hold), checks, n, (first, late, places) in zip(
-                self._loop, self._checks, self._nrecv, self._apart):
+        for (k, reqs, move, combine, peers, crcs, hold), checks, n, (first, late, places), \
+                unpacks in zip(self._loop, self._checks, self._nrecv, self._apart, self._unpack):
             if hold:
                 time.sleep(hold)
             for offs, lens, at in crcs:
@@ -958,6 +1048,8 @@ class MPIRunner:
                 self._wait(reqs)
             if watched:
                 wd.disarm()
+            for dst, src, m in unpacks:  # (small messages received whole: PACK_SMALL)
+                ctypes.memmove(dst, src, m)
             for offs, lens, at in checks:
                 if store[at:at + 4].view(np.uint32)[0] != _crc(store, offs, lens):
                     self.checksum_failures += 1
@@ -1010,13 +1102,42 @@ class MPIRunner:
                 other.free()
         self.companions = {}
         if self.alarm.broken is not None and self._reqs:
-            ABANDONED.append((self.store, self.buffers, self.stores))
+            ABANDONED.append((self.store, self.buffers, self.stores, self._small))
         for req in self._reqs:
             if req != MPI.REQUEST_NULL:
                 req.Free()
         for dtype in self._types:
             dtype.Free()
         self._reqs, self._types, self._loop = [], [], []
+
+
+def _small_bytes(bound, sig_at, drop_round=None):
+    """Return the bytes of a runner's slots for its small messages packed
+    (:data:`PACK_SMALL`): every receive of a payload whose message (payload and 8-byte
+    trailer) has at most :data:`IMMEDIATE` bytes, and every such send whose segments and the
+    signature at ``sig_at`` are not one run (the sends of round ``drop_round`` left out).
+
+    >>> from types import SimpleNamespace as NS
+    >>> seg = lambda *pairs: (np.array([p[0] for p in pairs], dtype=np.int64),
+    ...                       np.array([p[1] for p in pairs], dtype=np.int64))
+    >>> rnd = NS(index=0, recvs=[(1, *seg((8, 8)))],                  # 16 bytes: packed
+    ...          sends=[(1, *seg((0, 8))), (2, *seg((16, 8)))])       # the second only
+    >>> _small_bytes(NS(rounds=[rnd]), sig_at=8)
+    32
+    """
+    total = 0
+    for rnd in bound.rounds:
+        for _, offs, lens in rnd.recvs:
+            size = int(lens.sum()) + 8
+            if 8 < size <= IMMEDIATE:
+                total += size
+        if rnd.index == drop_round:
+            continue
+        for _, offs, lens in rnd.sends:
+            size = int(lens.sum()) + 8
+            if size <= IMMEDIATE and _runs(offs.tolist() + [sig_at], lens.tolist() + [8]) > 1:
+                total += size
+    return total
 
 
 def pair(first, first_buffers, second, second_buffers):

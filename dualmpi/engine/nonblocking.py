@@ -84,7 +84,8 @@ from .plan import SPARE
 from . import recall
 from .alarm import ARGS, FUTURE, WORDS as LINE_WORDS
 from .inflight import ADVANCE, BESIDE, IN_FLIGHT
-from .mpi import APART, OTHER_GRACE, ROOT_GRACE, _mpi_op, apart_from, handle_dtype
+from .mpi import (APART, IMMEDIATE, OTHER_GRACE, PACK_SMALL, ROOT_GRACE, _mpi_op, _runs,
+                  _small_bytes, apart_from, handle_dtype, joined)
 from .watchdog import Watchdog
 
 __all__ = ["Progress", "PlanRequest", "Repeat", "poll_all", "block", "beside", "CACHE_SIZE",
@@ -120,7 +121,7 @@ _START, _MODE, _AGREE, _ANSWER, _ROUNDS, _DONE, _CROUNDS, _CLOSE = 0, 5, 1, 2, 3
 
 # the fields of the compiled step's plan, run and round rows (rounds.c: dualmpi_istep)
 _P_NROUNDS, _P_ROUNDS, _P_MSGS, _P_MOVES, _P_COMBS, _P_TRAILS, _P_COMM, _P_BYTE, _P_APART, \
-    _P_FIELDS = range(10)
+    _P_PACKS, _P_UNPACKS, _P_FIELDS = range(12)
 _S_K, _S_STORE, _S_TAG, _S_REQS, _S_SIGNATURE, _S_BAD_ROUND, _S_BAD_PEER, _S_OP, _S_TYPE, \
     _S_ITEM, _S_POS, _S_RUN, _S_NMODE, _S_MODE_AT, _S_MODE, _S_VEC, _S_NVEC, _S_NCOUT, _S_COUT, \
     _S_LATE, _S_NMID, _S_MID, _S_MODE_DUE, _S_FIELDS = range(24)
@@ -137,7 +138,7 @@ _X_RANK, _X_SIZE, _X_ACOMM, _X_CTL, _X_I64, _X_LONG, _X_NOTES, _X_NOTE_REQS, _X_
 EARLY_TAG_UB = 1 << 20
 _M_VEC, _M_NVEC, _M_CIN, _M_NCIN, _M_COUT, _M_NCOUT, _M_SIG, _M_SIGAT, _M_SIZE, _M_OP, \
     _M_TYPE, _M_ITEM, _M_PLAIN, _M_MID, _M_NMID, _M_FIELDS = range(16)
-_R_FIELDS = 12
+_R_FIELDS = 16
 # a message row's kinds (rounds.c: [peer, offset, length, datatype, kind, safe datatype])
 _M_RECV, _M_SEND, _M_SEND_APART, _M_RECV_APART = range(4)
 _MSG_FIELDS = 6
@@ -174,7 +175,16 @@ class _Compiled:
     trailers' first; ``sends`` with their kind appended (``_M_SEND``, or
     ``_M_SEND_APART`` for a payload); ``late`` the payloads' receives with their safe
     datatype appended; ``peers`` those of the round's requests in order (recvs, sends,
-    late); ``trails`` ``(offset, peer)``, the lone trailers' first.
+    late); ``trails`` ``(offset, peer)``, the lone trailers' first; ``packs`` and ``unpacks``
+    the copies ``(destination, source, length)`` of its small messages packed.
+
+    A copying plan's small messages whose segments are not one run of memory travel packed,
+    as the blocking loop's do (:data:`~dualmpi.engine.mpi.PACK_SMALL`): a send of at most
+    :data:`~dualmpi.engine.mpi.IMMEDIATE` bytes with its trailer leaves from a slot after the
+    spare block its segments are copied to as the round is posted (``packs``), a receive that
+    small lands whole in such a slot, copied to its segments and trailer once the round's
+    messages are in (``unpacks``).  A plan bound to the user's buffers (``at`` given) sends its
+    messages as they are.
     """
 
     __slots__ = ("bound", "users", "retired", "types", "sig_at", "size", "rounds", "copy_in",
@@ -190,9 +200,13 @@ class _Compiled:
         self.size = bound.nbytes + (8 + 8 * nrecv + SPARE if trailer else 0)
         trail_at = self.sig_at + 8
         spare_at = trail_at + 8 * nrecv + 8
+        # (the small messages' slots after the spare block: a copying plan's only)
+        pack = PACK_SMALL and trailer and at == 0
+        small_at = self.size
         self.rounds = []
         for rnd in bound.rounds:
             recvs, sends, trails, late = [], [], [], []
+            packs, unpacks = [], []
             first, lone = [], []  # (the lone trailers' receives and trailers come first)
             # (each message's segments as lists, its trailer appended)
             for peer, offs, lens in rnd.recvs:
@@ -209,6 +223,15 @@ class _Compiled:
                     at.append(trail_at)
                     n.append(8)
                     trail_at += 8
+                    size = sum(n)
+                    if pack and 8 < size <= IMMEDIATE:  # (received whole, then copied out)
+                        src = small_at
+                        for a, m in zip(at, n):
+                            unpacks.append((a, src, m))
+                            src += m
+                        recvs.append((peer, small_at, small_at + size, None))
+                        small_at += size
+                        continue
                 recvs.append((peer, *self._spec(at, n)))
             recvs, trails = first + recvs, lone + trails
             for peer, offs, lens in rnd.sends:
@@ -220,6 +243,15 @@ class _Compiled:
                 if trailer:
                     at.append(self.sig_at)
                     n.append(8)
+                    size = sum(n)
+                    if pack and size <= IMMEDIATE and _runs(at, n) > 1:  # (from a slot)
+                        dst = small_at
+                        for a, m in zip(at, n):
+                            packs.append((dst, a, m))
+                            dst += m
+                        sends.append((peer, small_at, small_at + size, None, _M_SEND))
+                        small_at += size
+                        continue
                 sends.append((peer, *self._spec(at, n), _M_SEND))
             src, dst, lens = rnd.combines
             combines = [(a, b, n) for a, b, n in zip(src.tolist(), dst.tolist(), lens.tolist())
@@ -227,7 +259,8 @@ class _Compiled:
             peers = tuple(m[0] for m in recvs) + tuple(m[0] for m in sends) + \
                 tuple(m[0] for m in late)
             self.rounds.append((rnd.index, recvs, sends, _moves(rnd.copies), combines, peers,
-                                trails, late))
+                                trails, late, packs, unpacks))
+        self.size = small_at
         user, at, length = bound.copy_in
         self.copy_in = list(zip(at.tolist(), user.tolist(), length.tolist()))
         self.copy_out = list(zip(*(c.tolist() for c in bound.copy_out)))
@@ -248,8 +281,9 @@ class _Compiled:
         """
         if self.c_addr:
             return True
-        rows, msgs, moves, combs, trails = [], [], [], [], []
-        for k, (_, recvs, sends, _, combines, _, trail, late) in enumerate(self.rounds):
+        rows, msgs, moves, combs, trails, packs, unpacks = [], [], [], [], [], [], []
+        for k, (_, recvs, sends, _, combines, _, trail, late, pack, unpack) in \
+                enumerate(self.rounds):
             src, dst, lens = self.bound.rounds[k].copies
             first = len(msgs)
             # (the round's messages, then its payloads' receives: the lone trailers' are the
@@ -263,16 +297,21 @@ class _Compiled:
                              0 if safe is None else safe.handle))
             rows.append((len(recvs) + len(sends), len(recvs), first, src.size, len(moves),
                          len(combines), len(combs), len(trail), len(trails), len(late),
-                         len(late), first + len(recvs) + len(sends)))
+                         len(late), first + len(recvs) + len(sends), len(pack), len(packs),
+                         len(unpack), len(unpacks)))
             moves += zip(dst.tolist(), src.tolist(), lens.tolist())
             combs += combines
             trails += trail
+            packs += pack
+            unpacks += unpack
         keep = [np.array(rows + [(0,) * _R_FIELDS], dtype=np.int64)]
-        for table, width in ((msgs, _MSG_FIELDS), (moves, 3), (combs, 3), (trails, 2)):
+        for table, width in ((msgs, _MSG_FIELDS), (moves, 3), (combs, 3), (trails, 2),
+                             (packs, 3), (unpacks, 3)):
             keep.append(np.array(table + [(0,) * width], dtype=np.int64))
         plan = np.zeros(_P_FIELDS, dtype=np.int64)
         plan[_P_NROUNDS] = len(self.rounds)
-        for field, table in zip((_P_ROUNDS, _P_MSGS, _P_MOVES, _P_COMBS, _P_TRAILS), keep):
+        for field, table in zip((_P_ROUNDS, _P_MSGS, _P_MOVES, _P_COMBS, _P_TRAILS, _P_PACKS,
+                                 _P_UNPACKS), keep):
             plan[field] = table.ctypes.data
         plan[_P_COMM], plan[_P_BYTE] = comm.handle, MPI.BYTE.handle
         plan[_P_APART] = apart_tag
@@ -282,7 +321,8 @@ class _Compiled:
 
     def _spec(self, offs, lens):
         """Return ``(start, stop, datatype)`` of segments ``(offs, lens)`` (lists of ints): a
-        slice of the store, or the store with a datatype."""
+        slice of the store, or the store with a datatype (adjacent segments joined)."""
+        offs, lens = joined(offs, lens)
         if not offs:
             return 0, 0, None
         if len(offs) == 1:
@@ -422,7 +462,10 @@ class Repeat:
         c[_M_SIG] = sig - (1 << 64) if sig >> 63 else sig
         c[_M_SIGAT] = at + bound.nbytes
         nrecv = sum(len(rnd.recvs) for rnd in bound.rounds)
-        c[_M_SIZE] = at + bound.nbytes + 8 + 8 * nrecv + SPARE
+        # (cleared at each start: the trailers, the spare block and a copying plan's slots of
+        # its small messages packed, so a message cut short finds no trailer of the last run)
+        c[_M_SIZE] = at + bound.nbytes + 8 + 8 * nrecv + SPARE + \
+            (_small_bytes(bound, bound.nbytes) if PACK_SMALL and at == 0 else 0)
         c[_M_OP], c[_M_TYPE], c[_M_ITEM] = c_op
         c[_M_PLAIN] = self.plain
         c[_M_MID], c[_M_NMID] = mid.ctypes.data, len(mid) - 1
@@ -993,7 +1036,7 @@ class Progress:
             self._finish(req)
             return
         req.k = i
-        _, recvs, sends, move, _, peers, _, late = comp.rounds[i]
+        _, recvs, sends, move, _, peers, _, late, packs, _ = comp.rounds[i]
         store, data, tag = req.store, self.data, req.tag
         reqs = []
         if req.modes and i == len(comp.rounds) - 1:
@@ -1003,6 +1046,8 @@ class Progress:
         for peer, a, b, dtype in recvs:
             reqs.append(data.Irecv([store[a:b], MPI.BYTE] if dtype is None else [store, 1, dtype],
                                    peer, tag))
+        for dst, src, n in packs:  # (the small sends' segments into their slots)
+            store[dst:dst + n] = store[src:src + n]
         for peer, a, b, dtype, kind in sends:
             reqs.append(data.Isend([store[a:b], MPI.BYTE] if dtype is None else [store, 1, dtype],
                                    peer, tag if kind == _M_SEND else tag + self.apart_tag))
@@ -1032,8 +1077,10 @@ class Progress:
                 elif stage == _CLOSE:  # (rank 0's mode messages are done too)
                     self._finish(req)
                 elif stage == _ROUNDS:
-                    combines, trails = req.compiled.rounds[req.k][4], req.compiled.rounds[req.k][6]
-                    store = req.store
+                    rnd = req.compiled.rounds[req.k]
+                    combines, trails, store = rnd[4], rnd[6], req.store
+                    for dst, src, n in rnd[9]:  # (the small receives' slots, copied out)
+                        store[dst:dst + n] = store[src:src + n]
                     for at, peer in trails:
                         if req.bad is None and \
                                 store[at:at + 8].view(np.uint64)[0] != req.signature:

@@ -41,7 +41,7 @@ enum {
     A_NRECV, A_TRAIL, A_SIGNATURE, A_FLAGS, A_NPRE, A_PRE, A_NPOST, A_POST, A_CALLS,
     A_NMID, A_MID, A_SEQ, A_SIGWORD, A_WBUF, A_RING, A_INDEX, A_TBASE, A_NCOMB, A_COMBS,
     A_OP, A_TYPE, A_ITEM, A_HIST, A_FUTURE, A_INFLIGHT, A_HOOK, A_NFIRST, A_NLATE, A_TFIRST,
-    A_SCRATCH, A_NIMM, A_IMM, A_COMM, A_FIELDS
+    A_SCRATCH, A_NIMM, A_IMM, A_COMM, A_NPACK, A_PACK, A_NUNPACK, A_UNPACK, A_FIELDS
 };
 /* F_START: the call's first segment (advance the call number, write the signature);
  * F_CHECK: check the trailers; F_COUNT: count the call; F_WATCH: wait on the alarm line. */
@@ -262,6 +262,14 @@ static int wait_round(MPI_Request *reqs, int n, int done, int watch, hook_fn hoo
  * completes).  Open MPI sends a message that small from MPI_Isend straight into the receiver's
  * queue, which a persistent request's start does not (half the time of a small exchange).
  *
+ * A small message whose segments are not one run of memory travels packed
+ * (dualmpi/engine/mpi.py: PACK_SMALL): A_NPACK copies per round [destination, source, length]
+ * at addresses (A_PACK) put a send's segments into the slot its MPI_Isend sends, before the
+ * round's sends are made; A_NUNPACK copies (A_UNPACK) take each such receive's slot to its
+ * segments and trailer once the round's messages are in, before the trailers are read (Open
+ * MPI sends a small contiguous message straight into the receiver's queue, a derived datatype
+ * through its convertor).
+ *
  * Returns MPI_SUCCESS, an MPI error code, -(i + 1) when trailer i (counted over the whole
  * plan) does not carry the call's signature, or DUALMPI_ALARM. */
 int dualmpi_run(const int64_t *a)
@@ -295,6 +303,10 @@ int dualmpi_run(const int64_t *a)
     const int *nimm = (const int *)(intptr_t)a[A_NIMM];
     const int64_t *imm = (const int64_t *)(intptr_t)a[A_IMM];
     const MPI_Comm comm = (MPI_Comm)(intptr_t)a[A_COMM];
+    const int *npack = (const int *)(intptr_t)a[A_NPACK];
+    const int64_t *pack = (const int64_t *)(intptr_t)a[A_PACK];
+    const int *nunpack = (const int *)(intptr_t)a[A_NUNPACK];
+    const int64_t *unpack = (const int64_t *)(intptr_t)a[A_UNPACK];
     int64_t seq;
     uint64_t sig;
     int64_t t = 0;
@@ -323,6 +335,10 @@ int dualmpi_run(const int64_t *a)
             err = MPI_Startall(n - late - ni, reqs);
             if (err != MPI_SUCCESS) { progress[0] = 0; return err; }
         }
+        if (npack)  /* the small sends' segments into their slots */
+            for (int i = 0; i < npack[k]; i++, pack += 3)
+                memcpy((void *)(intptr_t)pack[0], (const void *)(intptr_t)pack[1],
+                       (size_t)pack[2]);
         for (int i = 0; i < ni; i++, imm += 5) {
             err = MPI_Isend(imm[0] ? (void *)(intptr_t)imm[0] : MPI_BOTTOM, (int)imm[1],
                             (MPI_Datatype)(intptr_t)imm[2], (int)imm[3], (int)imm[4], comm,
@@ -352,6 +368,10 @@ int dualmpi_run(const int64_t *a)
         err = wait_round(reqs, n, first, watch, hook, inflight, index, wbuf, ring, seq, hist,
                          future);
         if (err != MPI_SUCCESS) { progress[0] = 0; return err; }
+        if (nunpack)  /* the small receives' slots to their segments and trailers */
+            for (int i = 0; i < nunpack[k]; i++, unpack += 3)
+                memcpy((void *)(intptr_t)unpack[0], (const void *)(intptr_t)unpack[1],
+                       (size_t)unpack[2]);
         if (flags & F_CHECK)
             for (int i = 0; i < nrecv[k]; i++, t++)
                 if (trail[t] != sig) {
@@ -422,15 +442,22 @@ int dualmpi_run(const int64_t *a)
  * once those trailers are in and checked (s[S_LATE] set until then): with the contiguous
  * receive when the trailer carries the call's signature, else with the row's safe datatype
  * (the payload and a spare block apart), so a longer message of another call is cut short
- * there, never written past a buffer (Open MPI 5.0 writes past a contiguous receive). */
+ * there, never written past a buffer (Open MPI 5.0 writes past a contiguous receive).
+ *
+ * A copying plan's small messages whose segments are not one run travel packed, as the
+ * blocking loop's (dualmpi/engine/mpi.py: PACK_SMALL): R_NPACK copies [dst, src, length] (store
+ * offsets, from R_PACK in the table at P_PACKS) put a round's small sends' segments into the
+ * slots they leave from, just before the round is posted; R_NUNPACK copies (P_UNPACKS) take its
+ * small receives' slots to their segments and trailers once its messages are in, before the
+ * trailers are read. */
 enum { P_NROUNDS, P_ROUNDS, P_MSGS, P_MOVES, P_COMBS, P_TRAILS, P_COMM, P_BYTE, P_APART,
-       P_FIELDS };
+       P_PACKS, P_UNPACKS, P_FIELDS };
 enum { S_K, S_STORE, S_TAG, S_REQS, S_SIGNATURE, S_BAD_ROUND, S_BAD_PEER, S_OP, S_TYPE, S_ITEM,
        S_POS, S_RUN, S_NMODE, S_MODE_AT, S_MODE, S_VEC, S_NVEC, S_NCOUT, S_COUT, S_LATE,
        S_NMID, S_MID, S_MODE_DUE, S_FIELDS };
 enum { W_WBUF, W_RING, W_SEQ, W_HIST, W_LINE, W_FUTURE, W_FIELDS };
 enum { R_NMSG, R_NRECV, R_MSG, R_NMOVE, R_MOVE, R_NCOMB, R_COMB, R_NTRAIL, R_TRAIL, R_NFIRST,
-       R_NLATE, R_LATE, R_FIELDS };
+       R_NLATE, R_LATE, R_NPACK, R_PACK, R_NUNPACK, R_UNPACK, R_FIELDS };
 /* A message row: [peer, offset, length, datatype, kind, safe datatype] (MSG_FIELDS words). */
 enum { M_RECV, M_SEND, M_SEND_APART, M_RECV_APART };
 #define MSG_FIELDS 6
@@ -475,6 +502,8 @@ static int istep(const int64_t *p, int64_t *s, int post_only)
     const int64_t *moves = (const int64_t *)(intptr_t)p[P_MOVES];
     const int64_t *combs = (const int64_t *)(intptr_t)p[P_COMBS];
     const int64_t *trails = (const int64_t *)(intptr_t)p[P_TRAILS];
+    const int64_t *packs = (const int64_t *)(intptr_t)p[P_PACKS];
+    const int64_t *unpacks = (const int64_t *)(intptr_t)p[P_UNPACKS];
     const MPI_Comm comm = (MPI_Comm)(intptr_t)p[P_COMM];
     const MPI_Datatype byte = (MPI_Datatype)(intptr_t)p[P_BYTE];
     char *store = (char *)(intptr_t)s[S_STORE];
@@ -551,6 +580,10 @@ static int istep(const int64_t *p, int64_t *s, int post_only)
                 if (!flag)
                     return MPI_SUCCESS;
             }
+            for (int64_t i = 0; i < row[R_NUNPACK]; i++) {  /* (small receives, out) */
+                const int64_t *c = unpacks + (row[R_UNPACK] + i) * 3;
+                memcpy(store + c[0], store + c[1], (size_t)c[2]);
+            }
             for (int64_t i = 0; i < row[R_NTRAIL]; i++) {
                 const int64_t *tr = trails + (row[R_TRAIL] + i) * 2;
                 uint64_t got;
@@ -577,8 +610,12 @@ static int istep(const int64_t *p, int64_t *s, int post_only)
             }
             break;
         }
-        {  /* post round k, then its moves */
+        {  /* post round k (its small sends packed first), then its moves */
             const int64_t *row = rows + k * R_FIELDS;
+            for (int64_t i = 0; i < row[R_NPACK]; i++) {
+                const int64_t *c = packs + (row[R_PACK] + i) * 3;
+                memcpy(store + c[0], store + c[1], (size_t)c[2]);
+            }
             for (int64_t i = 0; i < row[R_NMSG]; i++) {
                 err = post(msgs + (row[R_MSG] + i) * MSG_FIELDS, store, tag, apart, comm, byte,
                            0, reqs + i);

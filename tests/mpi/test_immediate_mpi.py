@@ -9,20 +9,26 @@ runner's tables are read after the calls: each round's sends of at most ``IMMEDI
 (for a payload sent apart, its trailer's message), and only those, are the loop's
 ``MPI_Isend`` rows, and their slots of the compiled loop's request array are
 ``MPI_REQUEST_NULL`` (a request of ``MPI_Isend``, freed when it completed; a persistent
-request keeps its handle), every other slot a persistent request.  Run with ``mpiexec -n N
-python -m mpi4py -m pytest --with-mpi tests/mpi/test_immediate_mpi.py`` at N = 1, 2, 4, 8,
-32, 64.
+request keeps its handle), every other slot a persistent request.  Such a message whose
+segments (its trailer's included) are not one run of memory travels packed
+(``dualmpi.engine.mpi.PACK_SMALL``): the send's ``MPI_Isend`` row sends bytes from a slot of
+the runner's ``_small`` array its segments are copied to, and each small receive lands whole
+in such a slot, copied to its segments and trailer; the tables are checked for that too, and
+for the nonblocking plans' rounds (``dualmpi.engine.nonblocking._Compiled``), whose slots are
+in the run's store after the spare block.  Run
+with ``mpiexec -n N python -m mpi4py -m pytest --with-mpi tests/mpi/test_immediate_mpi.py`` at
+N = 1, 2, 4, 8, 32, 64.
 """
 
 import numpy as np
 import pytest
 
 from dualmpi.engine import cloop
-from dualmpi.engine.mpi import IMMEDIATE, MPIRunner
+from dualmpi.engine.mpi import IMMEDIATE, MPIRunner, _runs, _small_bytes
 
 MPI = pytest.importorskip("mpi4py.MPI")
 
-from test_apart_mpi import _calls, _net, _sample, _three_calls  # noqa: E402
+from test_apart_mpi import _calls, _icalls, _net, _sample, _three_calls  # noqa: E402
 from test_icollectives_mpi import RANK, SIZE, WORLD, _agree  # noqa: E402
 
 
@@ -63,6 +69,45 @@ def _immediate_errors(run):
     return bad, counts
 
 
+def _packed_errors(run):
+    """Return what differs from the packing rule in a blocking runner's tables (see the
+    module's docstring), and ``(sends, receives)``: how many of each travel packed.
+
+    A send of at most ``IMMEDIATE`` bytes with its trailer, not apart, whose segments and
+    the signature word are not one run: its ``MPI_Isend`` row sends that many bytes of
+    ``MPI.BYTE`` from ``_small``, and the round's copies into that slot are its segments'
+    lengths, in order.  A receive of a payload whose message has at most ``IMMEDIATE`` bytes:
+    the round's copies out of ``_small`` cover it and its trailer.  (A merged plan's messages
+    carry the count table's rows, whose segments the runner does not keep: not checked.)"""
+    bad, counts = [], [0, 0]
+    if run.parts > 1:
+        return bad, counts
+    lo, hi = run._small.ctypes.data, run._small.ctypes.data + run._small.size
+    inside = lambda a, m: lo <= a and a + m <= hi  # noqa: E731
+    sig = run._sig_addr - (0 if run.absolute else run.store.ctypes.data)
+    for k, (rnd, rows, packs, unpacks) in enumerate(
+            zip(run.bound.rounds, run._imm, run._pack, run._unpack)):
+        want = []
+        for peer, offs, lens in rnd.sends:
+            size = int(lens.sum()) + 8
+            if size <= IMMEDIATE and _runs(offs.tolist() + [sig], lens.tolist() + [8]) > 1:
+                want.append((peer, lens.tolist() + [8]))
+        packed = [row for row in rows if inside(row[0], row[1])]
+        if sorted((r[3], r[1]) for r in packed) != sorted((p, sum(n)) for p, n in want) or \
+                any(r[2] != MPI.BYTE.handle for r in packed) or \
+                sorted(n for _, _, n in packs) != sorted(m for _, n in want for m in n) or \
+                any(not inside(dst, n) for dst, _, n in packs):
+            bad.append((k, "packed sends", [r[3] for r in packed], [p for p, _ in want]))
+        got = sum(int(lens.sum()) + 8 for _, _, lens in rnd.recvs
+                  if 8 < int(lens.sum()) + 8 <= IMMEDIATE)
+        if sum(n for _, _, n in unpacks) != got or any(not inside(src, n)
+                                                        for _, src, n in unpacks):
+            bad.append((k, "unpacked receives", sum(n for _, _, n in unpacks), got))
+        counts[0] += len(packed)
+        counts[1] += sum(1 for _, _, lens in rnd.recvs if 8 < int(lens.sum()) + 8 <= IMMEDIATE)
+    return bad, counts
+
+
 @pytest.mark.mpi
 @pytest.mark.parametrize("net_i", [0, 1])
 @pytest.mark.parametrize("n", _sample([1, IMMEDIATE // 8 - 1, IMMEDIATE // 8],
@@ -73,11 +118,13 @@ def test_small_sends_leave_with_isend_and_match_mpi(net_i, n):
     to ``COMM_WORLD``'s, the padding untouched, and each round's sends of at most
     ``IMMEDIATE`` bytes made with ``MPI_Isend`` (their slots ``MPI_REQUEST_NULL`` after the
     calls), every larger one a persistent request; on more than one rank some made with
-    ``MPI_Isend`` at 8 bytes a piece, some persistent at ``IMMEDIATE // 8`` elements."""
+    ``MPI_Isend`` at 8 bytes a piece, some persistent at ``IMMEDIATE // 8`` elements.  The
+    small messages whose segments are not one run travel packed (:func:`_packed_errors`), on
+    more than one rank some sends and receives at 8 bytes a piece."""
     if cloop.load() is None:
         pytest.skip(f"no compiled loop: {cloop.reason()}")
     net = _net(net_i)
-    bad, counts = [], np.zeros(2, dtype=np.int64)
+    bad, counts, packed = [], np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64)
     calls = dict(_calls(n), Barrier=(lambda c, s, r: c.Barrier(), 0, 0))
     for name, (call, ns, nr) in calls.items():
         bad += _three_calls(net, name, call, call, ns, nr, name == "Reduce" and RANK != 0)
@@ -90,10 +137,87 @@ def test_small_sends_leave_with_isend_and_match_mpi(net_i, n):
         wrong, (imm, persistent) = _immediate_errors(run)
         bad += [(name,) + w for w in wrong]
         counts += (imm, persistent)
+        wrong, both = _packed_errors(run)
+        bad += [(name,) + w for w in wrong]
+        packed += both
     total = np.zeros(2, dtype=np.int64)
+    WORLD.Allreduce(packed, total)
+    if SIZE > 1 and n == 1 and not total.all():  # (Allgather: a piece and a trailer apart)
+        bad.append(("no small message packed", total.tolist()))
     WORLD.Allreduce(counts, total)
     if SIZE > 1 and n == 1 and not total[0]:
         bad.append(("no send made with MPI_Isend", total.tolist()))
     if SIZE > 1 and n == IMMEDIATE // 8 and not total[1]:
         bad.append(("no persistent send", total.tolist()))
+    assert _agree(not bad), bad
+
+
+def _compiled_packed_errors(comp):
+    """Return what differs from the packing rule in a nonblocking plan (its ``_Compiled``), and
+    ``(sends, receives)`` packed: a copying plan's message of a payload and its trailer of at
+    most ``IMMEDIATE`` bytes (a send: whose segments and the signature word are not one run)
+    is a contiguous slot past the spare block, every slot apart, copied into from its
+    segments before the round is posted (a send) or out to them once it is in (a receive);
+    none in a plan bound to the user's buffers."""
+    bad, counts = [], [0, 0]
+    zero = comp.sig_at != comp.bound.nbytes  # (bound at the buffers' addresses: _Compiled(at=))
+    slots = comp.bound.nbytes + 8 + 8 * sum(len(r.recvs) for r in comp.bound.rounds) + 16
+    seen = []
+    for k, (rnd, row) in enumerate(zip(comp.bound.rounds, comp.rounds)):
+        recvs, sends, packs, unpacks = row[1], row[2], row[8], row[9]
+        mine = [(a, b) for _, a, b, dtype, *_ in recvs + sends if dtype is None and a >= slots]
+        seen += mine
+        want_s = [lens.tolist() + [8] for _, offs, lens in rnd.sends
+                  if int(lens.sum()) + 8 <= IMMEDIATE and
+                  _runs(offs.tolist() + [comp.sig_at], lens.tolist() + [8]) > 1]
+        want_r = [int(lens.sum()) + 8 for _, _, lens in rnd.recvs
+                  if 8 < int(lens.sum()) + 8 <= IMMEDIATE]
+        if zero:
+            if mine or packs or unpacks:
+                bad.append((k, "packed in a plan bound to the buffers"))
+            continue
+        if sorted(n for _, _, n in packs) != sorted(m for n in want_s for m in n) or \
+                sum(n for _, _, n in unpacks) != sum(want_r) or \
+                len(mine) != len(want_s) + len(want_r) or \
+                any(not any(a <= x and x + n <= b for a, b in mine) for x, _, n in packs) or \
+                any(not any(a <= x and x + n <= b for a, b in mine) for _, x, n in unpacks):
+            bad.append((k, "packed", len(mine), len(want_s), len(want_r)))
+        counts[0] += len(want_s)
+        counts[1] += len(want_r)
+    ends = sorted(seen)
+    if any(b > c for (_, b), (c, _) in zip(ends, ends[1:])) or (ends and ends[-1][1] > comp.size):
+        bad.append(("slots overlap or pass the store", ends[:4], comp.size))
+    # (the bytes a start in C clears, nonblocking.Repeat's M_SIZE, reach the last slot's end)
+    if not zero and comp.size != slots + _small_bytes(comp.bound, comp.bound.nbytes):
+        bad.append(("store size", comp.size, slots, _small_bytes(comp.bound, comp.bound.nbytes)))
+    return bad, counts
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("net_i", [0, 1])
+@pytest.mark.parametrize("n", _sample([1, IMMEDIATE // 8 - 1], 1))
+def test_small_nonblocking_messages_travel_packed_and_match_mpi(net_i, n):
+    """The nonblocking forms at pieces of 8 bytes and just under ``IMMEDIATE`` with the
+    trailer, three calls each on the same buffers (the first agreed, the repeats started in
+    C): equal to ``COMM_WORLD``'s blocking collectives, the padding untouched, and every plan
+    they ran packs its small messages as :func:`_compiled_packed_errors` says; on more than one
+    rank some sends and receives packed at 8 bytes a piece."""
+    if cloop.load() is None:
+        pytest.skip(f"no compiled loop: {cloop.reason()}")
+    net = _net(net_i)
+    bad, packed = [], np.zeros(2, dtype=np.int64)
+    for name, (call, ref_call, ns, nr) in _icalls(n).items():
+        before = set(net._nb._cache)
+        bad += _three_calls(net, name, call, ref_call, ns, nr,
+                            (name == "Igather" and RANK != SIZE - 1) or
+                            (name == "Ireduce" and RANK != 0))
+        for key, comp in net._nb._cache.items():
+            if key not in before:
+                wrong, both = _compiled_packed_errors(comp)
+                bad += [(name,) + w for w in wrong]
+                packed += both
+    total = np.zeros(2, dtype=np.int64)
+    WORLD.Allreduce(packed, total)
+    if SIZE > 1 and n == 1 and not total.all():
+        bad.append(("no small message packed", total.tolist()))
     assert _agree(not bad), bad
