@@ -643,7 +643,8 @@ def test_repeats_start_in_c_and_match_mpi(net_i, n):
     own = [name for name, memo in net._i_memo.items()
            if getattr(memo, "repeat", None) is not None and memo.repeat.z_c is not None
            and len(memo.repeat._zmid) > 1]
-    ok = ok and not early and ("Iallgather" in own) == bool(bound and want)
+    # (without the compiled start, DUALMPI_CLOOP=0, the repeats are made but never started)
+    ok = ok and (not want or not early and ("Iallgather" in own) == bool(bound))
     assert _agree(ok), (bad, started, want, zero, early, own)
 
 
