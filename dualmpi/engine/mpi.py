@@ -538,12 +538,17 @@ class MPIRunner:
                     n.append(8)
                     size = sum(n)
                     if pack and 8 < size <= IMMEDIATE:  # (received whole, then copied out)
-                        spec = [self._small[small_at:small_at + size], MPI.BYTE]
                         src = small + small_at
                         for a, m in zip(at, n):
                             unpacks.append((store_at + a, src, m))
                             src += m
+                        # (the slot and the spare block apart: a longer message of another
+                        # call is cut short, never written past the slot)
+                        spec = self._spec([small + small_at, store_at + spare_at], [size, 8],
+                                          absolute=True)
                         small_at += size
+                    elif _runs(at, n) == 1:  # (a trailer alone: the spare block apart too)
+                        spec = self._spec(at + [spare_at], n + [8])
                     else:
                         spec = self._spec(at, n)
                     reqs.append(graph.Recv_init(spec, peer, tag))
@@ -969,11 +974,12 @@ class MPIRunner:
             self.alarm.raise_alarm(MISMATCH, peer, what, where=k)
         self.alarm.raise_alarm(MPI_FAILED, err, what)
 
-    def _spec(self, offs, lens):
+    def _spec(self, offs, lens, absolute=False):
         """Return an mpi4py buffer spec for the segments ``(offs, lens)`` (lists of ints:
-        offsets in the store, or addresses when the runner is absolute)."""
+        offsets in the store, or addresses when the runner is, or ``absolute``), adjacent
+        segments joined."""
         offs, lens = joined(offs, lens)
-        if self.absolute:
+        if self.absolute or absolute:
             if not offs:
                 return [MPI.BOTTOM, 0, MPI.BYTE]
             dtype = MPI.BYTE.Create_hindexed(lens, offs).Commit()

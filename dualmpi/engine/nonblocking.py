@@ -181,10 +181,13 @@ class _Compiled:
     A copying plan's small messages whose segments are not one run of memory travel packed,
     as the blocking loop's do (:data:`~dualmpi.engine.mpi.PACK_SMALL`): a send of at most
     :data:`~dualmpi.engine.mpi.IMMEDIATE` bytes with its trailer leaves from a slot after the
-    spare block its segments are copied to as the round is posted (``packs``), a receive that
-    small lands whole in such a slot, copied to its segments and trailer once the round's
-    messages are in (``unpacks``).  A plan bound to the user's buffers (``at`` given) sends its
-    messages as they are.
+    spare block (8 bytes apart from it) its segments are copied to as the round is posted
+    (``packs``), a receive that small lands whole in such a slot, copied to its segments and
+    trailer once the round's messages are in (``unpacks``).  A plan bound to the user's
+    buffers (``at`` given) sends its messages as they are.  Every receive with a trailer has
+    two blocks apart, so that a longer message of another call is cut short, not written past
+    (Open MPI 5.0 writes past a contiguous receive above its eager limit): its payload and
+    trailer, or the slot and the spare block, or a trailer alone and the spare block.
     """
 
     __slots__ = ("bound", "users", "retired", "types", "sig_at", "size", "rounds", "copy_in",
@@ -200,8 +203,10 @@ class _Compiled:
         self.size = bound.nbytes + (8 + 8 * nrecv + SPARE if trailer else 0)
         trail_at = self.sig_at + 8
         spare_at = trail_at + 8 * nrecv + 8
-        # (the small messages' slots after the spare block: a copying plan's only)
+        # (the small messages' slots 8 bytes after the spare block: a copying plan's only)
         pack = PACK_SMALL and trailer and at == 0
+        if pack:
+            self.size += 8
         small_at = self.size
         self.rounds = []
         for rnd in bound.rounds:
@@ -229,9 +234,14 @@ class _Compiled:
                         for a, m in zip(at, n):
                             unpacks.append((a, src, m))
                             src += m
-                        recvs.append((peer, small_at, small_at + size, None))
+                        # (the slot and the spare block apart: a longer message of another
+                        # call is cut short, never written past the slot)
+                        recvs.append((peer, *self._spec([small_at, spare_at], [size, 8])))
                         small_at += size
                         continue
+                    if _runs(at, n) == 1:  # (a trailer alone: the spare block apart too)
+                        at.append(spare_at)
+                        n.append(8)
                 recvs.append((peer, *self._spec(at, n)))
             recvs, trails = first + recvs, lone + trails
             for peer, offs, lens in rnd.sends:
@@ -465,7 +475,7 @@ class Repeat:
         # (cleared at each start: the trailers, the spare block and a copying plan's slots of
         # its small messages packed, so a message cut short finds no trailer of the last run)
         c[_M_SIZE] = at + bound.nbytes + 8 + 8 * nrecv + SPARE + \
-            (_small_bytes(bound, bound.nbytes) if PACK_SMALL and at == 0 else 0)
+            (8 + _small_bytes(bound, bound.nbytes) if PACK_SMALL and at == 0 else 0)
         c[_M_OP], c[_M_TYPE], c[_M_ITEM] = c_op
         c[_M_PLAIN] = self.plain
         c[_M_MID], c[_M_NMID] = mid.ctypes.data, len(mid) - 1

@@ -23,13 +23,17 @@ N = 1, 2, 4, 8, 32, 64.
 import numpy as np
 import pytest
 
+import dualmpi
+from dualmpi.collectives.allreduce import available
 from dualmpi.engine import cloop
 from dualmpi.engine.mpi import IMMEDIATE, MPIRunner, _runs, _small_bytes
+from dualmpi.errors import DualmpiError
+from dualmpi.topology import from_spec
 
 MPI = pytest.importorskip("mpi4py.MPI")
 
-from test_apart_mpi import _calls, _icalls, _net, _sample, _three_calls  # noqa: E402
-from test_icollectives_mpi import RANK, SIZE, WORLD, _agree  # noqa: E402
+from test_apart_mpi import PAD, _calls, _icalls, _net, _padded, _sample, _three_calls  # noqa: E402,E501
+from test_icollectives_mpi import NETS, RANK, SIZE, WORLD, _agree  # noqa: E402
 
 
 def _immediate_errors(run):
@@ -105,6 +109,17 @@ def _packed_errors(run):
             bad.append((k, "unpacked receives", sum(n for _, _, n in unpacks), got))
         counts[0] += len(packed)
         counts[1] += sum(1 for _, _, lens in rnd.recvs if 8 < int(lens.sum()) + 8 <= IMMEDIATE)
+    # every slot received into has the spare block apart from it (two blocks: a longer message
+    # of another call is cut short there, not written past the slot)
+    slotted = []
+    for dtype in run._types:
+        contents = dtype.Get_contents()
+        blocks = list(zip(contents[1], contents[0][1:]))
+        if any(inside(a, n) for a, n in blocks):
+            slotted.append(blocks)
+    if len(slotted) != counts[1] or any(len(b) != 2 or not inside(*b[0]) or inside(*b[1]) or
+                                        b[1][1] != 8 for b in slotted):
+        bad.append(("receive slots", slotted[:3], counts[1]))
     return bad, counts
 
 
@@ -152,20 +167,37 @@ def test_small_sends_leave_with_isend_and_match_mpi(net_i, n):
     assert _agree(not bad), bad
 
 
+def _blocks(row):
+    """The blocks ``[(offset, length)]`` of a nonblocking plan's message row ``(peer, start,
+    stop, datatype, ...)``: one slice of the store, or its hindexed datatype's."""
+    if row[3] is None:
+        return [(row[1], row[2] - row[1])]
+    contents = row[3].Get_contents()  # (integers: the count and the block lengths;
+    return list(zip(contents[1], contents[0][1:]))  # addresses: the displacements; ...)
+
+
 def _compiled_packed_errors(comp):
     """Return what differs from the packing rule in a nonblocking plan (its ``_Compiled``), and
     ``(sends, receives)`` packed: a copying plan's message of a payload and its trailer of at
     most ``IMMEDIATE`` bytes (a send: whose segments and the signature word are not one run)
-    is a contiguous slot past the spare block, every slot apart, copied into from its
-    segments before the round is posted (a send) or out to them once it is in (a receive);
-    none in a plan bound to the user's buffers."""
+    goes through a slot past the spare block — a send from it as one contiguous run, a
+    receive into it and the spare block — every slot apart, copied into from its segments
+    before the round is posted (a send) or out to them once it is in (a receive); none in a
+    plan bound to the user's buffers.  And every receive of a plan with trailers has two
+    blocks apart (a longer message of another call is cut short there, not written past)."""
     bad, counts = [], [0, 0]
     zero = comp.sig_at != comp.bound.nbytes  # (bound at the buffers' addresses: _Compiled(at=))
-    slots = comp.bound.nbytes + 8 + 8 * sum(len(r.recvs) for r in comp.bound.rounds) + 16
+    nrecv = sum(len(r.recvs) for r in comp.bound.rounds)
+    spare = comp.sig_at + 8 + 8 * nrecv + 8
+    slots = spare + 16  # (8 bytes after the spare block)
     seen = []
     for k, (rnd, row) in enumerate(zip(comp.bound.rounds, comp.rounds)):
         recvs, sends, packs, unpacks = row[1], row[2], row[8], row[9]
-        mine = [(a, b) for _, a, b, dtype, *_ in recvs + sends if dtype is None and a >= slots]
+        if comp.trailer and any(len(_blocks(m)) < 2 for m in recvs):
+            bad.append((k, "a receive of one block", [_blocks(m) for m in recvs]))
+        mine = [(a, a + n) for m in sends for a, n in _blocks(m) if a >= slots]
+        mine += [(b[0][0], b[0][0] + b[0][1]) for b in map(_blocks, recvs)
+                 if b[0][0] >= slots and b[1:] == [(spare, 8)]]
         seen += mine
         want_s = [lens.tolist() + [8] for _, offs, lens in rnd.sends
                   if int(lens.sum()) + 8 <= IMMEDIATE and
@@ -188,7 +220,8 @@ def _compiled_packed_errors(comp):
     if any(b > c for (_, b), (c, _) in zip(ends, ends[1:])) or (ends and ends[-1][1] > comp.size):
         bad.append(("slots overlap or pass the store", ends[:4], comp.size))
     # (the bytes a start in C clears, nonblocking.Repeat's M_SIZE, reach the last slot's end)
-    if not zero and comp.size != slots + _small_bytes(comp.bound, comp.bound.nbytes):
+    if not zero and comp.trailer and \
+            comp.size != slots + _small_bytes(comp.bound, comp.bound.nbytes):
         bad.append(("store size", comp.size, slots, _small_bytes(comp.bound, comp.bound.nbytes)))
     return bad, counts
 
@@ -221,3 +254,47 @@ def test_small_nonblocking_messages_travel_packed_and_match_mpi(net_i, n):
     if SIZE > 1 and n == 1 and not total.all():
         bad.append(("no small message packed", total.tolist()))
     assert _agree(not bad), bad
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("net_i", [0, 1])
+def test_a_long_message_of_another_call_is_cut_short_at_a_slot(net_i):
+    """``Allreduce`` by reduce-scatter and all-gather (or the exchange) of one double (its messages packed) and of 2,048
+    (16 KiB: a whole message where the ranks exchange payloads, below ``APART_EXCHANGE``, above
+    Open MPI's eager limit), both called by every rank first; then rank 0 calls the small one while the others call
+    the large one: a 16-KiB message lands where rank 0's 16-byte slot was due.  Every rank
+    that receives fails in the call or its next, naming the message of another call or the
+    one cut short; no buffer is written past (the padding); no rank is left waiting (the
+    watchdog); the communicator is unusable after."""
+    if cloop.load() is None:
+        pytest.skip(f"no compiled loop: {cloop.reason()}")
+    if SIZE < 2 or net_i >= len(NETS):
+        pytest.skip(f"no network {net_i} at {SIZE} ranks")
+    spec, q = NETS[net_i]
+    # (one algorithm at both sizes, whose ranks exchange payloads: the same rounds and peers)
+    alg = next(a for a in ("rsag", "exchange") if a in available(from_spec(spec)))
+    net = dualmpi.Comm(WORLD, spec, nodes_per_rank=q, watchdog=60, algorithms={"allreduce": alg})
+    if not net._engine.exchanges("allreduce", 0, net.variant, alg, combines=True):
+        net.Free()
+        pytest.skip(f"{spec}: its all-reduce exchanges no payload in a round")
+    sizes = (1, 2048)
+    bufs = [(_padded(n), _padded(n)) for n in sizes]
+    for (_, send), (_, recv) in bufs:
+        send[:] = RANK + 1
+        net.Allreduce(send, recv, op=MPI.SUM)
+    mine = 0 if RANK == 0 else 1
+    errs = []
+    for _ in range(2):
+        try:
+            net.Allreduce(bufs[mine][0][1], bufs[mine][1][1], op=MPI.SUM)
+            errs.append(None)
+        except DualmpiError as exc:
+            errs.append(str(exc))
+    net.Free()
+    first = next((e for e in errs if e is not None), None)
+    ok = first is not None and ("another call" in first or "failed in round" in first or
+                                "unusable" in first)
+    ok = ok and (errs[1] is None or "unusable" in errs[1] or errs[0] is None)
+    ok = ok and all(np.all(whole[:PAD] == -1) and np.all(whole[-PAD:] == -1)
+                    for pair in bufs for whole, _ in pair)
+    assert _agree(ok), errs
