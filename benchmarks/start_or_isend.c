@@ -13,16 +13,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int describe(char *base, int bytes, int segments, MPI_Datatype *type)
+/* The hindexed datatype of `bytes` bytes in `segments` segments of `base` (the last 8 bytes,
+ * each apart from the others); with `seg`, the segments' addresses too, and `lens` their
+ * lengths (arrays of 64). */
+static int describe(char *base, int bytes, int segments, MPI_Datatype *type, char **seg,
+                    int *lens)
 {
-    int lens[64];
+    int own[64];
     MPI_Aint at[64];
     if (segments < 2 || segments > 64 || bytes < 8 * segments)
         return -1;
+    if (lens == NULL)
+        lens = own;
     int rest = bytes - 8, each = rest / (segments - 1);
     for (int i = 0; i < segments; i++) {
         lens[i] = i == segments - 1 ? 8 : i == segments - 2 ? rest - each * (segments - 2) : each;
         MPI_Get_address(base + 2 * i * (bytes + 8), &at[i]);  /* apart from each other */
+        if (seg != NULL)
+            seg[i] = base + 2 * i * (bytes + 8);
     }
     if (MPI_Type_create_hindexed(segments, lens, at, MPI_BYTE, type) != MPI_SUCCESS)
         return -1;
@@ -44,7 +52,8 @@ double bench_exchange(int bytes, int segments, int iters, int isend)
     if (sbuf == NULL || rbuf == NULL)
         goto out;
     if (segments > 1) {
-        if (describe(sbuf, bytes, segments, &stype) || describe(rbuf, bytes, segments, &rtype))
+        if (describe(sbuf, bytes, segments, &stype, NULL, NULL) ||
+                describe(rbuf, bytes, segments, &rtype, NULL, NULL))
             goto out;
         sat = rat = MPI_BOTTOM;
         count = 1;
@@ -98,18 +107,10 @@ double bench_packed(int bytes, int segments, int iters, int packed)
     char *sat[64], *rat[64];
     MPI_Request reqs[2], recv;
     double t = -1.0;
-    if (sbuf == NULL || rbuf == NULL || sslot == NULL || rslot == NULL || segments < 2 ||
-            describe(sbuf, bytes, segments, &stype) || describe(rbuf, bytes, segments, &rtype))
+    if (sbuf == NULL || rbuf == NULL || sslot == NULL || rslot == NULL ||
+            describe(sbuf, bytes, segments, &stype, sat, lens) ||
+            describe(rbuf, bytes, segments, &rtype, rat, NULL))
         goto out;
-    {
-        int rest = bytes - 8, each = rest / (segments - 1);
-        for (int i = 0; i < segments; i++) {  /* (describe's segments) */
-            lens[i] = i == segments - 1 ? 8 : i == segments - 2 ? rest - each * (segments - 2)
-                                                                 : each;
-            sat[i] = sbuf + 2 * i * (bytes + 8);
-            rat[i] = rbuf + 2 * i * (bytes + 8);
-        }
-    }
     err |= packed ? MPI_Recv_init(rslot, bytes, MPI_BYTE, peer, 8, MPI_COMM_WORLD, &recv)
                   : MPI_Recv_init(MPI_BOTTOM, 1, rtype, peer, 8, MPI_COMM_WORLD, &recv);
     if (err)
