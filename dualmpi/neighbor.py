@@ -80,7 +80,7 @@ TAGS = 32000
 #: The most neighbours a compiled exchange (:class:`_Fast`) takes; the fields of its argument
 #: array and its three codes other than an MPI error (``rounds.c``: ``dualmpi_nexchange``).
 NX_MAX = 30
-_NX_FIELDS = 22
+_NX_FIELDS = 23
 _NX_BUSY, _NX_CHECK, _NX_PENDING = -1, -2, -3
 _INT_MAX = 2 ** 31 - 1  # (the compiled exchange counts a payload sent alone in bytes, an int)
 
@@ -376,7 +376,8 @@ class _Exchange:
     (:data:`HEADER_WORDS` words) says which call it is, what this rank sends ``j`` and what
     it expects from ``j``, so both ends of a link check both directions and a mismatch is
     found by both ranks.  A receive of known size is posted at once, into the user's
-    buffer (a longer message is truncated by MPI, its header intact, and reported); one of
+    buffer (a longer message is truncated by MPI, its header intact, and reported; never
+    written past: :func:`_sink`); one of
     unknown size (objects) is probed for.  A rank whose arguments were rejected sends a
     header alone (its code negated) and takes every neighbour's message whatever its size;
     so every rank takes exactly one message from every neighbour and no rank is left
@@ -417,7 +418,7 @@ class _Exchange:
         else:
             self.sends, self.recvs = sends, recvs
             self.out = np.zeros((n, HEADER_WORDS), dtype=np.int64)
-            self.inp = np.zeros((n, HEADER_WORDS), dtype=np.int64)
+            self.inp = _headers(n)
         self.spare = [None] * n     # a message of unknown size, header included
         self.reqs, self.req_peer = [], []
         self.follow = {}            # receives of a header whose payload may come on its own
@@ -468,7 +469,8 @@ class _Exchange:
                 self.pending.append(i)
             else:
                 self.follow[len(self.reqs)] = i
-                self.reqs.append(_message(comm.Irecv, MPI, inp[i], target, peer, tag))
+                self.reqs.append(_message(comm.Irecv, MPI, inp[i], target, peer, tag,
+                                          receive=True))
                 self.req_peer.append(peer)
 
     # -- progress --------------------------------------------------------------------------------
@@ -495,13 +497,17 @@ class _Exchange:
                 continue
             MPI = MPI or _mpi()
             peer = self.ranks[i]
-            if spare is None:  # into the place the receive gave it (truncated if it is longer)
+            if spare is None:  # into the place the receive gave it
                 target = self.recvs[i][0]
+                if int(header[3]) > target.size:  # longer: cut short in the sink (_sink)
+                    target = [MPI.BOTTOM, 1, _sink(MPI)[1]]
             else:  # a probed message: header and payload in a buffer of their own
                 whole = self.spare[i] = np.empty(_HEADER_BYTES + int(header[3]), np.uint8)
                 whole[:_HEADER_BYTES] = spare[:_HEADER_BYTES]
                 target = whole[_HEADER_BYTES:]
-            self.reqs.append(self.wire.comm.Irecv([target, MPI.BYTE], peer, self.tag))
+            if not isinstance(target, list):
+                target = [target, MPI.BYTE]
+            self.reqs.append(self.wire.comm.Irecv(target, peer, self.tag))
             self.req_peer.append(peer)
 
     def posted(self):
@@ -695,14 +701,53 @@ def _typesig(method, sender, receiver):
             f"match the type signature rank {receiver} receives")
 
 
-def _two(MPI, header, payload, always=False):
+def _headers(n):
+    """Zeroed room for ``n`` received headers, one row each, followed by a word never received
+    into: a receive's payload block can never start where a header ends (two adjacent blocks
+    are one contiguous block to MPI: see :func:`_sink`).
+
+    >>> h = _headers(2); h.shape, h.base.size
+    ((2, 5), 11)
+    """
+    return np.zeros(n * HEADER_WORDS + 1, dtype=np.int64)[:n * HEADER_WORDS].reshape(
+        n, HEADER_WORDS)
+
+
+def _sink(MPI):
+    """Return ``(words, datatype)``: where a message nobody reads is cut short (made once).
+
+    Open MPI 5.0 writes a message longer than a contiguous receive buffer past its end above
+    its eager limit (docs/reliability.md: a 64-KiB payload into a neighbour's receive of
+    none wrote 65,536 bytes past it); a receive of two blocks apart is cut short instead
+    (``MPI_ERR_TRUNCATE``).  So every receive of a neighbourhood message has two blocks
+    apart: a header with a payload (:func:`_headers` keeps them apart), a header alone with
+    the 8 bytes at ``words[2]``, and a payload announced longer than its place goes whole
+    to ``datatype`` (8 bytes at ``words[0]`` and ``words[2]``, ``MPI.BOTTOM``): the call
+    fails from the headers (counts differ), nothing of the user's written past.
+    """
+    if not _SINK:
+        words = np.zeros(4, dtype=np.int64)
+        dtype = MPI.BYTE.Create_hindexed([8, 8], [words.ctypes.data,
+                                                  words.ctypes.data + 16]).Commit()
+        _SINK.extend((words, dtype))
+    return _SINK[0], _SINK[1]
+
+
+_SINK = []
+
+
+def _two(MPI, header, payload, always=False, receive=False):
     """Return ``(spec, datatype)``: an mpi4py buffer spec of ``header`` then ``payload``.
 
     Zero-copy: a hindexed datatype at absolute addresses (``MPI.BOTTOM``), which the
     caller frees (MPI keeps it for the messages posted); ``None`` when there is no
-    payload, unless ``always`` (then the datatype holds the header alone).
+    payload, unless ``always`` (then the datatype holds the header alone).  A ``receive``
+    without a payload takes the sink's 8 bytes as its second block (:func:`_sink`).
     """
     empty = payload is None or payload.size == 0
+    if receive and empty:
+        words = _sink(MPI)[0]
+        payload, empty = words[2:3].view(np.uint8), False
     if empty and not always:
         return [header, MPI.BYTE], None
     dtype = MPI.BYTE.Create_hindexed(
@@ -711,9 +756,9 @@ def _two(MPI, header, payload, always=False):
     return [MPI.BOTTOM, 1, dtype], dtype
 
 
-def _message(call, MPI, header, payload, *args):
+def _message(call, MPI, header, payload, *args, receive=False):
     """Post ``call(spec, *args)`` on ``header`` + ``payload``; return its request."""
-    spec, dtype = _two(MPI, header, payload)
+    spec, dtype = _two(MPI, header, payload, receive=receive)
     try:
         return call(spec, *args)
     finally:
@@ -825,7 +870,7 @@ class _Memo:
         n = len(sends)
         self.template, self.args, self.sends, self.recvs = template, args, sends, recvs
         self.out = np.zeros((n, HEADER_WORDS), dtype=np.int64)
-        self.inp = np.zeros((n, HEADER_WORDS), dtype=np.int64)
+        self.inp = _headers(n)
         self.good = np.full((n, HEADER_WORDS), -3, dtype=np.int64)  # (no header is that)
         self.send_specs, self.recv_specs, self.types, self.busy = [], [], [], False
         self.send_types, self.fast, self.ifast = [], None, None
@@ -839,12 +884,12 @@ class _Memo:
             self.send_types.append(send[2])
             self.send_specs.append([[self.out[j], MPI.BYTE], [payload, MPI.BYTE]]
                                    if alone else [send])
-            self.recv_specs.append(self._absolute(MPI, self.inp[j], target))
+            self.recv_specs.append(self._absolute(MPI, self.inp[j], target, receive=True))
 
-    def _absolute(self, MPI, header, data):
+    def _absolute(self, MPI, header, data, receive=False):
         """The spec of ``header`` then ``data`` as one message (:func:`_two`'s datatype, freed
         with the memo)."""
-        spec, dtype = _two(MPI, header, data, always=True)
+        spec, dtype = _two(MPI, header, data, always=True, receive=receive)
         self.types.append(dtype)
         return spec
 
@@ -910,7 +955,8 @@ class _Fast:
             memo.inp.ctypes.data, memo.good.ctypes.data, self.counts.ctypes.data,
             self.sizes.ctypes.data, IN_FLIGHT.ctypes.data, out.ctypes.data,
             self.saddr.ctypes.data, self.raddr.ctypes.data, self.rsize.ctypes.data,
-            MPI.BYTE.handle, split, _ALONE, self.reqs.ctypes.data, self.state.ctypes.data),
+            MPI.BYTE.handle, split, _ALONE, self.reqs.ctypes.data, self.state.ctypes.data,
+            _sink(MPI)[1].handle),
             dtype=np.int64)
         assert x.size == _NX_FIELDS
         self.xaddr = x.ctypes.data

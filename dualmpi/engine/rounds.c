@@ -883,7 +883,9 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, int64_t *x,
  * message is copied through MPI's buffers); a smaller one with its header, by a committed
  * hindexed datatype at absolute addresses (MPI_BOTTOM).  A receive takes [header | payload] as
  * one datatype; when the header that came says the sender split (its code is the call's plus
- * N_ALONE), the payload's receive is posted then, into the same place.
+ * N_ALONE), the payload's receive is posted then, into the same place, or whole into the sink
+ * x[N_SINK] (two 8-byte blocks apart: cut short) when the header announces more bytes than
+ * that place holds.
  *
  * The exchange's requests are x[N_REQS] (4n handles; per neighbour j: [j] the send, header and
  * payload or both in one, [n + j] the receive, [2n + j] a payload sent on its own, [3n + j] one
@@ -904,7 +906,7 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, int64_t *x,
  * dualmpi_nwait waits for the rest (the result). */
 enum { N_COMM, N_WIRE, N_TAGS, N_N, N_PEERS, N_STYPES, N_RTYPES, N_TRACK, N_INP, N_GOOD,
        N_COUNTS, N_SIZES, N_FLIGHT, N_OUT, N_SADDR, N_RADDR, N_RSIZE, N_BYTE, N_SPLIT, N_ALONE,
-       N_REQS, N_STATE, N_FIELDS };
+       N_REQS, N_STATE, N_SINK, N_FIELDS };
 #define NX_BUSY (-1)
 #define NX_CHECK (-2)
 #define NX_PENDING (-3)
@@ -979,9 +981,15 @@ static int64_t nx_follow(const int64_t *x)
         if (!st[2 + j] && reqs[n + j] == MPI_REQUEST_NULL) {
             st[2 + j] = 1;  /* (a receive never posted, after a fault, reads no header) */
             if (st[0] == MPI_SUCCESS && inp[j * NX_HEADER] > x[N_ALONE]) {
-                int err = MPI_Irecv((void *)(intptr_t)raddr[j], (int)rsize[j],
-                                    (MPI_Datatype)(intptr_t)x[N_BYTE], (int)peers[j], tag,
-                                    (MPI_Comm)(intptr_t)x[N_COMM], reqs + 3 * n + j);
+                /* (a payload announced longer than its place is cut short in the sink: two
+                 * blocks apart, never written past as a contiguous receive would be) */
+                const int longer = inp[j * NX_HEADER + 3] > rsize[j];
+                int err = longer
+                    ? MPI_Irecv(MPI_BOTTOM, 1, (MPI_Datatype)(intptr_t)x[N_SINK], (int)peers[j],
+                                tag, (MPI_Comm)(intptr_t)x[N_COMM], reqs + 3 * n + j)
+                    : MPI_Irecv((void *)(intptr_t)raddr[j], (int)rsize[j],
+                                (MPI_Datatype)(intptr_t)x[N_BYTE], (int)peers[j], tag,
+                                (MPI_Comm)(intptr_t)x[N_COMM], reqs + 3 * n + j);
                 if (err != MPI_SUCCESS)
                     st[0] = err;
             }

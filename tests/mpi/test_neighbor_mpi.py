@@ -832,6 +832,106 @@ def test_a_remembered_call_against_other_counts(net, nonblocking, size):
     _still_works(net)
 
 
+#: Elements (int32) of the longer message in :func:`test_a_longer_message_is_never_written_past`:
+#: 64 KiB, over Open MPI's eager limit, where it writes past a contiguous receive.
+LONGER = 1 << 14
+
+
+@pytest.mark.parametrize("repeat", [False, True], ids=["first", "remembered"])
+@pytest.mark.parametrize("kind", ["none", "some", "object"])
+@pytest.mark.parametrize("nonblocking", [False, True], ids=["blocking", "nonblocking"])
+def test_a_longer_message_is_never_written_past(net, nonblocking, kind, repeat):
+    """Rank a sends rank b 64 KiB where b expects none or ("some") 8 int32 ("object": a calls
+    neighbor_alltoall with a 64-KiB object, b Neighbor_alltoallv expecting none): the call
+    fails named on a's side of the link and b's (every neighbour of a's: "object"), nothing
+    past b's receive buffer is written (a's block last in it; Open MPI 5.0 writes a longer
+    message past a contiguous receive above its eager limit: the payload sent on its own was
+    received so), the receive of a header alone has two blocks apart (it was one: a write
+    past it lands in dualmpi's memory, out of this test's sight), and the next call works.
+    "remembered": b repeats a call it made twice before (in C where it is built)."""
+    pair = _pair(net)
+    if pair is None:
+        pytest.skip("rank 0 has no neighbour here")
+    a, b = pair
+    d = len(net.nbrs)
+    other = 8 if kind == "some" else 0
+    counts = np.full(d, 2, dtype=np.int64)
+    if RANK == b:
+        counts[net.nbrs.index(a)] = other
+    displs = np.zeros(d, dtype=np.int64)
+    order = sorted(range(d), key=lambda i: net.nbrs[i] == a)  # (a's block last)
+    at = 0
+    for i in order:
+        displs[i], at = at, at + int(counts[i])
+    guarded = np.full(at + LONGER, SENTINEL, np.int32)
+    rbuf = guarded[:at]
+    method = "Neighbor_alltoallv"
+
+    def call(sargs):
+        rargs = [rbuf, (counts, displs), MPI.INT32_T]
+        if nonblocking:
+            return net.net.Ineighbor_alltoallv(sargs, rargs).Wait()
+        return getattr(net.net, method)(sargs, rargs)
+
+    scounts = np.full(d, 2, dtype=np.int64)
+    if RANK == a:
+        scounts[net.nbrs.index(b)] = other
+    sargs = [_data(int(scounts.sum()), np.int32), scounts, MPI.INT32_T]
+    bad = []
+    for _ in range(2 if repeat else 0):
+        _, exc = _attempt(lambda: call(sargs))
+        if exc is not None:
+            bad.append(f"the call before: {exc!r}")
+    if RANK == a:
+        longer = scounts.copy()
+        longer[net.nbrs.index(b)] = LONGER
+        sargs = [_data(int(longer.sum()), np.int32), longer, MPI.INT32_T]
+    if RANK == a and kind == "object":
+        objs = [bytes(4 * LONGER) if p == b else 2 for p in net.nbrs]
+        _, exc = _attempt(lambda: net.net.neighbor_alltoall(objs))
+    else:
+        _, exc = _attempt(lambda: call(sargs))
+    a_nbrs = WORLD.bcast(net.nbrs if RANK == a else None, root=a)
+    expected = {a} | set(a_nbrs) if kind == "object" else {a, b}
+    memo = net.net.__dict__.get("_neighbor_memos", {}).get(method)
+    if repeat and RANK == b and _compiled(net) and \
+            (memo is None or not (memo.ifast if nonblocking else memo.fast)):
+        bad.append("b's repeat was not run by the compiled exchange")
+    raised = _raised(exc)
+    if raised != expected:
+        bad.append(f"raised on {sorted(raised)}, expected {sorted(expected)}; here {exc!r}")
+    if RANK == b and other == 0:  # (a header alone: a write past it is not in `guarded`)
+        _, problem = _attempt(lambda: _alone_apart(memo, net.nbrs.index(a)))
+        bad += [] if problem is None else [repr(problem)]
+    past = int(np.count_nonzero(guarded[at:] != SENTINEL))
+    if past:
+        bad.append(f"{past} int32 written past the receive buffer")
+    _fail_unless(not bad, "; ".join(bad[:3]))
+    _still_works(net)
+
+
+def _alone_apart(memo, i):
+    """Raise unless the receive of a header alone has two blocks apart, made new and (``memo``)
+    remembered for neighbour ``i``."""
+    spec, dtype = nb._two(MPI, nb._headers(1)[0], np.zeros(0, np.uint8), receive=True)
+    try:
+        _apart("a header alone's receive", dtype)
+    finally:
+        if dtype is not None:
+            dtype.Free()
+    if memo is not None:
+        _apart("a remembered header alone's receive", memo.recv_specs[i][2])
+
+
+def _apart(what, dtype):
+    """Raise unless ``dtype`` is blocks at absolute addresses, two or more, none where another
+    ends (MPI would take two such blocks for one contiguous block)."""
+    ints, addrs = dtype.Get_contents()[:2]
+    blocks = sorted(zip(addrs, ints[1:]))
+    if len(blocks) < 2 or any(x + n == y for (x, n), (y, _) in zip(blocks, blocks[1:])):
+        raise AssertionError(f"{what}: blocks {blocks}, not two apart")
+
+
 def test_a_freed_communicator_leaves_no_neighbourhood_engine():
     """Nonblocking repeats (started in C, their engine's start and wait held by the engine),
     then Free: the communicator's neighbourhood progress engine is collected, on every rank."""
