@@ -80,7 +80,7 @@ TAGS = 32000
 #: The most neighbours a compiled exchange (:class:`_Fast`) takes; the fields of its argument
 #: array and its three codes other than an MPI error (``rounds.c``: ``dualmpi_nexchange``).
 NX_MAX = 30
-_NX_FIELDS = 23
+_NX_FIELDS = 25
 _NX_BUSY, _NX_CHECK, _NX_PENDING = -1, -2, -3
 _INT_MAX = 2 ** 31 - 1  # (the compiled exchange counts a payload sent alone in bytes, an int)
 
@@ -942,6 +942,7 @@ class _Fast:
         self.raddr = np.array([memo.recvs[j][0].ctypes.data for j in range(n)], dtype=np.int64)
         self.rsize = np.array([memo.recvs[j][0].size for j in range(n)], dtype=np.int64)
         self.sizes = np.array([memo.sends[j][0].size for j in range(n)], dtype=np.int64)
+        self.slots, self.paddr, self.plen = _packed(out, self.sizes)
         self.counts = np.zeros((n, 2), dtype=np.int64)
         self.track = np.zeros(2, dtype=np.int64)
         self.reqs = np.full(4 * n, MPI.REQUEST_NULL.handle, dtype=np.int64)
@@ -956,7 +957,7 @@ class _Fast:
             self.sizes.ctypes.data, IN_FLIGHT.ctypes.data, out.ctypes.data,
             self.saddr.ctypes.data, self.raddr.ctypes.data, self.rsize.ctypes.data,
             MPI.BYTE.handle, split, _ALONE, self.reqs.ctypes.data, self.state.ctypes.data,
-            _sink(MPI)[1].handle),
+            _sink(MPI)[1].handle, self.paddr.ctypes.data, self.plen.ctypes.data),
             dtype=np.int64)
         assert x.size == _NX_FIELDS
         self.xaddr = x.ctypes.data
@@ -973,7 +974,7 @@ class _Fast:
                 fast.failed(err)
         keep = (fn, x, wire, memo, out, self.peers, self.stypes, self.rtypes, self.sizes,
                 self.counts, self.track, IN_FLIGHT, self.saddr, self.raddr, self.rsize,
-                self.reqs, self.state)
+                self.reqs, self.state, self.slots, self.paddr, self.plen)
         self.call = module.Recall(ctypes.cast(fn, ctypes.c_void_p).value, x.ctypes.data, keep,
                                   wd if wd.deadline > 0 else None,
                                   Watchdog.tracker(self.track, _Waited(
@@ -1019,6 +1020,37 @@ class _Fast:
                 setattr(net, "_mI" + self.method[0].lower() + self.method[1:], no_start)
             else:
                 setattr(net, "_m" + self.method, no_match)
+
+
+def _packed(out, sizes):
+    """Return ``(slots, addresses, lengths)``: the compiled exchange's small messages packed.
+
+    A message to neighbour ``j`` whose header (``out[j]``) and payload (``sizes[j]`` bytes,
+    not sent on its own: :data:`SPLIT`) come to at most
+    :data:`~dualmpi.engine.mpi.IMMEDIATE` bytes leaves contiguous from a slot of ``slots``
+    (the header written once, the payload copied in by ``rounds.c``'s ``nx_post``), not as
+    the hindexed datatype of the two: Open MPI sends a contiguous message that small straight
+    into the receiver's queue and takes a derived datatype through its convertor (as the
+    plans' small messages: :data:`~dualmpi.engine.mpi.PACK_SMALL`).  The same bytes on the
+    wire.  ``addresses[j]`` is 0 for a message not packed.
+
+    >>> out = np.arange(2 * HEADER_WORDS, dtype=np.int64).reshape(2, HEADER_WORDS)
+    >>> slots, at, length = _packed(out, np.array([8, 4096]))
+    >>> length.tolist(), bool(at[0]), int(at[1]), slots[:8].view(np.int64).tolist()
+    ([48, 0], True, 0, [0])
+    """
+    from .engine.mpi import IMMEDIATE, PACK_SMALL
+
+    length = np.array([_HEADER_BYTES + int(m) if PACK_SMALL and m < SPLIT and
+                       _HEADER_BYTES + m <= IMMEDIATE else 0 for m in sizes], dtype=np.int64)
+    slots = np.zeros(max(1, int(length.sum())), dtype=np.uint8)
+    at, offset = np.zeros(len(sizes), dtype=np.int64), 0
+    for j, m in enumerate(length.tolist()):
+        if m:
+            slots[offset:offset + _HEADER_BYTES] = out[j].view(np.uint8)
+            at[j] = slots.ctypes.data + offset
+            offset += m
+    return slots, at, length
 
 
 class _CExchange:

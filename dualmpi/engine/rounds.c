@@ -881,7 +881,9 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, int64_t *x,
  * call's tag (1 + the wire's call count % N_TAGS; the count advances).  A payload of N_SPLIT
  * bytes or more goes as a message of its own after its header (contiguous: a large hindexed
  * message is copied through MPI's buffers); a smaller one with its header, by a committed
- * hindexed datatype at absolute addresses (MPI_BOTTOM).  A receive takes [header | payload] as
+ * hindexed datatype at absolute addresses (MPI_BOTTOM), or, header and payload of at most 256
+ * bytes (x[N_PLEN][j] bytes, 0: not packed), copied into its slot x[N_PADDR][j] after the
+ * header written there once and sent contiguous (dualmpi/neighbor.py: _packed).  A receive takes [header | payload] as
  * one datatype; when the header that came says the sender split (its code is the call's plus
  * N_ALONE), the payload's receive is posted then, into the same place, or whole into the sink
  * x[N_SINK] (two 8-byte blocks apart: cut short) when the header announces more bytes than
@@ -906,7 +908,7 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, int64_t *x,
  * dualmpi_nwait waits for the rest (the result). */
 enum { N_COMM, N_WIRE, N_TAGS, N_N, N_PEERS, N_STYPES, N_RTYPES, N_TRACK, N_INP, N_GOOD,
        N_COUNTS, N_SIZES, N_FLIGHT, N_OUT, N_SADDR, N_RADDR, N_RSIZE, N_BYTE, N_SPLIT, N_ALONE,
-       N_REQS, N_STATE, N_SINK, N_FIELDS };
+       N_REQS, N_STATE, N_SINK, N_PADDR, N_PLEN, N_FIELDS };
 #define NX_BUSY (-1)
 #define NX_CHECK (-2)
 #define NX_PENDING (-3)
@@ -926,6 +928,8 @@ static int nx_post(const int64_t *x)
     const int64_t *rtypes = (const int64_t *)(intptr_t)x[N_RTYPES];
     const int64_t *sizes = (const int64_t *)(intptr_t)x[N_SIZES];
     const int64_t *saddr = (const int64_t *)(intptr_t)x[N_SADDR];
+    const int64_t *paddr = (const int64_t *)(intptr_t)x[N_PADDR];
+    const int64_t *plen = (const int64_t *)(intptr_t)x[N_PLEN];
     int64_t *out = (int64_t *)(intptr_t)x[N_OUT];
     int64_t *wire = (int64_t *)(intptr_t)x[N_WIRE];
     int64_t *counts = (int64_t *)(intptr_t)x[N_COUNTS];
@@ -949,6 +953,12 @@ static int nx_post(const int64_t *x)
             if (fault == MPI_SUCCESS)
                 fault = MPI_Isend((void *)(intptr_t)saddr[j], (int)sizes[j], byte, (int)peers[j],
                                   tag, comm, reqs + 2 * n + j);
+        } else if (paddr[j]) {  /* packed: the payload after the header in its slot */
+            char *slot = (char *)(intptr_t)paddr[j];
+            if (sizes[j] > 0)
+                memcpy(slot + NX_HEADER * sizeof(int64_t), (const void *)(intptr_t)saddr[j],
+                       (size_t)sizes[j]);
+            fault = MPI_Isend(slot, (int)plen[j], byte, (int)peers[j], tag, comm, reqs + j);
         } else {
             fault = MPI_Isend(MPI_BOTTOM, 1, (MPI_Datatype)(intptr_t)stypes[j], (int)peers[j],
                               tag, comm, reqs + j);

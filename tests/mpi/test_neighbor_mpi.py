@@ -612,6 +612,23 @@ def test_overlapping_buffers(net):
     _still_works(net)
 
 
+def _packed_problems(m, memo, fast):
+    """[] when the compiled exchange ``fast`` sends every message of at most 256 bytes, header
+    included, from a slot of its own holding the header (``rounds.c``: N_PADDR), the others not
+    so; else what differs."""
+    out = []
+    for j, (payload, _) in enumerate(memo.sends):
+        want = nb._HEADER_BYTES + payload.size
+        want = want if want <= 256 and payload.size < nb.SPLIT else 0
+        at = int(fast.paddr[j]) - fast.slots.ctypes.data
+        if int(fast.plen[j]) != want or (want and (
+                int(fast.paddr[j]) == 0 or
+                fast.slots[at:at + nb._HEADER_BYTES].tobytes() != memo.out[j].tobytes())):
+            out.append(f"{m}: message {j} of {payload.size} bytes packed as "
+                       f"{int(fast.plen[j])} bytes, expected {want}")
+    return out
+
+
 @pytest.mark.parametrize("nonblocking", [False, True], ids=["blocking", "nonblocking"])
 def test_repeated_calls_on_the_same_buffers(net, nonblocking):
     """Each buffer form three times on the same argument objects, the send buffers refilled in
@@ -659,6 +676,8 @@ def test_repeated_calls_on_the_same_buffers(net, nonblocking):
             elif k > 0 and nonblocking and _compiled(net) and (not memo.ifast or getattr(
                     net.net, "_mI" + m[0].lower() + m[1:]) is calls.no_start):
                 bad.append(f"{m} repeat {k}: not started by the compiled exchange")
+            elif k > 0 and _compiled(net):
+                bad += _packed_problems(m, memo, memo.ifast if nonblocking else memo.fast)
     other = np.full(3 * d, SENTINEL, np.float64)
     net.ref.Neighbor_alltoall(send, refs["Neighbor_alltoall"])
     net.net.Neighbor_alltoall(send, other)
@@ -666,6 +685,48 @@ def test_repeated_calls_on_the_same_buffers(net, nonblocking):
             net.net._neighbor_memos["Neighbor_alltoall"] is memos["Neighbor_alltoall"]:
         bad.append("Neighbor_alltoall on another receive buffer")
     _fail_unless(not bad, "; ".join(bad[:3]))
+
+
+@pytest.mark.parametrize("nonblocking", [False, True], ids=["blocking", "nonblocking"])
+def test_a_compiled_repeat_sends_its_packed_slot(net, nonblocking):
+    """A small message of a compiled repeat leaves from its slot: rank a writes another call's
+    code into the header of its slot for neighbour b, and b (only b) fails naming that call;
+    the next call works."""
+    pair = _pair(net)
+    if pair is None or not _compiled(net):
+        pytest.skip("rank 0 has no neighbour here, or no compiled exchange")
+    a, b = pair
+    d = len(net.nbrs)
+    send, recv = _data(2 * d, np.int32), np.zeros(2 * d, np.int32)
+
+    def call():
+        if nonblocking:
+            return net.net.Ineighbor_alltoall(send, recv).Wait()
+        return net.net.Neighbor_alltoall(send, recv)
+
+    bad = []
+    for _ in range(2):
+        _, exc = _attempt(call)
+        if exc is not None:
+            bad.append(f"the call before: {exc!r}")
+    memo = net.net._neighbor_memos["Neighbor_alltoall"]
+    fast = memo.ifast if nonblocking else memo.fast
+    j = net.nbrs.index(b) if RANK == a else None
+    slot = RANK == a and int(fast.paddr[j]) != 0
+    if RANK == a and not slot:
+        bad.append(f"no slot for the message to rank {b}")
+    if slot:
+        at = int(fast.paddr[j]) - fast.slots.ctypes.data
+        fast.slots[at:at + 8] = np.array([nb._CODES["Neighbor_allgather"]],
+                                         np.int64).view(np.uint8)
+    _, exc = _attempt(call)
+    if slot:
+        fast.slots[at:at + 8] = memo.out[j][:1].view(np.uint8)
+    raised = _raised(exc)
+    if raised != {b} or (RANK == b and "called Neighbor_allgather" not in str(exc)):
+        bad.append(f"raised on {sorted(raised)}, expected {[b]}; here {exc!r}")
+    _fail_unless(not bad, "; ".join(bad[:3]))
+    _still_works(net)
 
 
 @pytest.mark.parametrize("nonblocking", [False, True], ids=["blocking", "nonblocking"])
