@@ -975,6 +975,8 @@ def _alone_apart(memo, i):
     """Raise unless the receive of a header alone has two blocks apart, made new and (``memo``)
     remembered for neighbour ``i``."""
     spec, dtype = nb._two(MPI, nb._headers(1)[0], np.zeros(0, np.uint8), receive=True)
+    if dtype is None:
+        raise AssertionError(f"a header alone's receive: one contiguous block {spec}")
     try:
         _apart("a header alone's receive", dtype)
     finally:
