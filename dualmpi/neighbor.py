@@ -1036,8 +1036,10 @@ def _packed(out, sizes):
 
     >>> out = np.arange(2 * HEADER_WORDS, dtype=np.int64).reshape(2, HEADER_WORDS)
     >>> slots, at, length = _packed(out, np.array([8, 4096]))
-    >>> length.tolist(), bool(at[0]), int(at[1]), slots[:8].view(np.int64).tolist()
-    ([48, 0], True, 0, [0])
+    >>> length.tolist(), int(at[1]), slots[:40].view(np.int64).tolist()
+    ([48, 0], 0, [0, 1, 2, 3, 4])
+    >>> int(at[0]) == slots.ctypes.data
+    True
     """
     from .engine.mpi import IMMEDIATE, PACK_SMALL
 

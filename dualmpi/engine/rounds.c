@@ -883,11 +883,12 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, int64_t *x,
  * message is copied through MPI's buffers); a smaller one with its header, by a committed
  * hindexed datatype at absolute addresses (MPI_BOTTOM), or, header and payload of at most 256
  * bytes (x[N_PLEN][j] bytes, 0: not packed), copied into its slot x[N_PADDR][j] after the
- * header written there once and sent contiguous (dualmpi/neighbor.py: _packed).  A receive takes [header | payload] as
- * one datatype; when the header that came says the sender split (its code is the call's plus
- * N_ALONE), the payload's receive is posted then, into the same place, or whole into the sink
- * x[N_SINK] (two 8-byte blocks apart: cut short) when the header announces more bytes than
- * that place holds.
+ * header written there once and sent contiguous (dualmpi/neighbor.py: _packed).  A receive
+ * takes [header | payload] as one datatype (two blocks apart; a header alone with 8 bytes of
+ * the sink apart from it); when the header that came says the sender split (its code is the
+ * call's plus N_ALONE), the payload's receive is posted then, into the same place, or whole
+ * into the sink x[N_SINK] (two 8-byte blocks apart: cut short) when the header announces more
+ * bytes than that place holds.
  *
  * The exchange's requests are x[N_REQS] (4n handles; per neighbour j: [j] the send, header and
  * payload or both in one, [n + j] the receive, [2n + j] a payload sent on its own, [3n + j] one
