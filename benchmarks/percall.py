@@ -40,6 +40,8 @@ FORMS = {
     "Ibarrier": lambda c, s, r, g: c.Ibarrier().Wait(),
     "Bcast": lambda c, s, r, g: c.Bcast(r, 0),
     "Allreduce": lambda c, s, r, g: c.Allreduce(s, r),
+    "Allgather": lambda c, s, r, g: c.Allgather(s, g),
+    "Barrier": lambda c, s, r, g: c.Barrier(),
     "Allreduce_uint8": lambda c, s, r, g: c.Allreduce(s, r),
     "Iallreduce_uint8": lambda c, s, r, g: c.Iallreduce(s, r).Wait(),
     "Allreduce_int16": lambda c, s, r, g: c.Allreduce(s, r),

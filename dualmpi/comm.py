@@ -153,6 +153,8 @@ class Comm(p2p.PointToPoint):
         self._nb = Progress(self._transport, wrap=calls.Request)
         if self._nb.crestart is not None:  # (Request.Wait of a request it ends in C: recall.c)
             request.use_c_wait(recall.load(), PlanRequest, calls._Chain)
+        if recall.load() is not None:  # (the methods that ask a matcher first: in C too)
+            _methods_in_c(recall.load())
         #: what the completed nonblocking collectives sent (stats())
         self._nb_tally = calls.Tally()
         neighbor.attach(self)
@@ -1214,6 +1216,31 @@ class Comm(p2p.PointToPoint):
         self._settled = True
         self._last_runner = run
         return run
+
+
+def dispatched():
+    """Return the public methods whose Python body first asks the instance's matcher
+    ``_m<name>`` with its parameters in order (:func:`_methods_in_c`): the fixed-count
+    collectives and ``Barrier``, every nonblocking one, the neighbourhood ones.  Not the
+    blocking v-variants, whose matcher may have exchanged the count table when it declines
+    (``VRecall`` returns None: the Python path goes on from that table)."""
+    descs = [registry.get(n) for n in registry.names()]
+    return (tuple(d.mpi for d in descs if d.mpi and d.counts == "fixed") + _FIXED_NONBLOCKING
+            + _VECTOR_NONBLOCKING + neighbor.REMEMBERED + neighbor.IREMEMBERED)
+
+
+def _methods_in_c(ext):
+    """Make each :func:`dispatched` method of :class:`Comm` ``ext``'s ``Method`` (recall.c), once.
+
+    Its call asks the matcher in C and calls the Python method only when that declines, so a
+    repeated call makes no Python frame of dualmpi's (docs/performance.md, "The public method
+    in C"); everything else about the method (its documentation, signature, the Python path)
+    is the Python function's (``__wrapped__``)."""
+    for name in dispatched():
+        fallback = Comm.__dict__[name]
+        if isinstance(fallback, ext.Method):
+            continue
+        setattr(Comm, name, ext.Method("_m" + name, fallback, name.startswith("I")))
 
 
 def _matcher(held, checks, call, engine):

@@ -26,7 +26,19 @@ needs_c = pytest.mark.skipif(KIND is None, reason=f"no recall extension: {recall
 
 
 class _Engine:
-    evictions = 0
+    """An engine's count of runners dropped from its cache, where the matchers read it
+    (``Engine.evicted``, :attr:`Engine.evictions <dualmpi.engine.core.Engine.evictions>`)."""
+
+    def __init__(self):
+        self.evicted = np.zeros(1, dtype=np.int64)
+
+    @property
+    def evictions(self):
+        return int(self.evicted[0])
+
+    @evictions.setter
+    def evictions(self, value):
+        self.evicted[0] = value
 
 
 def _c_matcher(held, checks, call, engine):
@@ -444,7 +456,18 @@ def test_a_sighting_names_arrays_by_weak_reference():
 
 
 class _Watchdog:
-    state = None
+    """A watchdog's ``state``, its writes counted."""
+
+    def __init__(self):
+        self._state, self.writes = None, 0
+
+    @property
+    def state(self):
+        return self._state
+
+    @state.setter
+    def state(self, value):
+        self._state, self.writes = value, self.writes + 1
 
 
 @needs_c
@@ -460,11 +483,15 @@ def test_a_bound_call_runs_the_function_under_the_watchdog(watched):
     assert sys.getrefcount(keep) == before + 1  # held by the call
     assert call() is None and call() is None
     assert seen == [(keep.ctypes.data, tracked if watched else None)] * 2
-    assert wd.state is None
+    # the state stays the call's (its loop's counter says when it waits): written once
+    assert (wd.state, wd.writes) == ((tracked, 1) if watched else (None, 0))
+    wd.state = None  # (another wait, over)
+    assert call() is None and seen[-1] == (keep.ctypes.data, tracked if watched else None)
+    assert wd.writes == (3 if watched else 1)
     with pytest.raises(TypeError):
         call(1)
     match = KIND.match(call, (keep,), ((keep, keep.dtype, keep.shape, True),), _Engine(), 0)
-    assert match(keep) is True and len(seen) == 3  # a matcher runs a bound call directly
+    assert match(keep) is True and len(seen) == 4  # a matcher runs a bound call directly
     del call, match
     assert sys.getrefcount(keep) == before
 
@@ -480,7 +507,7 @@ def test_a_bound_call_hands_its_error_to_failed():
     call = KIND(ctypes.cast(fn, ctypes.c_void_p).value, 1, fn, wd, object(), failed)
     with pytest.raises(RuntimeError, match="failed with 5"):
         call()
-    assert errors == [5] and wd.state is None
+    assert errors == [5] and wd.writes == 1
 
 
 @needs_c
@@ -704,3 +731,37 @@ def test_a_shape_template_keeps_no_array_alive():
         assert all(r() is None for r in refs)
     finally:
         gc.enable()
+
+
+def test_each_method_in_c_asks_its_matcher_first_with_its_parameters():
+    """``Method`` (``dualmpi.comm._methods_in_c``) calls ``comm._m<name>`` with the method's
+    parameters in order, then the Python method when it declines: so every such method's body
+    must begin by asking that matcher with exactly those parameters (what ``Method`` passes),
+    and take its result as ``Method`` does — True ran the call; a nonblocking method's request."""
+    import ast
+    import inspect
+
+    from dualmpi import comm
+
+    tree = ast.parse(inspect.getsource(comm))
+    bodies = {f.name: f for c in tree.body if isinstance(c, ast.ClassDef) and c.name == "Comm"
+              for f in c.body if isinstance(f, ast.FunctionDef)}
+    names = comm.dispatched()
+    assert {"Bcast", "Barrier", "Ibcast", "Iallgatherv", "Neighbor_alltoall",
+            "Ineighbor_alltoallw"} <= set(names)
+    assert not {"Allgatherv", "Alltoallv", "Reduce_scatter"} & set(names)  # (VRecall: tri-state)
+    for name in names:
+        f = bodies[name]
+        params = [a.arg for a in f.args.args][1:]
+        body = [s for s in f.body if not (isinstance(s, ast.Expr) and
+                                         isinstance(s.value, ast.Constant))]
+        first = body[0]
+        call = first.test.operand if isinstance(first, ast.If) else first.value
+        assert isinstance(call, ast.Call), name
+        assert ast.unparse(call.func) == f"self._m{name}", name
+        assert [ast.unparse(a) for a in call.args] == params and not call.keywords, name
+        if name.startswith("I"):  # req = self._mI...(...); if req is not None: return req
+            assert isinstance(first, ast.Assign) and ast.unparse(body[1].test) == \
+                f"{first.targets[0].id} is not None", name
+        else:  # if not self._m...(...): the Python path
+            assert isinstance(first, ast.If) and isinstance(first.test, ast.UnaryOp), name

@@ -95,8 +95,9 @@ class Engine:
         self._schedules = {}
         self._plans = {}
         self._facts = {}
-        #: Runners dropped from the cache so far (a client's own cache must then be refreshed).
-        self.evictions = 0
+        #: ``evicted[0]``: runners dropped from the cache so far (:attr:`evictions`; the
+        #: compiled matchers read it here: :mod:`dualmpi.engine.recall`)
+        self.evicted = np.zeros(1, dtype=np.int64)
         self._bound = OrderedDict()
         #: runners made with ``cache=False, lend=False`` that their caller keeps (counted in
         #: the statistics until released: :meth:`runners`)
@@ -382,7 +383,7 @@ class Engine:
             return run
         self._bound[sig] = run
         while len(self._bound) > CACHE_SIZE:
-            self.evictions += 1
+            self.evicted[0] += 1
             _, old = self._bound.popitem(last=False)
             self._retire(old)
             old.free()
@@ -525,9 +526,14 @@ class Engine:
                        if other is not None)
         return out
 
+    @property
+    def evictions(self):
+        """Runners dropped from the cache so far (a client's own cache must then be refreshed)."""
+        return int(self.evicted[0])
+
     def free(self):
         """Release every runner's resources."""
-        self.evictions += 1
+        self.evicted[0] += 1
         while self._bound:
             _, run = self._bound.popitem()
             run.free()

@@ -12,7 +12,8 @@
  *       a bound call: calling it runs fn(arg) (fn the address of dualmpi_run, arg that of
  *       the call's argument block, both kept alive by ``keep``) with the GIL released; with
  *       ``wd`` (the watchdog, None when it has no deadline) ``wd.state`` is ``tracked``
- *       during the call; a non-zero result calls ``failed(err)``, which raises.  Returns None.
+ *       from the call on (the loop's counter says where it waits, 0 once it is over); a
+ *       non-zero result calls ``failed(err)``, which raises.  Returns None.
  *
  *   Recall.match(call, held, checks, engine, epoch)
  *       a matcher: calling it with up to four arguments runs ``call`` and returns True when
@@ -113,7 +114,8 @@ typedef struct Recall {
     PyObject *template;       /* a matcher by value (Recall.like), else NULL */
     int nchecks;
     Check checks[MAX_CHECKS];
-    PyObject *engine;
+    PyObject *engine;         /* the engine's ``evicted`` cell (an int64 array), held */
+    const int64_t *evicted;   /* its count, read at every call */
     long long epoch;
     int shaped;               /* a matcher by shape (Recall.shape): ``shape_template`` */
     int nshaped;              /* the arrays that template compares */
@@ -132,7 +134,28 @@ typedef struct Recall {
 } Recall;
 
 static PyTypeObject RecallType;
-static PyObject *str_state, *str_evictions, *str_broken, *str_plan, *str_keep;
+static PyObject *str_state, *str_evicted, *str_broken, *str_plan, *str_keep;
+
+/* Hold ``engine.evicted`` (an int64 array whose first item counts the runners dropped from the
+ * engine's cache: dualmpi.engine.core.Engine.evictions) in *hold, its count's address in *at;
+ * -1 with an error set when it is not such an array.  A call compares that count with its
+ * epoch without an attribute lookup. */
+static int engine_cell(PyObject *engine, PyObject **hold, const int64_t **at)
+{
+    PyObject *a = PyObject_GetAttr(engine, str_evicted);
+    if (a == NULL)
+        return -1;
+    if (!PyArray_Check(a) || PyArray_TYPE((PyArrayObject *)a) != NPY_INT64 ||
+            PyArray_SIZE((PyArrayObject *)a) < 1 ||
+            !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)a)) {
+        Py_DECREF(a);
+        PyErr_SetString(PyExc_TypeError, "the engine's evicted is not an int64 array");
+        return -1;
+    }
+    *hold = a;
+    *at = (const int64_t *)PyArray_DATA((PyArrayObject *)a);
+    return 0;
+}
 
 static void Recall_dealloc(Recall *self)
 {
@@ -158,17 +181,24 @@ static void Recall_dealloc(Recall *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Run a bound call: fn(arg) without the GIL, under the watchdog; NULL with the error set. */
+/* Run a bound call: fn(arg) without the GIL, under the watchdog; NULL with the error set.
+ * ``wd.state`` is made ``tracked`` unless it is already, and stays so: the loop's counter says
+ * 0 (waiting nowhere) once the call is over, which the watchdog reads as no wait
+ * (dualmpi.engine.watchdog._Tracked), so a call repeated writes no attribute. */
 static PyObject *run_bound(Recall *self)
 {
     int err;
-    if (self->wd != NULL && PyObject_SetAttr(self->wd, str_state, self->tracked) < 0)
-        return NULL;
+    if (self->wd != NULL) {
+        PyObject *now = PyObject_GetAttr(self->wd, str_state);
+        if (now == NULL)
+            return NULL;
+        Py_DECREF(now);
+        if (now != self->tracked && PyObject_SetAttr(self->wd, str_state, self->tracked) < 0)
+            return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     err = self->fn(self->arg);
     Py_END_ALLOW_THREADS
-    if (self->wd != NULL && PyObject_SetAttr(self->wd, str_state, Py_None) < 0)
-        return NULL;
     if (err) {
         PyObject *out = PyObject_CallFunction(self->failed, "i", err);
         if (out == NULL)
@@ -185,14 +215,7 @@ static int same(PyObject *t, PyObject *x);
 /* The engine's cache still holds the plan: 1, 0 if not, -1 on error. */
 static int same_epoch(Recall *self)
 {
-    PyObject *ev = PyObject_GetAttr(self->engine, str_evictions);
-    if (ev == NULL)
-        return -1;
-    long long now = PyLong_AsLongLong(ev);
-    Py_DECREF(ev);
-    if (now == -1 && PyErr_Occurred())
-        return -1;
-    return now == self->epoch;
+    return *self->evicted == self->epoch;
 }
 
 static int matches_shape(Recall *self, PyObject *const *args, Py_ssize_t nargs,
@@ -536,8 +559,10 @@ static Recall *new_matcher(PyObject *call, PyObject *engine, long long epoch)
         self->bound = (Recall *)call;
     else
         self->call = call;
-    Py_INCREF(engine);
-    self->engine = engine;
+    if (engine_cell(engine, &self->engine, &self->evicted) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
     self->epoch = epoch;
     return self;
 }
@@ -750,8 +775,10 @@ static PyObject *Recall_start(PyObject *Py_UNUSED(cls), PyObject *args)
     }
     Py_INCREF(template);
     self->template = template;
-    Py_INCREF(engine);
-    self->engine = engine;
+    if (engine_cell(engine, &self->engine, &self->evicted) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
     self->epoch = epoch;
     if (shape != Py_None) {
         self->shape_template = Py_NewRef(shape);
@@ -954,7 +981,8 @@ static PyObject *recall_same(PyObject *Py_UNUSED(module), PyObject *const *args,
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *template, *engine, *table, *seen;
+    PyObject *template, *engine, *table, *seen;  /* (engine: its ``evicted`` cell) */
+    const int64_t *evicted;
     Recall *exchange, *data, *pair;
     long long epoch;
 } VRecall;
@@ -987,14 +1015,7 @@ static PyObject *VRecall_vectorcall(PyObject *obj, PyObject *const *args, size_t
         if (!ok)
             Py_RETURN_FALSE;
     }
-    PyObject *ev = PyObject_GetAttr(self->engine, str_evictions);
-    if (ev == NULL)
-        return NULL;
-    long long now = PyLong_AsLongLong(ev);
-    Py_DECREF(ev);
-    if (now == -1 && PyErr_Occurred())
-        return NULL;
-    if (now != self->epoch)
+    if (*self->evicted != self->epoch)
         Py_RETURN_FALSE;
     PyObject *out = run_bound(self->pair != NULL ? self->pair : self->exchange);
     if (out == NULL)
@@ -1039,7 +1060,10 @@ static PyObject *VRecall_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         return NULL;
     self->vectorcall = VRecall_vectorcall;
     Py_INCREF(template); self->template = template;
-    Py_INCREF(engine); self->engine = engine;
+    if (engine_cell(engine, &self->engine, &self->evicted) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
     Py_INCREF(table); self->table = table;
     Py_INCREF(seen); self->seen = seen;
     Py_INCREF(exchange); self->exchange = (Recall *)exchange;
@@ -2152,7 +2176,9 @@ static PyObject *WaitMethod_vectorcall(PyObject *obj, PyObject *const *args, siz
     Py_RETURN_TRUE;
 }
 
-static PyObject *WaitMethod_get(PyObject *obj, PyObject *instance, PyObject *Py_UNUSED(owner))
+/* A method descriptor's binding (WaitMethod's, Method's): the descriptor itself from the class,
+ * a bound method from an instance. */
+static PyObject *method_get(PyObject *obj, PyObject *instance, PyObject *Py_UNUSED(owner))
 {
     if (instance == NULL || instance == Py_None)
         return Py_NewRef(obj);
@@ -2203,8 +2229,133 @@ static PyTypeObject WaitMethodType = {
     .tp_dealloc = (destructor)WaitMethod_dealloc,
     .tp_vectorcall_offset = offsetof(WaitMethod, vectorcall),
     .tp_call = PyVectorcall_Call,
-    .tp_descr_get = WaitMethod_get,
+    .tp_descr_get = method_get,
     .tp_members = WaitMethod_members,
+};
+
+/* A public method of dualmpi.Comm in C (Method(matcher, fallback, starts)): a method descriptor
+ * (Py_TPFLAGS_METHOD_DESCRIPTOR, as WaitMethod) whose call ``comm.Name(*args)`` calls the
+ * instance's matcher ``comm._mName`` (its attribute ``matcher``, a Recall or dualmpi.calls's
+ * no_match/no_start) with the arguments, the defaults of ``fallback`` (the Python method) filled
+ * in, as the Python method calls it; when the matcher ran the call (True; a request when
+ * ``starts``: a nonblocking method's) that is the call's result (None; the request), else the
+ * call is ``fallback``'s (which asks the matcher again: a matcher that declines changes
+ * nothing).  Keyword arguments, too many or too few go to ``fallback`` at once.  Saves the
+ * Python method's frame on every repeated call (docs/performance.md, "The public method in C").
+ * Its ``__doc__``, ``__name__``, ``__qualname__`` and ``__wrapped__`` are the fallback's. */
+#define METHOD_PARAMS 6
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *matcher, *fallback, *defaults, *doc, *name, *qualname;
+    Py_ssize_t nparams;
+    int starts;
+} Method;
+
+static void Method_dealloc(Method *self)
+{
+    Py_XDECREF(self->matcher);
+    Py_XDECREF(self->fallback);
+    Py_XDECREF(self->defaults);
+    Py_XDECREF(self->doc);
+    Py_XDECREF(self->name);
+    Py_XDECREF(self->qualname);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Method_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf,
+                                   PyObject *kwnames)
+{
+    Method *me = (Method *)obj;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), given = nargs - 1;
+    Py_ssize_t ndef = PyTuple_GET_SIZE(me->defaults);
+    if (nargs < 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames)) || given > me->nparams ||
+            given < me->nparams - ndef)
+        return PyObject_Vectorcall(me->fallback, args, nargsf, kwnames);
+    /* (the instance's own attribute: no class __getattr__ hook on the way) */
+    PyObject *m = PyObject_GenericGetAttr(args[0], me->matcher);
+    if (m == NULL) {  /* (no matcher: the Python method says what is wrong) */
+        PyErr_Clear();
+        return PyObject_Vectorcall(me->fallback, args, nargsf, kwnames);
+    }
+    PyObject *stack[METHOD_PARAMS];
+    for (Py_ssize_t i = 0; i < me->nparams; i++)
+        stack[i] = i < given ? args[1 + i] : PyTuple_GET_ITEM(me->defaults, ndef - me->nparams + i);
+    PyObject *r = PyObject_Vectorcall(m, stack, (size_t)me->nparams, NULL);
+    Py_DECREF(m);
+    if (r == NULL)
+        return NULL;
+    if (me->starts ? r != Py_None : r == Py_True) {
+        if (me->starts)
+            return r;
+        Py_DECREF(r);
+        Py_RETURN_NONE;
+    }
+    Py_DECREF(r);
+    return PyObject_Vectorcall(me->fallback, args, nargsf, kwnames);
+}
+
+static PyObject *Method_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    PyObject *matcher, *fallback;
+    int starts;
+    if (kw != NULL || !PyArg_ParseTuple(args, "UOp", &matcher, &fallback, &starts))
+        return NULL;
+    if (!PyFunction_Check(fallback)) {
+        PyErr_SetString(PyExc_TypeError, "Method: the fallback is not a Python function");
+        return NULL;
+    }
+    PyCodeObject *code = (PyCodeObject *)PyFunction_GET_CODE(fallback);
+    PyObject *defaults = PyFunction_GET_DEFAULTS(fallback);
+    Py_ssize_t nparams = code->co_argcount - 1;
+    if (code->co_argcount < 1 || code->co_kwonlyargcount || (code->co_flags & (CO_VARARGS |
+            CO_VARKEYWORDS)) || nparams > METHOD_PARAMS ||
+            (defaults != NULL && PyTuple_GET_SIZE(defaults) > nparams)) {
+        PyErr_SetString(PyExc_TypeError, "Method: the fallback takes self and at most "
+                        "6 positional parameters");
+        return NULL;
+    }
+    Method *self = (Method *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = Method_vectorcall;
+    self->matcher = Py_NewRef(matcher);
+    PyUnicode_InternInPlace(&self->matcher);
+    self->fallback = Py_NewRef(fallback);
+    self->defaults = defaults != NULL ? Py_NewRef(defaults) : PyTuple_New(0);
+    self->nparams = nparams;
+    self->starts = starts;
+    self->doc = PyObject_GetAttrString(fallback, "__doc__");
+    self->name = PyObject_GetAttrString(fallback, "__name__");
+    self->qualname = PyObject_GetAttrString(fallback, "__qualname__");
+    if (self->defaults == NULL || self->doc == NULL || self->name == NULL ||
+            self->qualname == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static PyMemberDef Method_members[] = {
+    {"__doc__", T_OBJECT, offsetof(Method, doc), READONLY, NULL},
+    {"__name__", T_OBJECT, offsetof(Method, name), READONLY, NULL},
+    {"__qualname__", T_OBJECT, offsetof(Method, qualname), READONLY, NULL},
+    {"__wrapped__", T_OBJECT, offsetof(Method, fallback), READONLY, NULL},
+    {"matcher", T_OBJECT, offsetof(Method, matcher), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL}
+};
+
+static PyTypeObject MethodType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "dualmpi_recall.Method",
+    .tp_basicsize = sizeof(Method),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_new = Method_new,
+    .tp_dealloc = (destructor)Method_dealloc,
+    .tp_vectorcall_offset = offsetof(Method, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_descr_get = method_get,
+    .tp_members = Method_members,
 };
 
 /* A nonblocking v-variant's repeat started in C (dualmpi.calls._install_vstart: the ``start`` of
@@ -2881,18 +3032,19 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
 {
     import_array();
     str_state = PyUnicode_InternFromString("state");
-    str_evictions = PyUnicode_InternFromString("evictions");
+    str_evicted = PyUnicode_InternFromString("evicted");
     str_handle = PyUnicode_InternFromString("handle");
     str_broken = PyUnicode_InternFromString("broken");
     str_plan = PyUnicode_InternFromString("_plan");
     str_keep = PyUnicode_InternFromString("keep");
-    if (str_state == NULL || str_evictions == NULL || str_handle == NULL || str_broken == NULL ||
+    if (str_state == NULL || str_evicted == NULL || str_handle == NULL || str_broken == NULL ||
             str_plan == NULL || str_keep == NULL)
         return NULL;
     static const struct { const char *name; PyTypeObject *type; } types[] = {
         {"Recall", &RecallType}, {"VRecall", &VRecallType}, {"CFunc", &CFuncType},
         {"IRestart", &IRestartType}, {"NStart", &NStartType}, {"Tick", &TickType},
         {"WaitMethod", &WaitMethodType}, {"VStart", &VStartType}, {"VSizes", &VSizesType},
+        {"Method", &MethodType},
     };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (PyType_Ready(types[i].type) < 0)

@@ -10,13 +10,16 @@ the MPI library's ``mpicc`` into the round loop's cache (:func:`dualmpi.engine.c
 does the same steps in one call:
 
 * ``Recall(fn, arg, keep, wd, tracked, failed)`` is a *bound call*: calling it runs the loop
-  ``fn(arg)`` with the GIL released, ``wd.state = tracked`` meanwhile (``wd`` None: no
-  deadline), and ``failed(err)`` (which raises) on a non-zero result — what
-  :meth:`MPIRunner._closure <dualmpi.engine.mpi.MPIRunner._closure>` does in Python;
+  ``fn(arg)`` with the GIL released, ``wd.state = tracked`` from then on (``wd`` None: no
+  deadline; the loop's counter says 0 once the call is over, which the watchdog reads as no
+  wait, so a repeated call writes no attribute), and ``failed(err)`` (which raises) on a
+  non-zero result — what :meth:`MPIRunner._closure <dualmpi.engine.mpi.MPIRunner._closure>`
+  does in Python;
 * ``Recall.match(call, held, checks, engine, epoch)`` is a *matcher*: called with up to four
   arguments it runs ``call`` and returns True when they are the ``held`` objects (by
   identity; missing ones None), each ``(array, dtype, shape, writable)`` of ``checks`` still
-  holds and ``engine.evictions == epoch``; else it runs nothing and returns False — what
+  holds and ``engine.evictions == epoch`` (read from ``engine.evicted``, the count's int64
+  cell, as every matcher reads it); else it runs nothing and returns False — what
   ``dualmpi.comm._matcher`` does in Python;
 * ``Recall.shape(call, shape, engine, epoch, patches[, seen])`` is a matcher of arrays by
   shape: the arguments equal to what the template ``shape`` was made of
@@ -69,6 +72,12 @@ does the same steps in one call:
   count-table repeat: ``tick()``, then, when the table that came is the memo's own, the memo's
   table given back and the data's part started by ``restart`` (what the running call's
   ``_sizes``, ``sink[0]``, does then); else ``sink[0]()`` itself;
+* ``Method(matcher, fallback, starts)`` is a public method of :class:`dualmpi.Comm` in C
+  (``dualmpi.comm._methods_in_c``): ``comm.Name(*args)`` calls the instance's matcher
+  ``comm._mName`` with the arguments (``fallback``'s defaults filled in) and, when it ran the
+  call (True; a request, ``starts``), returns None (the request); else, or with keywords, the
+  call is ``fallback``'s, the Python method (which asks the matcher again: a matcher that
+  declines changes nothing) — a repeated call makes no Python frame of dualmpi's;
 * ``Tick(plans, key, add)`` counts a completed call in :class:`dualmpi.calls.Tally` (one
   more in ``plans[key]``'s call count, ``add()`` when the plan has no entry yet): the finish
   of a remembered nonblocking call, without ``Tally.add``'s frame (:meth:`Tally.adder
@@ -113,7 +122,7 @@ def load():
 
     >>> load() is None or sorted(n for n in dir(load()) if not n.startswith("_"))
     ... # doctest: +NORMALIZE_WHITESPACE
-    ['CFunc', 'IRestart', 'NStart', 'Recall', 'Tick', 'VRecall', 'VSizes', 'VStart', 'WaitMethod',
-     'same']
+    ['CFunc', 'IRestart', 'Method', 'NStart', 'Recall', 'Tick', 'VRecall', 'VSizes', 'VStart',
+     'WaitMethod', 'same']
     """
     return cloop.extension(_library, "PyInit_dualmpi_recall", "DUALMPI_RECALL", _loaded)
