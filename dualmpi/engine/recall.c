@@ -2285,13 +2285,15 @@ static PyObject *Method_vectorcall(PyObject *obj, PyObject *const *args, size_t 
     Py_DECREF(m);
     if (r == NULL)
         return NULL;
-    if (me->starts ? r != Py_None : r == Py_True) {
-        if (me->starts)
-            return r;
-        Py_DECREF(r);
-        Py_RETURN_NONE;
-    }
+    if (me->starts && r != Py_None)  /* (the request) */
+        return r;
+    /* (a blocking method: ``if not self._mName(...)``, as the Python method reads it) */
+    int ran = me->starts ? 0 : PyObject_IsTrue(r);
     Py_DECREF(r);
+    if (ran < 0)
+        return NULL;
+    if (ran)
+        Py_RETURN_NONE;
     return PyObject_Vectorcall(me->fallback, args, nargsf, kwnames);
 }
 
