@@ -21,7 +21,7 @@ __all__ = ["MPI", "WORLD", "SIZE", "RANK", "BIG", "NETWORKS", "DTYPES", "COUNTS"
            "same", "close", "v_counts", "v_displs", "error_of", "errors_everywhere",
            "same_error_everywhere", "one_bad_rank", "still_works", "expect_error", "ERROR_NETS",
            "mpi_type", "sample", "rotation", "EVERY", "OPS", "COMBOS", "valid",
-           "freed", "gcd_op", "check_bad_call"]
+           "freed", "gcd_op", "check_bad_call", "blocks_of"]
 
 WORLD = MPI.COMM_WORLD
 SIZE = WORLD.Get_size()
@@ -304,6 +304,14 @@ def expect_error(net, call, words, *, bad=None, method=None, kind="InputError", 
         ok, errs = one_bad_rank(err, bad, words, method)
     works = still_works(net)
     return ok and works, errs
+
+
+def blocks_of(dtype):
+    """Return the blocks ``[(displacement, length)]`` of a hindexed datatype (a message's
+    segments: ``Get_contents`` gives the count and the block lengths as integers, the
+    displacements as addresses)."""
+    ints, addrs = dtype.Get_contents()[:2]
+    return list(zip(addrs, ints[1:]))
 
 
 def freed(handle, call):

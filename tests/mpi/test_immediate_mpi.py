@@ -34,6 +34,7 @@ MPI = pytest.importorskip("mpi4py.MPI")
 
 from test_apart_mpi import PAD, _calls, _icalls, _net, _padded, _sample, _three_calls  # noqa: E402,E501
 from test_icollectives_mpi import NETS, RANK, SIZE, WORLD, _agree  # noqa: E402
+from collective_cases import blocks_of  # noqa: E402
 
 
 def _immediate_errors(run):
@@ -113,8 +114,7 @@ def _packed_errors(run):
     # of another call is cut short there, not written past the slot)
     slotted = []
     for dtype in run._types:
-        contents = dtype.Get_contents()
-        blocks = list(zip(contents[1], contents[0][1:]))
+        blocks = blocks_of(dtype)
         if any(inside(a, n) for a, n in blocks):
             slotted.append(blocks)
     if len(slotted) != counts[1] or any(len(b) != 2 or not inside(*b[0]) or inside(*b[1]) or
@@ -172,8 +172,7 @@ def _blocks(row):
     stop, datatype, ...)``: one slice of the store, or its hindexed datatype's."""
     if row[3] is None:
         return [(row[1], row[2] - row[1])]
-    contents = row[3].Get_contents()  # (integers: the count and the block lengths;
-    return list(zip(contents[1], contents[0][1:]))  # addresses: the displacements; ...)
+    return blocks_of(row[3])
 
 
 def _compiled_packed_errors(comp):

@@ -25,6 +25,7 @@ from dualmpi import calls, neighbor as nb  # noqa: E402
 from dualmpi.engine import recall  # noqa: E402
 from dualmpi.errors import InputError  # noqa: E402
 from dualmpi.topology import from_spec  # noqa: E402
+from collective_cases import blocks_of  # noqa: E402
 
 WORLD = MPI.COMM_WORLD
 SIZE = WORLD.Get_size()
@@ -989,8 +990,7 @@ def _alone_apart(memo, i):
 def _apart(what, dtype):
     """Raise unless ``dtype`` is blocks at absolute addresses, two or more, none where another
     ends (MPI would take two such blocks for one contiguous block)."""
-    ints, addrs = dtype.Get_contents()[:2]
-    blocks = sorted(zip(addrs, ints[1:]))
+    blocks = sorted(blocks_of(dtype))
     if len(blocks) < 2 or any(x + n == y for (x, n), (y, _) in zip(blocks, blocks[1:])):
         raise AssertionError(f"{what}: blocks {blocks}, not two apart")
 
