@@ -18,7 +18,10 @@ seen agreed before is not agreed again; every other rank compares its own vector
 rank 0's and runs the rounds at once when they are equal, or raises the alarm
 (:mod:`dualmpi.engine.alarm`: the communicator becomes unusable, as after a blocking call
 repeated with other arguments) when they differ.  Only rank 0 decides, so the ranks never
-take different paths, whatever order their requests complete in.
+take different paths, whatever order their requests complete in.  The mode carries rank 0's call
+number: a rank whose request of that number is another call (one of the two made a call
+blocking that the other made nonblocking) raises the alarm at once, before it reads a message of
+that request.
 
 With the compiled loop (:mod:`dualmpi.engine.cloop`) a request's rounds run in C
 (``rounds.c``'s ``dualmpi_istep``: test the round's messages, check their trailers, combine
@@ -82,7 +85,7 @@ from ..errors import DualmpiError
 from .core import copy_segments
 from .plan import SPARE
 from . import recall
-from .alarm import ARGS, FUTURE, WORDS as LINE_WORDS
+from .alarm import ARGS, FUTURE, MIXED, MIXED_HERE, WORDS as LINE_WORDS
 from .inflight import ADVANCE, BESIDE, IN_FLIGHT
 from .mpi import (APART, IMMEDIATE, OTHER_GRACE, PACK_SMALL, ROOT_GRACE, _mpi_op, _runs,
                   _small_bytes, apart_from, handle_dtype, joined)
@@ -96,7 +99,8 @@ CACHE_SIZE = 64
 #: Runs of one bound plan (their stores and request arrays) a :class:`Progress` keeps for the
 #: plan's next requests, once they are done.
 POOL_SIZE = 4
-#: Words of a run's mode message (:meth:`Progress.restart`: 1 + an argument vector of at most 15).
+#: Words of a run's mode message (:meth:`Progress.restart`: ``[skip, call number, vector]``, an
+#: argument vector of at most 14).
 MODE_WORDS = 16
 #: Rank 0 sends the mode of every ``MODE_SYNC``-th request synchronously (``rounds.c``'s
 #: ``MODE_SYNC``): it ends once every rank has started it, so rank 0 runs at most this many
@@ -124,13 +128,13 @@ _P_NROUNDS, _P_ROUNDS, _P_MSGS, _P_MOVES, _P_COMBS, _P_TRAILS, _P_COMM, _P_BYTE,
     _P_PACKS, _P_UNPACKS, _P_FIELDS = range(12)
 _S_K, _S_STORE, _S_TAG, _S_REQS, _S_SIGNATURE, _S_BAD_ROUND, _S_BAD_PEER, _S_OP, _S_TYPE, \
     _S_ITEM, _S_POS, _S_RUN, _S_NMODE, _S_MODE_AT, _S_MODE, _S_VEC, _S_NVEC, _S_NCOUT, _S_COUT, \
-    _S_LATE, _S_NMID, _S_MID, _S_MODE_DUE, _S_FIELDS = range(24)
+    _S_LATE, _S_NMID, _S_MID, _S_MODE_DUE, _S_CALL, _S_FIELDS = range(25)
 # a run's S_MODE_DUE: rank 0's mode compared before round 0's messages are read (round 0 posted
 # first), before round 0 is posted, or heard and not yet read here (rounds.c: MODE_*)
 _MODE_NONE, _MODE_EARLY, _MODE_FIRST, _MODE_HEARD = range(4)
 # the fields of a start in C (rounds.c: dualmpi_istart): the Progress's, the remembered call's
 _X_RANK, _X_SIZE, _X_ACOMM, _X_CTL, _X_I64, _X_LONG, _X_NOTES, _X_NOTE_REQS, _X_NOTE_BUF, \
-    _X_STARTS, _X_EARLY, _X_FIELDS = range(12)
+    _X_STARTS, _X_EARLY, _X_SENT, _X_FIELDS = range(13)
 #: A run started in C on a rank other than 0 posts its round 0 before rank 0's mode is in (and
 #: compares the mode before it reads round 0's messages) when the tag bound is at least this:
 #: the round-0 messages of a call whose agreement then fails (a rank passed other arguments) are
@@ -398,7 +402,7 @@ class Repeat:
         c_op = (0, 0, 0)
         if any((rnd.combines[2] > 0).any() for rnd in bound.rounds):  # (as _Compiled.combines)
             c_op = _mpi_op(combine) if combine is not None else None
-        if c_op is None or self.flat.size >= MODE_WORDS or not bound.rounds:
+        if c_op is None or self.flat.size + 2 > MODE_WORDS or not bound.rounds:
             return
         # (as start and _finish: no buffer, no copies)
         user, at, length = bound.copy_in
@@ -1191,26 +1195,28 @@ class Progress:
         this rank's vector: read it as :meth:`_heard_mode` does (the agreement after all, or
         the alarm); the run's next step goes on from where it is (round 0 posted, or not yet)."""
         req.c_state[_S_MODE_DUE] = 0
-        req.agree_in, req.stage = req.c_mode[:1 + req.agree_out.size].copy(), _MODE
+        req.agree_in, req.stage = req.c_mode[:2 + req.agree_out.size].copy(), _MODE
         self._heard_mode(req)
 
     def _open(self, req):
         """Begin the argument check: rank 0 sends every rank its mode (1: skip the agreement,
-        its vector known; 0: agree) with its vector; the others wait for it.
+        its vector known; 0: agree) with the call's number and its vector; the others wait for it.
 
         On the control communicator's duplicate, with the request's tag (so the mode is
         the first message from rank 0 a rank gets with that tag, the verdict the second).
+        The call number tells a rank whose request of that number is another call (one rank
+        made a call blocking that the other made nonblocking) at once (:meth:`_heard_mode`).
         """
         vec = req.agree_out
         if self.rank != 0:
-            req.agree_in = np.empty(1 + vec.size, dtype=np.int64)
+            req.agree_in = np.empty(2 + vec.size, dtype=np.int64)
             req.reqs, req.peers = [self.ctl.Irecv(req.agree_in, 0, req.tag)], (0,)
             req.stage, req.since = _MODE, time.monotonic()
             return
         key = vec.tobytes()
         skip = key in self.known
-        mode = np.empty(1 + vec.size, dtype=np.int64)
-        mode[0], mode[1:] = skip, vec
+        mode = np.empty(2 + vec.size, dtype=np.int64)
+        mode[0], mode[1], mode[2:] = skip, -1 if req.call is None else req.call, vec
         ranks = range(1, self.ctl.Get_size())
         if not skip:
             req.known = key
@@ -1231,15 +1237,23 @@ class Progress:
         self._rounds(req)
 
     def _heard_mode(self, req):
-        """Rank 0's mode is in (a rank other than 0): agree, or compare and run the rounds."""
+        """Rank 0's mode is in (a rank other than 0): agree, or compare and run the rounds;
+        the alarm when it is rank 0's mode of another call (a call one of the two made blocking)."""
         mode, mine = req.agree_in, req.agree_out
         req.reqs, req.agree_in = [], None
+        theirs = int(mode[1])
+        if req.call is not None and theirs != req.call:  # (rank 0's request of this number is
+            # its call ``theirs``; a request started without a call number compares none)
+            alarm = self.transport.alarm
+            if theirs > req.call:  # rank 0 made this call a blocking one
+                alarm.raise_alarm(MIXED_HERE, 0, what=req.what, seq=req.call)
+            alarm.raise_alarm(MIXED, 0, what=req.what, seq=theirs)
         if not mode[0]:
             self._gather(req)
-        elif mode[1:].tobytes() == mine.tobytes():
+        elif mode[2:].tobytes() == mine.tobytes():
             self._rounds(req)
         else:
-            self._differs(req, mode[1:])
+            self._differs(req, mode[2:])
 
     def _differs(self, req, theirs):
         """This rank's vector differs from that of rank 0, which skipped the agreement: raise

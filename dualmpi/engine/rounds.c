@@ -454,7 +454,7 @@ enum { P_NROUNDS, P_ROUNDS, P_MSGS, P_MOVES, P_COMBS, P_TRAILS, P_COMM, P_BYTE, 
        P_PACKS, P_UNPACKS, P_FIELDS };
 enum { S_K, S_STORE, S_TAG, S_REQS, S_SIGNATURE, S_BAD_ROUND, S_BAD_PEER, S_OP, S_TYPE, S_ITEM,
        S_POS, S_RUN, S_NMODE, S_MODE_AT, S_MODE, S_VEC, S_NVEC, S_NCOUT, S_COUT, S_LATE,
-       S_NMID, S_MID, S_MODE_DUE, S_FIELDS };
+       S_NMID, S_MID, S_MODE_DUE, S_CALL, S_FIELDS };
 enum { W_WBUF, W_RING, W_SEQ, W_HIST, W_LINE, W_FUTURE, W_FIELDS };
 enum { R_NMSG, R_NRECV, R_MSG, R_NMOVE, R_MOVE, R_NCOMB, R_COMB, R_NTRAIL, R_TRAIL, R_NFIRST,
        R_NLATE, R_LATE, R_NPACK, R_PACK, R_NUNPACK, R_UNPACK, R_FIELDS };
@@ -525,8 +525,9 @@ static int istep(const int64_t *p, int64_t *s, int post_only)
                 return err;
             if (!flag)
                 return MPI_SUCCESS;
-            if (mode[0] != 1 || memcmp(mode + 1, (const void *)(intptr_t)s[S_VEC],
-                                       (size_t)s[S_NVEC] * sizeof(int64_t))) {
+            if (mode[0] != 1 || mode[1] != s[S_CALL] ||
+                    memcmp(mode + 2, (const void *)(intptr_t)s[S_VEC],
+                           (size_t)s[S_NVEC] * sizeof(int64_t))) {
                 s[S_MODE_DUE] = MODE_HEARD;
                 return DUALMPI_MODE;
             }
@@ -714,19 +715,22 @@ int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
  * In order: the line is drained as Alarm.drain does (a message Python must read returns
  * DUALMPI_ALARM, with nothing else done) at every LINE_EVERY-th start; messages kept about later
  * calls, or too few free notice requests, return DUALMPI_PYTHON, nothing done; then the call
- * number is taken (w[W_SEQ] + 1, noted in the history, its note in future cleared), the notices
- * are sent (rank 0 to every rank, the others to rank 0: [NONBLOCKING, t, rank, 0...]), the run is
- * set up (signature, trailers cleared, copies in, combine), and the modes posted: rank 0 sends
- * every rank [1, vector] (MPI_Isend, MPI_Issend when seq % MODE_SYNC == 0; done with the last
- * round), another rank receives rank 0's (compared before round 0's messages are read, or with
- * x[X_EARLY] 0 or a payload apart sent in round 0 before round 0 is posted: dualmpi_istep).
+ * number is taken (w[W_SEQ] + 1, noted in the history, its note in future cleared), rank 0's
+ * notices are sent (to every rank: [NONBLOCKING, t, rank, 0...]), the run is set up (signature,
+ * trailers cleared, copies in, combine), and the modes posted: rank 0 sends every rank [1, t,
+ * vector] (MPI_Isend, MPI_Issend when seq % MODE_SYNC == 0; done with the last round), another
+ * rank receives rank 0's (compared, call number and vector, before round 0's messages are read,
+ * or with x[X_EARLY] 0 or a payload apart sent in round 0 before round 0 is posted:
+ * dualmpi_istep) and tests it once: unless rank 0's mode of call t is in already (rank 0 made
+ * the call nonblocking: it needs no notice), it sends rank 0 its notice (x[X_SENT] counts the
+ * notices sent).
  * Then the run is stepped up to its first test (istep's post_only: round 0 posted unless the
  * mode comes first),
  * which the next step or wait makes. Returns what that step returns. With m[M_PLAIN] the start is
  * that of a request without an agreement (Progress.start with no vector: a v-variant's data): no
  * line drained, no call number, notices nor mode; the run is set up and stepped. */
 enum { X_RANK, X_SIZE, X_ACOMM, X_CTL, X_I64, X_LONG, X_NOTES, X_NOTE_REQS, X_NOTE_BUF, X_STARTS,
-       X_EARLY, X_FIELDS };
+       X_EARLY, X_SENT, X_FIELDS };
 enum { M_VEC, M_NVEC, M_CIN, M_NCIN, M_COUT, M_NCOUT, M_SIG, M_SIGAT, M_SIZE, M_OP, M_TYPE,
        M_ITEM, M_PLAIN, M_MID, M_NMID, M_FIELDS };
 #define DUALMPI_PYTHON (-2147483644)
@@ -744,6 +748,31 @@ enum { M_VEC, M_NVEC, M_CIN, M_NCIN, M_COUT, M_NCOUT, M_SIG, M_SIGAT, M_SIZE, M_
 #define LINE_EVERY 16
 
 int dualmpi_mode_sync(void) { return MODE_SYNC; }
+
+/* Send the nonblocking notice of call t ([NONBLOCKING, t, rank, 0...]) to ranks first..last - 1
+ * from free requests of the pool (dualmpi_istart checked there are enough); x[X_SENT] counts
+ * them. */
+static int send_notices(int64_t *x, int64_t t, int first, int last)
+{
+    const MPI_Datatype i64 = (MPI_Datatype)(intptr_t)x[X_I64];
+    const MPI_Comm acomm = (MPI_Comm)(intptr_t)x[X_ACOMM];
+    MPI_Request *notes = (MPI_Request *)(intptr_t)x[X_NOTE_REQS];
+    int64_t *nbuf = (int64_t *)(intptr_t)x[X_NOTE_BUF];
+    for (int dest = first, i = 0; dest < last; dest++) {
+        while (notes[i] != MPI_REQUEST_NULL)
+            i++;
+        int64_t *msg = nbuf + i * MSG_WORDS;
+        memset(msg, 0, MSG_WORDS * sizeof(int64_t));
+        msg[0] = KIND_NONBLOCKING;
+        msg[1] = t;
+        msg[2] = x[X_RANK];
+        int err = MPI_Isend(msg, MSG_WORDS, i64, dest, ALARM_TAG, acomm, notes + i);
+        if (err != MPI_SUCCESS)
+            return err;
+        x[X_SENT] += 1;
+    }
+    return MPI_SUCCESS;
+}
 
 int dualmpi_start_fields(void) { return X_FIELDS * 100 + M_FIELDS; }
 int dualmpi_python_code(void) { return DUALMPI_PYTHON; }
@@ -795,25 +824,12 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, int64_t *x,
     if (!m[M_PLAIN])  /* (the call number: a plain start's call took it) */
         *seqp = t;
     if (talk) {
-        const MPI_Datatype i64 = (MPI_Datatype)(intptr_t)x[X_I64];
-        const MPI_Comm acomm = (MPI_Comm)(intptr_t)x[X_ACOMM];
         int64_t *hist = (int64_t *)(intptr_t)w[W_HIST], *future = (int64_t *)(intptr_t)w[W_FUTURE];
-        int64_t *nbuf = (int64_t *)(intptr_t)x[X_NOTE_BUF];
         hist[t % HISTORY] = t;
         if (future[2 * (t % FUTURE)] == t)
             future[2 * (t % FUTURE)] = -1;
-        for (int dest = rank == 0 ? 1 : 0, i = 0; dest < (rank == 0 ? size : 1); dest++) {
-            while (notes[i] != MPI_REQUEST_NULL)
-                i++;
-            int64_t *msg = nbuf + i * MSG_WORDS;
-            memset(msg, 0, MSG_WORDS * sizeof(int64_t));
-            msg[0] = KIND_NONBLOCKING;
-            msg[1] = t;
-            msg[2] = rank;
-            err = MPI_Isend(msg, MSG_WORDS, i64, dest, ALARM_TAG, acomm, notes + i);
-            if (err != MPI_SUCCESS)
-                return err;
-        }
+        if (rank == 0 && (err = send_notices(x, t, 1, size)) != MPI_SUCCESS)
+            return err;
     }
     char *store = (char *)(intptr_t)s[S_STORE];
     MPI_Request *reqs = (MPI_Request *)(intptr_t)s[S_REQS];
@@ -847,22 +863,32 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, int64_t *x,
         MPI_Request *at = reqs + s[S_MODE_AT];
         s[S_VEC] = m[M_VEC];
         s[S_NVEC] = n;
+        s[S_CALL] = t;
         if (rank == 0) {
             mode[0] = 1;
-            memcpy(mode + 1, (const void *)(intptr_t)m[M_VEC], (size_t)n * sizeof(int64_t));
+            mode[1] = t;
+            memcpy(mode + 2, (const void *)(intptr_t)m[M_VEC], (size_t)n * sizeof(int64_t));
             for (int r = 1; r < size; r++) {
                 err = seq % MODE_SYNC
-                    ? MPI_Isend(mode, n + 1, mtype, r, (int)tag, ctl, at + r - 1)
-                    : MPI_Issend(mode, n + 1, mtype, r, (int)tag, ctl, at + r - 1);
+                    ? MPI_Isend(mode, n + 2, mtype, r, (int)tag, ctl, at + r - 1)
+                    : MPI_Issend(mode, n + 2, mtype, r, (int)tag, ctl, at + r - 1);
                 if (err != MPI_SUCCESS)
                     return err;
                 s[S_NMODE] = r;
             }
         } else {
-            err = MPI_Irecv(mode, n + 1, mtype, 0, (int)tag, ctl, at);
+            err = MPI_Irecv(mode, n + 2, mtype, 0, (int)tag, ctl, at);
             if (err != MPI_SUCCESS)
                 return err;
             s[S_NMODE] = 1;
+            /* rank 0's mode for this call already in: rank 0 made the call a nonblocking one
+             * (it sends a mode only then), so it needs no notice from this rank (a mode of
+             * another call fails the comparison, as a call made blocking there does) */
+            err = MPI_Test(at, &flag, MPI_STATUS_IGNORE);
+            if (err != MPI_SUCCESS)
+                return err;
+            if ((!flag || mode[1] != t) && (err = send_notices(x, t, 0, 1)) != MPI_SUCCESS)
+                return err;
             s[S_MODE_DUE] = x[X_EARLY] ? MODE_EARLY : MODE_FIRST;
             if (p[P_NROUNDS] > 0) {  /* a payload apart in round 0: the mode first */
                 const int64_t *row = (const int64_t *)(intptr_t)p[P_ROUNDS];

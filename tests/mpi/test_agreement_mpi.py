@@ -295,6 +295,33 @@ def test_a_noted_nonblocking_call_reached_as_a_blocking_one(case, many):
     assert _agree(_every_rank_raised(outs, "nonblocking")), outs
 
 
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("case", range(2))
+def test_a_nonblocking_call_numbered_as_rank_0s_next_one(case):
+    """Rank 0 makes call t a blocking broadcast of its own (which waits for no one) and call t+1
+    an Ibcast, where the others make call t that Ibcast: their nonblocking request of that
+    number meets rank 0's of call t+1, whose mode carries its call number, so they raise at
+    once, naming the call made blocking, and rank 0 (its calls done) at its next call at the
+    latest (before, on one node per rank: no rank raised, the others took rank 0's data of call
+    t+1 for their call t and went on)."""
+    if case >= len(_nets()):
+        pytest.skip("no network")
+    spec, q = _nets()[case]
+
+    def program(net):
+        buf = np.arange(4.0) if RANK == 0 else np.zeros(4)
+        for _ in range(2):  # (both remembered: the repeats below skip every check)
+            net.Bcast(buf, 0)
+            net.Ibcast(buf, 0).Wait()
+        _mark()
+        if RANK == 0:
+            net.Bcast(buf, 0)
+        net.Ibcast(buf, 0).Wait()
+
+    outs = _run(spec, q, program)
+    assert _agree(_every_rank_raised(outs, "blocking")), outs
+
+
 @pytest.mark.mpi
 def test_nonblocking_and_blocking_calls_mixed_correctly():
     """A correct program mixing nonblocking and blocking calls of one signature, requests

@@ -650,6 +650,39 @@ def test_repeats_start_in_c_and_match_mpi(net_i, n):
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("net_i", [0, 1])
+def test_a_start_after_rank_0s_sends_no_notice(net_i):
+    """A rank other than 0 whose repeat starts in C after rank 0's mode for the call is in (rank
+    0 started it, then a barrier of MPI's own) sends rank 0 no nonblocking notice (rank 0 made
+    the call a nonblocking one: it sends a mode only then); rank 0 sends every rank its notice
+    as before.  ``Progress._x[_X_SENT]`` counts the notices sent in C.  Results equal MPI's."""
+    from dualmpi.engine import nonblocking
+
+    net = _net(net_i)
+    if not _compiled_start(net):
+        pytest.skip("no start in C")
+    x = net._progress()._x
+    buf, ref = np.zeros(5), np.zeros(5)
+    calls = 6
+    for k in range(3 + calls):
+        if k == 3:
+            before = int(x[nonblocking._X_SENT])
+        if RANK == 0:
+            buf[:] = ref[:] = np.arange(5) + 10 * k
+            req = net.Ibcast(buf, 0)
+        WORLD.Barrier()  # (MPI's own: rank 0's mode is in before the others start)
+        if RANK != 0:
+            req = net.Ibcast(buf, 0)
+        req.Wait()
+        WORLD.Bcast(ref, 0)
+        if not np.array_equal(buf, ref):
+            before = -10 ** 6
+    sent = int(x[nonblocking._X_SENT]) - before
+    want = calls * (SIZE - 1) if RANK == 0 else 0
+    assert _agree(sent == want), (sent, want)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("net_i", [0, 1])
 def test_a_repeat_waited_for_in_c_ends_as_mpi_says(net_i):
     """With the extension, ``Request.Wait`` is ``recall.c``'s (``request.use_c_wait``): a
     repeat it waits for ends in C (``IRestart.close``), inactive after, equal to
