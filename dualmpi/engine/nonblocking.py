@@ -128,13 +128,13 @@ _P_NROUNDS, _P_ROUNDS, _P_MSGS, _P_MOVES, _P_COMBS, _P_TRAILS, _P_COMM, _P_BYTE,
     _P_PACKS, _P_UNPACKS, _P_FIELDS = range(12)
 _S_K, _S_STORE, _S_TAG, _S_REQS, _S_SIGNATURE, _S_BAD_ROUND, _S_BAD_PEER, _S_OP, _S_TYPE, \
     _S_ITEM, _S_POS, _S_RUN, _S_NMODE, _S_MODE_AT, _S_MODE, _S_VEC, _S_NVEC, _S_NCOUT, _S_COUT, \
-    _S_LATE, _S_NMID, _S_MID, _S_MODE_DUE, _S_CALL, _S_FIELDS = range(25)
+    _S_LATE, _S_NMID, _S_MID, _S_MODE_DUE, _S_CALL, _S_OWED, _S_X, _S_FIELDS = range(27)
 # a run's S_MODE_DUE: rank 0's mode compared before round 0's messages are read (round 0 posted
 # first), before round 0 is posted, or heard and not yet read here (rounds.c: MODE_*)
 _MODE_NONE, _MODE_EARLY, _MODE_FIRST, _MODE_HEARD = range(4)
 # the fields of a start in C (rounds.c: dualmpi_istart): the Progress's, the remembered call's
 _X_RANK, _X_SIZE, _X_ACOMM, _X_CTL, _X_I64, _X_LONG, _X_NOTES, _X_NOTE_REQS, _X_NOTE_BUF, \
-    _X_STARTS, _X_EARLY, _X_SENT, _X_FIELDS = range(13)
+    _X_STARTS, _X_EARLY, _X_SENT, _X_OWED, _X_FIELDS = range(14)
 #: A run started in C on a rank other than 0 posts its round 0 before rank 0's mode is in (and
 #: compares the mode before it reads round 0's messages) when the tag bound is at least this:
 #: the round-0 messages of a call whose agreement then fails (a rank passed other arguments) are

@@ -454,8 +454,44 @@ enum { P_NROUNDS, P_ROUNDS, P_MSGS, P_MOVES, P_COMBS, P_TRAILS, P_COMM, P_BYTE, 
        P_PACKS, P_UNPACKS, P_FIELDS };
 enum { S_K, S_STORE, S_TAG, S_REQS, S_SIGNATURE, S_BAD_ROUND, S_BAD_PEER, S_OP, S_TYPE, S_ITEM,
        S_POS, S_RUN, S_NMODE, S_MODE_AT, S_MODE, S_VEC, S_NVEC, S_NCOUT, S_COUT, S_LATE,
-       S_NMID, S_MID, S_MODE_DUE, S_CALL, S_FIELDS };
+       S_NMID, S_MID, S_MODE_DUE, S_CALL, S_OWED, S_X, S_FIELDS };
 enum { W_WBUF, W_RING, W_SEQ, W_HIST, W_LINE, W_FUTURE, W_FIELDS };
+/* A start's fields (dualmpi_istart, below), one per Progress: the rank and size, the alarm
+ * line's communicator, the control communicator's duplicate, the line's and the modes' int64
+ * datatypes, the pool of notice requests and their messages, the starts with notices made, the
+ * early mode (x[X_EARLY]), the notices sent, and the notices owed (runs of another rank than 0
+ * whose notice waits for their first step: istep). */
+enum { X_RANK, X_SIZE, X_ACOMM, X_CTL, X_I64, X_LONG, X_NOTES, X_NOTE_REQS, X_NOTE_BUF, X_STARTS,
+       X_EARLY, X_SENT, X_OWED, X_FIELDS };
+#define ALARM_TAG 9
+
+/* Send the nonblocking notice of call t ([NONBLOCKING, t, rank, 0...]) to ranks first..last - 1
+ * from free requests of the pool (dualmpi_istart checked there are enough); x[X_SENT] counts
+ * them. */
+static int send_notices(int64_t *x, int64_t t, int first, int last)
+{
+    const MPI_Datatype i64 = (MPI_Datatype)(intptr_t)x[X_I64];
+    const MPI_Comm acomm = (MPI_Comm)(intptr_t)x[X_ACOMM];
+    MPI_Request *notes = (MPI_Request *)(intptr_t)x[X_NOTE_REQS];
+    int64_t *nbuf = (int64_t *)(intptr_t)x[X_NOTE_BUF];
+    for (int dest = first, i = 0; dest < last; dest++) {
+        while (i < x[X_NOTES] && notes[i] != MPI_REQUEST_NULL)
+            i++;
+        if (i == x[X_NOTES])  /* (dualmpi_istart keeps a free request for every notice owed) */
+            return MPI_ERR_INTERN;
+        int64_t *msg = nbuf + i * MSG_WORDS;
+        memset(msg, 0, MSG_WORDS * sizeof(int64_t));
+        msg[0] = KIND_NONBLOCKING;
+        msg[1] = t;
+        msg[2] = x[X_RANK];
+        int err = MPI_Isend(msg, MSG_WORDS, i64, dest, ALARM_TAG, acomm, notes + i);
+        if (err != MPI_SUCCESS)
+            return err;
+        x[X_SENT] += 1;
+    }
+    return MPI_SUCCESS;
+}
+
 enum { R_NMSG, R_NRECV, R_MSG, R_NMOVE, R_MOVE, R_NCOMB, R_COMB, R_NTRAIL, R_TRAIL, R_NFIRST,
        R_NLATE, R_LATE, R_NPACK, R_PACK, R_NUNPACK, R_UNPACK, R_FIELDS };
 /* A message row: [peer, offset, length, datatype, kind, safe datatype] (MSG_FIELDS words). */
@@ -523,6 +559,13 @@ static int istep(const int64_t *p, int64_t *s, int post_only)
             err = MPI_Test(reqs + s[S_MODE_AT], &flag, MPI_STATUS_IGNORE);
             if (err != MPI_SUCCESS)
                 return err;
+            if (s[S_OWED]) {  /* this rank's nonblocking notice: sent now, or not needed */
+                int64_t *x = (int64_t *)(intptr_t)s[S_X];
+                s[S_OWED] = 0;
+                x[X_OWED] -= 1;
+                if (!flag && (err = send_notices(x, s[S_CALL], 0, 1)) != MPI_SUCCESS)
+                    return err;
+            }
             if (!flag)
                 return MPI_SUCCESS;
             if (mode[0] != 1 || mode[1] != s[S_CALL] ||
@@ -721,20 +764,18 @@ int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
  * vector] (MPI_Isend, MPI_Issend when seq % MODE_SYNC == 0; done with the last round), another
  * rank receives rank 0's (compared, call number and vector, before round 0's messages are read,
  * or with x[X_EARLY] 0 or a payload apart sent in round 0 before round 0 is posted:
- * dualmpi_istep) and tests it once: unless rank 0's mode of call t is in already (rank 0 made
- * the call nonblocking: it needs no notice), it sends rank 0 its notice (x[X_SENT] counts the
- * notices sent).
+ * dualmpi_istep), its notice to rank 0 owed (x[X_OWED] more: a start keeps a free request of
+ * the pool for each) until the run's first step: sent then if rank 0's mode is not in, else not
+ * needed (rank 0 sends a mode only from a nonblocking call).  x[X_SENT] counts the notices
+ * sent.
  * Then the run is stepped up to its first test (istep's post_only: round 0 posted unless the
  * mode comes first),
  * which the next step or wait makes. Returns what that step returns. With m[M_PLAIN] the start is
  * that of a request without an agreement (Progress.start with no vector: a v-variant's data): no
  * line drained, no call number, notices nor mode; the run is set up and stepped. */
-enum { X_RANK, X_SIZE, X_ACOMM, X_CTL, X_I64, X_LONG, X_NOTES, X_NOTE_REQS, X_NOTE_BUF, X_STARTS,
-       X_EARLY, X_SENT, X_FIELDS };
 enum { M_VEC, M_NVEC, M_CIN, M_NCIN, M_COUT, M_NCOUT, M_SIG, M_SIGAT, M_SIZE, M_OP, M_TYPE,
        M_ITEM, M_PLAIN, M_MID, M_NMID, M_FIELDS };
 #define DUALMPI_PYTHON (-2147483644)
-#define ALARM_TAG 9
 /* Rank 0 sends the mode of every MODE_SYNC-th request (seq % MODE_SYNC == 0) synchronously:
  * that request ends only once every rank has started it, so rank 0 is never more than
  * MODE_SYNC calls ahead of a rank beyond the requests the program holds (nonblocking.py). */
@@ -748,31 +789,6 @@ enum { M_VEC, M_NVEC, M_CIN, M_NCIN, M_COUT, M_NCOUT, M_SIG, M_SIGAT, M_SIZE, M_
 #define LINE_EVERY 16
 
 int dualmpi_mode_sync(void) { return MODE_SYNC; }
-
-/* Send the nonblocking notice of call t ([NONBLOCKING, t, rank, 0...]) to ranks first..last - 1
- * from free requests of the pool (dualmpi_istart checked there are enough); x[X_SENT] counts
- * them. */
-static int send_notices(int64_t *x, int64_t t, int first, int last)
-{
-    const MPI_Datatype i64 = (MPI_Datatype)(intptr_t)x[X_I64];
-    const MPI_Comm acomm = (MPI_Comm)(intptr_t)x[X_ACOMM];
-    MPI_Request *notes = (MPI_Request *)(intptr_t)x[X_NOTE_REQS];
-    int64_t *nbuf = (int64_t *)(intptr_t)x[X_NOTE_BUF];
-    for (int dest = first, i = 0; dest < last; dest++) {
-        while (notes[i] != MPI_REQUEST_NULL)
-            i++;
-        int64_t *msg = nbuf + i * MSG_WORDS;
-        memset(msg, 0, MSG_WORDS * sizeof(int64_t));
-        msg[0] = KIND_NONBLOCKING;
-        msg[1] = t;
-        msg[2] = x[X_RANK];
-        int err = MPI_Isend(msg, MSG_WORDS, i64, dest, ALARM_TAG, acomm, notes + i);
-        if (err != MPI_SUCCESS)
-            return err;
-        x[X_SENT] += 1;
-    }
-    return MPI_SUCCESS;
-}
 
 int dualmpi_start_fields(void) { return X_FIELDS * 100 + M_FIELDS; }
 int dualmpi_python_code(void) { return DUALMPI_PYTHON; }
@@ -805,7 +821,8 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, int64_t *x,
         }
         if (ring[0])
             return DUALMPI_PYTHON;
-        int need = rank == 0 ? size - 1 : 1, free = 0;
+        /* (another rank: one for this start's notice and one for each notice still owed) */
+        int need = rank == 0 ? size - 1 : (int)(1 + x[X_OWED]), free = 0;
         for (int64_t i = 0; i < x[X_NOTES] && free < need; i++) {
             if (notes[i] != MPI_REQUEST_NULL) {
                 err = MPI_Test(notes + i, &flag, MPI_STATUS_IGNORE);
@@ -848,6 +865,7 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, int64_t *x,
     s[S_NCOUT] = m[M_NCOUT];
     s[S_MID] = m[M_MID];
     s[S_NMID] = m[M_NMID];
+    s[S_OWED] = 0;
     if (m[M_SIGAT] >= 0) {  /* a message cut short must not find an earlier run's trailers */
         memcpy(store + m[M_SIGAT], &m[M_SIG], sizeof(int64_t));
         memset(store + m[M_SIGAT] + 8, 0, (size_t)(m[M_SIZE] - m[M_SIGAT] - 8));
@@ -881,14 +899,12 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, int64_t *x,
             if (err != MPI_SUCCESS)
                 return err;
             s[S_NMODE] = 1;
-            /* rank 0's mode for this call already in: rank 0 made the call a nonblocking one
-             * (it sends a mode only then), so it needs no notice from this rank (a mode of
-             * another call fails the comparison, as a call made blocking there does) */
-            err = MPI_Test(at, &flag, MPI_STATUS_IGNORE);
-            if (err != MPI_SUCCESS)
-                return err;
-            if ((!flag || mode[1] != t) && (err = send_notices(x, t, 0, 1)) != MPI_SUCCESS)
-                return err;
+            /* the notice owed until rank 0's mode of this call is in (rank 0 sends a mode only
+             * from a nonblocking call: then it needs no notice), sent by the first step that
+             * finds the mode not in (istep) */
+            s[S_OWED] = 1;
+            s[S_X] = (int64_t)(intptr_t)x;
+            x[X_OWED] += 1;
             s[S_MODE_DUE] = x[X_EARLY] ? MODE_EARLY : MODE_FIRST;
             if (p[P_NROUNDS] > 0) {  /* a payload apart in round 0: the mode first */
                 const int64_t *row = (const int64_t *)(intptr_t)p[P_ROUNDS];
