@@ -24,9 +24,9 @@ waits:
 
 * **nonblocking calls** take a call number too (:meth:`Alarm.nonblocking`), and say so:
   rank 0 sends every rank a *nonblocking notice*, every other rank sends one to rank 0 —
-  unless, for a repeat started in C, rank 0's mode for the call is in at its start
-  (:mod:`dualmpi.engine.nonblocking`: rank 0 sends a mode, with the call number, only from a
-  nonblocking call, so rank 0 made the call nonblocking too).
+  for a repeat started in C, only when rank 0's mode for the call is not in by the request's
+  first step (:mod:`dualmpi.engine.nonblocking`: rank 0 sends a mode, with the call number,
+  only from a nonblocking call, so then rank 0 made the call nonblocking too).
   MPI never matches a nonblocking collective with a blocking one, so a rank that hears
   such a notice for a call it makes blocking raises the alarm (rank 0 in every case, and
   every rank when rank 0 is the one that starts the nonblocking call).  A rank drops the

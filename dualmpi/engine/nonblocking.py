@@ -92,7 +92,7 @@ from .mpi import (APART, IMMEDIATE, OTHER_GRACE, PACK_SMALL, ROOT_GRACE, _mpi_op
 from .watchdog import Watchdog
 
 __all__ = ["Progress", "PlanRequest", "Repeat", "poll_all", "block", "beside", "CACHE_SIZE",
-           "POOL_SIZE", "MODE_WORDS", "MODE_SYNC", "IN_FLIGHT"]
+           "POOL_SIZE", "MODE_WORDS", "MODE_SYNC", "NOTES_OWED", "IN_FLIGHT"]
 
 #: Bound plans whose message datatypes a :class:`Progress` keeps (least recently used first out).
 CACHE_SIZE = 64
@@ -107,6 +107,11 @@ MODE_WORDS = 16
 #: calls ahead of a rank beyond the requests the program holds; the others' modes cost no
 #: round trip.
 MODE_SYNC = 64
+#: A rank other than 0 owes rank 0 the nonblocking notice of a repeat started in C until the
+#: request's first step (``rounds.c``: sent then only if rank 0's mode is not in), and keeps a
+#: request of its pool free for each: at most this many such requests started and not yet
+#: stepped (more are started by the Python path, which sends the notice at once).
+NOTES_OWED = 64
 #: Agreed vectors rank 0 remembers (a vector it has not kept is agreed again: only rank 0
 #: decides, so forgetting one costs an agreement and changes nothing else).
 KNOWN_SIZE = 4096
@@ -688,8 +693,10 @@ class Progress:
             self._w_addr = self._w.ctypes.data
             # what dualmpi_istart starts a repeat with: the nonblocking notices' own requests
             # and messages (rank 0 sends one to every rank a call; the older ones are done
-            # long before a pool of four calls' is used up, else the start is Python's)
-            notes = 4 * max(size - 1, 1)
+            # long before a pool of four calls' is used up, else the start is Python's; another
+            # rank keeps one for each request whose notice it owes until its first step:
+            # NOTES_OWED of them, more started before a step are Python's)
+            notes = max(4 * (size - 1), NOTES_OWED)
             self._notes = np.full(notes, MPI.REQUEST_NULL.handle, dtype=self._handles)
             self._note_buf = np.zeros((notes, LINE_WORDS), dtype=np.int64)
             self._x = np.zeros(_X_FIELDS, dtype=np.int64)

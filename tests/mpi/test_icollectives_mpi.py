@@ -648,13 +648,16 @@ def test_repeats_start_in_c_and_match_mpi(net_i, n):
     assert _agree(ok), (bad, started, want, zero, early, own)
 
 
-@pytest.mark.mpi
+@pytest.mark.mpi(min_size=2)
 @pytest.mark.parametrize("net_i", [0, 1])
 def test_a_start_after_rank_0s_sends_no_notice(net_i):
     """A rank other than 0 whose repeat starts in C after rank 0's mode for the call is in (rank
     0 started it, then a barrier of MPI's own) sends rank 0 no nonblocking notice (rank 0 made
     the call a nonblocking one: it sends a mode only then); rank 0 sends every rank its notice
-    as before.  ``Progress._x[_X_SENT]`` counts the notices sent in C.  Results equal MPI's."""
+    as before.  ``Progress._x[_X_SENT]`` counts the notices sent in C.  Results equal MPI's.
+    Then twelve requests started before any is stepped (more than the pool of four a call's
+    notices had at 2 ranks): every one starts in C (a rank keeps a request of its pool for each
+    notice it owes, ``NOTES_OWED``)."""
     from dualmpi.engine import nonblocking
 
     net = _net(net_i)
@@ -678,7 +681,19 @@ def test_a_start_after_rank_0s_sends_no_notice(net_i):
             before = -10 ** 6
     sent = int(x[nonblocking._X_SENT]) - before
     want = calls * (SIZE - 1) if RANK == 0 else 0
-    assert _agree(sent == want), (sent, want)
+    # more requests started before a step than a call's pool of four: still started in C (a
+    # rank keeps a request of its pool for each notice it owes, NOTES_OWED of them)
+    many = 12
+    bufs = [np.zeros(5) for _ in range(many)]
+    for _ in range(3):
+        for b in bufs:
+            net.Ibcast(b, 0).Wait()
+    progress = net._progress()
+    restarts = progress.restarts
+    reqs = [net.Ibcast(b, 0) for b in bufs]
+    dualmpi.Request.Waitall(reqs)
+    started = progress.restarts - restarts
+    assert _agree(sent == want and started == many), (sent, want, started)
 
 
 @pytest.mark.mpi
