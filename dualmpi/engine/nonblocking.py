@@ -65,9 +65,14 @@ alarm line, the next round posted without a return to Python), the watchdog read
 round from the run.  Nothing here spins.
 
 Messages carry exactly the plan's bytes.  With ``signature=`` a request's messages
-also carry the 8-byte call signature as a trailer (as the blocking runner's do): a
+also carry the 8-byte call signature as a trailer, mixed with the communicator's call number
+when the request has one (as the blocking runner's do: :func:`~dualmpi.engine.mpi.call_signature`;
+a v-variant's data, whose request takes no call number, carries the signature alone): a
 receiver that gets another signature finishes the plan's rounds (so no rank is left
-waiting) and then fails without copying the data out.  A payload of
+waiting) and then fails without copying the data out.  The call number is what tells two
+calls of one signature at one request number apart: a rank whose request of number ``k`` is
+its call ``t`` while rank 0's is its call ``t + 1`` sends its first round before it compares
+rank 0's mode, and rank 0's request must not take those messages for its own.  A payload of
 :data:`~dualmpi.engine.mpi.APART` bytes or more (:data:`~dualmpi.engine.mpi.APART_EXCHANGE`
 in a reduction whose ranks exchange payloads in a round) travels apart from its trailer, as
 in the blocking plans (Open MPI sends a message of payload and trailer through its own
@@ -88,7 +93,7 @@ from . import recall
 from .alarm import ARGS, FUTURE, MIXED, MIXED_HERE, WORDS as LINE_WORDS
 from .inflight import ADVANCE, BESIDE, IN_FLIGHT
 from .mpi import (APART, IMMEDIATE, OTHER_GRACE, PACK_SMALL, ROOT_GRACE, _mpi_op, _runs,
-                  _small_bytes, apart_from, handle_dtype, joined)
+                  _small_bytes, apart_from, call_signature, handle_dtype, joined)
 from .watchdog import Watchdog
 
 __all__ = ["Progress", "PlanRequest", "Repeat", "poll_all", "block", "beside", "CACHE_SIZE",
@@ -537,6 +542,10 @@ class PlanRequest:
         Why it failed (raised by :meth:`outcome`).
     result : object
         What ``finish()`` returned.
+    signature : numpy.uint64 or None
+        The word its messages' trailers carry (the call's signature, its call number mixed
+        in), which its rounds in Python compare; None for a request started in C (its rounds
+        are C's, which compare the run's own word: ``rounds.c``'s ``S_SIGNATURE``).
     keep : tuple or None
         A repeat's on new arrays of its call's shape (``dualmpi.calls._shaped_repeat``): the
         call's arguments, held until the request ends, as mpi4py's request holds its
@@ -834,6 +843,8 @@ class Progress:
             req.store = store
             if signature is not None:
                 sig = signature & ((1 << 64) - 1)
+                if call is not None:  # (the call number mixed in, as the blocking plans do)
+                    sig = call_signature(sig, call)
                 req.signature = np.uint64(sig)
                 store[comp.sig_at:comp.sig_at + 8].view(np.uint64)[0] = req.signature
                 if run is not None:
@@ -910,8 +921,9 @@ class Progress:
         req = PlanRequest()
         req.seq, req.tag, req.progress, req.what, req.compiled = seq, tag, self, what, comp
         req.store, req.c_state, req.c_reqs, req.c_addr, req.c_mode = run
-        # (the compiled step copies the result out: dualmpi_istep)
-        req.signature, req.recv, req.combine = call.signature, None, call.combine
+        # (the compiled step copies the result out: dualmpi_istep; its trailers' word is the
+        # run's, which dualmpi_istart mixed with the call number)
+        req.signature, req.recv, req.combine = None, None, call.combine
         req.check, req.finish = call.check, call.finish
         req.agree_out = None if plain else call.flat
         req.c_call = call

@@ -1306,11 +1306,11 @@ static const char *wrap_slots[WR_SLOTS] = {"_progress", "_plan", "_active"};
 /* the slots of a nonblocking.Repeat and of a nonblocking._Compiled read at their offsets */
 enum {
     RP_C, RP_PLAIN, RP_KEY, RP_Z_C, RP_Z_COMP, RP_COMP, RP_COMP_KEY, RP_C_ADDR, RP_Z_ADDR,
-    RP_SIGNATURE, RP_COMBINE, RP_CHECK, RP_FINISH, RP_FLAT, RP_SLOTS
+    RP_COMBINE, RP_CHECK, RP_FINISH, RP_FLAT, RP_SLOTS
 };
 static const char *repeat_slots[RP_SLOTS] = {
-    "c", "plain", "key", "z_c", "z_comp", "comp", "comp_key", "c_addr", "z_addr", "signature",
-    "combine", "check", "finish", "flat"
+    "c", "plain", "key", "z_c", "z_comp", "comp", "comp_key", "c_addr", "z_addr", "combine",
+    "check", "finish", "flat"
 };
 enum { CP_RETIRED, CP_POOL, CP_C_ADDR, CP_USERS, CP_ROUNDS, CP_SLOTS };
 static const char *compiled_slots[CP_SLOTS] = {"retired", "pool", "c_addr", "users", "rounds"};
@@ -1710,7 +1710,7 @@ static PyObject *irestart(IRestart *self, PyObject *call, PyObject *what, PyObje
     put_ref(req, o[PL_C_REQS], PyTuple_GET_ITEM(run, 2));
     put_ref(req, o[PL_C_ADDR], PyTuple_GET_ITEM(run, 3));
     put_ref(req, o[PL_C_MODE], PyTuple_GET_ITEM(run, 4));
-    put_ref(req, o[PL_SIGNATURE], SLOT(call, r[RP_SIGNATURE]));
+    /* (PL_SIGNATURE stays None: the run's word is the trailers', mixed with the call number) */
     put_ref(req, o[PL_COMBINE], SLOT(call, r[RP_COMBINE]));
     put_ref(req, o[PL_CHECK], SLOT(call, r[RP_CHECK]));
     put_ref(req, o[PL_FINISH], SLOT(call, r[RP_FINISH]));

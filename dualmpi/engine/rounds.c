@@ -856,7 +856,11 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, int64_t *x,
     s[S_LATE] = 0;
     s[S_TAG] = tag;
     s[S_RUN] = seq;
-    s[S_SIGNATURE] = m[M_SIG];
+    /* (the call number mixed into the trailers' word, as the blocking plans do: a request of
+     * this number that is another call on another rank gets another word; a plain start's
+     * call number is its agreement's, compared there) */
+    const uint64_t word = m[M_PLAIN] ? (uint64_t)m[M_SIG] : call_signature((uint64_t)m[M_SIG], t);
+    s[S_SIGNATURE] = (int64_t)word;
     s[S_OP] = m[M_OP];
     s[S_TYPE] = m[M_TYPE];
     s[S_ITEM] = m[M_ITEM];
@@ -867,7 +871,7 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, int64_t *x,
     s[S_NMID] = m[M_NMID];
     s[S_OWED] = 0;
     if (m[M_SIGAT] >= 0) {  /* a message cut short must not find an earlier run's trailers */
-        memcpy(store + m[M_SIGAT], &m[M_SIG], sizeof(int64_t));
+        memcpy(store + m[M_SIGAT], &word, sizeof(int64_t));
         memset(store + m[M_SIGAT] + 8, 0, (size_t)(m[M_SIZE] - m[M_SIGAT] - 8));
     }
     const int64_t *cin = (const int64_t *)(intptr_t)m[M_CIN];

@@ -322,6 +322,40 @@ def test_a_nonblocking_call_numbered_as_rank_0s_next_one(case):
     assert _agree(_every_rank_raised(outs, "blocking")), outs
 
 
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("case", range(2))
+def test_rank_0s_request_takes_no_data_of_another_call(case):
+    """As above with an Iallreduce: the others' request of call t sends its round 0 before it
+    compares rank 0's mode, and those messages reach rank 0's request of the same number, which
+    is its call t+1.  Their trailers carry the call number, so rank 0's request fails in its
+    Wait (or rank 0 hears the others' alarm first) instead of combining the others' call t into
+    its result (before, on one node per rank, rank 0's Wait returned a result)."""
+    if case >= len(_nets()):
+        pytest.skip("no network")
+    spec, q = _nets()[case]
+
+    def program(net):
+        a, b = np.arange(4.0) + RANK, np.zeros(4)
+        for _ in range(2):  # (both remembered: the repeats below skip every check)
+            net.Bcast(a, 0)
+            net.Iallreduce(a, b).Wait()
+        _mark()
+        if RANK == 0:
+            net.Bcast(a, 0)
+        net.Iallreduce(a, b).Wait()
+
+    outs = _run(spec, q, program)
+    ok = True
+    for rank, (err, spent, after) in enumerate(outs):
+        if err is None:
+            ok = _failed(rank, "returned the result of its Iallreduce")
+        elif spent > PROMPT:
+            ok = _failed(rank, f"raised after {spent:.1f} s (more than {PROMPT} s)")
+        elif after == "usable":
+            ok = _failed(rank, "raised, and the communicator is still usable")
+    assert _agree(ok), outs
+
+
 @pytest.mark.mpi
 def test_nonblocking_and_blocking_calls_mixed_correctly():
     """A correct program mixing nonblocking and blocking calls of one signature, requests
