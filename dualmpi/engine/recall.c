@@ -1353,11 +1353,8 @@ typedef struct {
     int next_tracked;
 } IRestart;
 
-static PyObject *s_c, *s_key, *s_z_c, *s_z_comp, *s_z_addr, *s_c_addr, *s_comp, *s_comp_key,
-    *s_retired, *s_pool, *s_users, *s_rounds, *s_signature, *s_combine, *s_check, *s_finish,
-    *s_flat, *s_seq_attr, *s_restarts, *s_zero_copy, *s_move_to_end, *s_poll, *s_advance,
-    *s_restart_failed, *s_cache, *s_free, *s_fail, *s_tracker, *s_waited, *s_plain, *s_crestart,
-    *s_wait_on, *s_req, *s_wait, *s_outcome;
+static PyObject *s_rounds, *s_move_to_end, *s_poll, *s_advance, *s_restart_failed, *s_free,
+    *s_fail, *s_tracker, *s_waited, *s_crestart, *s_wait_on, *s_req, *s_wait, *s_outcome;
 
 static void IRestart_dealloc(IRestart *self)
 {
@@ -3053,21 +3050,15 @@ PyMODINIT_FUNC PyInit_dualmpi_recall(void)
             return NULL;
     {
         static struct { PyObject **at; const char *name; } names[] = {
-            {&s_c, "c"}, {&s_key, "key"}, {&s_z_c, "z_c"}, {&s_z_comp, "z_comp"},
-            {&s_z_addr, "z_addr"}, {&s_c_addr, "c_addr"}, {&s_comp, "comp"},
-            {&s_comp_key, "comp_key"}, {&s_retired, "retired"}, {&s_pool, "pool"},
-            {&s_users, "users"}, {&s_rounds, "rounds"}, {&s_signature, "signature"},
-            {&s_combine, "combine"}, {&s_check, "check"}, {&s_finish, "finish"},
-            {&s_flat, "flat"}, {&s_seq_attr, "_seq"}, {&s_restarts, "restarts"},
-            {&s_zero_copy, "zero_copy"}, {&s_move_to_end, "move_to_end"}, {&s_poll, "poll"},
-            {&s_advance, "_advance"}, {&s_restart_failed, "_restart_failed"},
-            {&s_cache, "_cache"}, {&s_free, "free"}, {&s_fail, "_fail"}, {&s_tracker, "_tracker"}, {&s_waited, "_waited"}, {&s_plain, "plain"},
+            {&s_rounds, "rounds"}, {&s_move_to_end, "move_to_end"}, {&s_poll, "poll"},
+            {&s_advance, "_advance"}, {&s_restart_failed, "_restart_failed"}, {&s_free, "free"},
+            {&s_fail, "_fail"}, {&s_tracker, "_tracker"}, {&s_waited, "_waited"},
             {&s_memo, "memo"}, {&s_busy, "busy"}, {&s_xaddr, "xaddr"},
             {&s_track_addr, "track_addr"}, {&s_call, "call"}, {&s_last, "last"},
             {&s_settle, "_settle"}, {&s_crestart, "crestart"}, {&s_req, "req"},
-            {&s_wait_on, "_wait_on"}, {&s_wait, "wait"}, {&s_outcome, "outcome"},
-            {&s_nb, "_nb"}, {&s_i_memo, "_i_memo"}, {&s_algorithms, "algorithms"},
-            {&s_allgather, "allgather"}, {&s_sizes, "_sizes"},
+            {&s_wait_on, "_wait_on"}, {&s_wait, "wait"}, {&s_outcome, "outcome"}, {&s_nb, "_nb"},
+            {&s_i_memo, "_i_memo"}, {&s_algorithms, "algorithms"}, {&s_allgather, "allgather"},
+            {&s_sizes, "_sizes"},
         };
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
             if ((*names[i].at = PyUnicode_InternFromString(names[i].name)) == NULL)
