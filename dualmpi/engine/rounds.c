@@ -760,7 +760,7 @@ int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
  * calls, or too few free notice requests, return DUALMPI_PYTHON, nothing done; then the call
  * number is taken (w[W_SEQ] + 1, noted in the history, its note in future cleared), rank 0's
  * notices are sent (to every rank: [NONBLOCKING, t, rank, 0...]), the run is set up (signature,
- * trailers cleared, copies in, combine), and the modes posted: rank 0 sends every rank [1, t,
+ * the call number t mixed in, trailers cleared, copies in, combine), and the modes posted: rank 0 sends every rank [1, t,
  * vector] (MPI_Isend, MPI_Issend when seq % MODE_SYNC == 0; done with the last round), another
  * rank receives rank 0's (compared, call number and vector, before round 0's messages are read,
  * or with x[X_EARLY] 0 or a payload apart sent in round 0 before round 0 is posted:
