@@ -23,16 +23,22 @@ waits:
   first: the ranks that are ahead have sent everything that call needs.
 
 * **nonblocking calls** take a call number too (:meth:`Alarm.nonblocking`), and say so:
-  rank 0 sends every rank a *nonblocking notice*, every other rank sends one to rank 0 —
-  for a repeat started in C, only when rank 0's mode for the call is not in by the request's
-  first step (:mod:`dualmpi.engine.nonblocking`: rank 0 sends a mode, with the call number,
-  only from a nonblocking call, so then rank 0 made the call nonblocking too).
-  MPI never matches a nonblocking collective with a blocking one, so a rank that hears
-  such a notice for a call it makes blocking raises the alarm (rank 0 in every case, and
-  every rank when rank 0 is the one that starts the nonblocking call).  A rank drops the
-  notices about its own nonblocking calls: it remembers the last :data:`HISTORY` of them
-  (older notices are dropped unread: the rank they came from then still waits in the
-  agreement of its call, under the watchdog).  A notice about a call the rank has not
+  every other rank sends rank 0 a *nonblocking notice* — for a repeat started in C, only
+  when rank 0's mode for the call is not in by the request's first step
+  (:mod:`dualmpi.engine.nonblocking`: rank 0 sends a mode, with the call number, only from
+  a nonblocking call, so then rank 0 made the call nonblocking too).  Rank 0's own mode,
+  tagged with its call number, is its notice: a rank waiting in dualmpi probes for the
+  first mode it has not taken (the watchdog's thread, a few times a second:
+  :meth:`dualmpi.engine.nonblocking.Progress._probe`) and, when that names its current
+  call or an earlier one that it made blocking, puts rank 0's notice on its own line
+  (:meth:`Alarm.tell`).  Without that thread (no watchdog, or less than
+  ``MPI_THREAD_MULTIPLE`` on some rank: :attr:`Alarm.probed` false) rank 0 sends every
+  rank its notice.  MPI never matches a nonblocking collective with a blocking one, so a
+  rank that hears such a notice for a call it makes blocking raises the alarm (rank 0 in
+  every case, and every rank when rank 0 is the one that starts the nonblocking call).  A
+  rank drops the notices about its own nonblocking calls: it remembers the last
+  :data:`HISTORY` of them (older notices are dropped unread: the rank they came from then
+  still waits in the agreement of its call, under the watchdog).  A notice about a call the rank has not
   reached yet is *noted* by its call number (:data:`FUTURE` of them, with the sender), not
   kept as a message: a program may hold thousands of requests, and the rank that starts
   them first is that many calls ahead.  Reaching a noted call as a blocking one raises the
@@ -111,6 +117,9 @@ class Alarm:
         self.future = np.full(2 * FUTURE, -1, dtype=np.int64)
         #: nonblocking notices in flight (request, message)
         self._notices = []
+        #: rank 0 sends no nonblocking notice: the others probe for its modes
+        #: (:meth:`dualmpi.engine.nonblocking.Progress._probe`)
+        self.probed = False
         #: the first error's text once the line has carried an alarm (the communicator is
         #: then unusable), else None
         self.broken = None
@@ -247,7 +256,8 @@ class Alarm:
 
     # -- nonblocking calls --------------------------------------------------------------------
     def nonblocking(self, what):
-        """Take the next call number for a nonblocking collective and send its notices.
+        """Take the next call number for a nonblocking collective and send its notices
+        (another rank to rank 0; rank 0 to every rank unless they probe for its modes).
 
         Drains the line first (dropping notices about this rank's earlier nonblocking
         calls, keeping those about later calls); raises the alarm when another rank has
@@ -269,9 +279,16 @@ class Alarm:
             if msg[0] != NONBLOCKING:  # another rank's agreement of a blocking call t
                 self.raise_alarm(MIXED_HERE, int(msg[2]), what=what, seq=t)
         self._notices = [(req, m) for req, m in self._notices if not req.Test()]
-        for dest in (range(1, self.size) if self.rank == 0 else (0,)):
+        for dest in (() if self.probed else range(1, self.size)) if self.rank == 0 else (0,):
             self._notices.append(self._send(NONBLOCKING, t, dest, keep=True))
         return t
+
+    def tell(self, seq, sender):
+        """Put rank ``sender``'s nonblocking notice of call ``seq`` on this rank's own line
+        (the probe for rank 0's modes); return the send's request and its message."""
+        msg = np.zeros(WORDS, dtype=np.int64)
+        msg[:3] = (NONBLOCKING, seq, sender)
+        return self.comm.Isend([msg, MPI.INT64_T], self.rank, _TAG), msg
 
     def drain(self, what):
         """Handle every message the line holds now, without waiting."""

@@ -21,7 +21,10 @@ repeated with other arguments) when they differ.  Only rank 0 decides, so the ra
 take different paths, whatever order their requests complete in.  The mode carries rank 0's call
 number: a rank whose request of that number is another call (one of the two made a call
 blocking that the other made nonblocking) raises the alarm at once, before it reads a message of
-that request.
+that request.  Tagged with that number, on a communicator of its own, the mode is rank 0's
+nonblocking notice too: a rank that waits in dualmpi probes for the first mode none of its
+requests has taken (:meth:`Progress._probe`, from the watchdog's thread), so a rank that made
+blocking a call rank 0 made nonblocking hears of it without a message of its own from rank 0.
 
 With the compiled loop (:mod:`dualmpi.engine.cloop`) a request's rounds run in C
 (``rounds.c``'s ``dualmpi_istep``: test the round's messages, check their trailers, combine
@@ -81,6 +84,7 @@ buffers): its receive is posted once the trailer is in (:class:`_Compiled`).
 
 import ctypes
 import time
+import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -144,7 +148,7 @@ _S_K, _S_STORE, _S_TAG, _S_REQS, _S_SIGNATURE, _S_BAD_ROUND, _S_BAD_PEER, _S_OP,
 _MODE_NONE, _MODE_EARLY, _MODE_FIRST, _MODE_HEARD = range(4)
 # the fields of a start in C (rounds.c: dualmpi_istart): the Progress's, the remembered call's
 _X_RANK, _X_SIZE, _X_ACOMM, _X_CTL, _X_I64, _X_LONG, _X_NOTES, _X_NOTE_REQS, _X_NOTE_BUF, \
-    _X_STARTS, _X_EARLY, _X_SENT, _X_OWED, _X_FIELDS = range(14)
+    _X_STARTS, _X_EARLY, _X_SENT, _X_OWED, _X_PROBED, _X_MODE_TAGS, _X_FIELDS = range(16)
 #: A run started in C on a rank other than 0 posts its round 0 before rank 0's mode is in (and
 #: compares the mode before it reads round 0's messages) when the tag bound is at least this:
 #: the round-0 messages of a call whose agreement then fails (a rank passed other arguments) are
@@ -656,11 +660,19 @@ class Progress:
             self.data = transport.graph.Dup()
             #: the argument agreements (nonblocking control-plane reductions)
             self.ctl = transport.ctl.Dup()
+            #: rank 0's modes alone, tagged with their call numbers (:meth:`_probe`)
+            self.modes = transport.ctl.Dup()
+            #: a request's tag is its number modulo this; a payload sent apart from its trailer
+            #: (:class:`_Compiled`) goes with that tag plus :attr:`apart_tag` (the upper half);
+            #: a mode's tag is its call number modulo this
+            self.tag_ub = self.apart_tag = (int(self.data.Get_attr(MPI.TAG_UB)) + 1) // 2
+            #: the others probe for rank 0's modes when every rank's watchdog listens and
+            #: a mode's tag tells a call behind from one ahead (:meth:`_probe`); else rank 0
+            #: sends its nonblocking notices
+            self.probed = bool(self.ctl.allreduce(
+                int(wd.comm is not None and self.tag_ub >= EARLY_TAG_UB), op=MPI.MIN))
         finally:
             wd.disarm()
-        #: a request's tag is its number modulo this; a payload sent apart from its trailer
-        #: (:class:`_Compiled`) goes with that tag plus :attr:`apart_tag` (the upper half)
-        self.tag_ub = self.apart_tag = (int(self.data.Get_attr(MPI.TAG_UB)) + 1) // 2
         #: payloads of this many bytes or more go apart (:func:`~dualmpi.engine.mpi.apart_from`),
         #: first in the plans whose ranks do not exchange payloads in a round, then in those that do
         self.apart_from = tuple(apart_from(getattr(transport, "q", 1), e) for e in (False, True))
@@ -710,13 +722,14 @@ class Progress:
             self._note_buf = np.zeros((notes, LINE_WORDS), dtype=np.int64)
             self._x = np.zeros(_X_FIELDS, dtype=np.int64)
             self._x[_X_RANK], self._x[_X_SIZE] = self.rank, size
-            self._x[_X_ACOMM], self._x[_X_CTL] = alarm.comm.handle, self.ctl.handle
+            self._x[_X_ACOMM], self._x[_X_CTL] = alarm.comm.handle, self.modes.handle
             self._x[_X_I64] = MPI.INT64_T.handle
             self._x[_X_LONG] = MPI._typedict[np.dtype(np.int64).char].handle  # (mpi4py's)
             self._x[_X_NOTES] = notes
             self._x[_X_NOTE_REQS], self._x[_X_NOTE_BUF] = (self._notes.ctypes.data,
                                                           self._note_buf.ctypes.data)
             self._x[_X_EARLY] = self.tag_ub >= EARLY_TAG_UB
+            self._x[_X_PROBED], self._x[_X_MODE_TAGS] = self.probed, self.tag_ub
             self._x_addr = self._x.ctypes.data
         self.cache_size = int(cache_size)
         self._cache = OrderedDict()
@@ -752,6 +765,12 @@ class Progress:
             self._close = self.crestart.close
         # an alarm leaves the communicator unusable: its requests fail with the alarm's text
         transport.alarm.listeners.append(self._alarmed)
+        #: the last call number :meth:`_probe` told this rank's line of, and its messages
+        self._probed_call, self._told = None, []
+        if self.probed:  # rank 0 sends no nonblocking notice: its modes say it
+            transport.alarm.probed = True
+            if self.rank != 0:
+                wd.probes.append(weakref.WeakMethod(self._probe))
         _LIVE.append(self)
 
     def _count(i, doc):  # (a field of _counts as an int attribute)
@@ -878,7 +897,8 @@ class Progress:
         ``call`` is a :class:`Repeat` of the call (the plan, argument vector, buffers).  What
         :meth:`~dualmpi.engine.alarm.Alarm.nonblocking`, :meth:`start` and :meth:`_open` do
         for arguments rank 0 has seen agreed, with the same messages (so the ranks may take
-        either path): the line drained, the call number taken, the nonblocking notices sent,
+        either path): the line drained, the call number taken, the nonblocking notices sent
+        (rank 0's only when the others do not probe for its modes: :meth:`_probe`),
         the user's bytes copied in, rank 0's mode sent (rank 0) or its receive posted, and
         the run stepped.  Python starts it instead when there is no compiled step or no C
         combine, when rank 0 has not seen the vector agreed (the agreement), when the line
@@ -1221,15 +1241,18 @@ class Progress:
         """Begin the argument check: rank 0 sends every rank its mode (1: skip the agreement,
         its vector known; 0: agree) with the call's number and its vector; the others wait for it.
 
-        On the control communicator's duplicate, with the request's tag (so the mode is
-        the first message from rank 0 a rank gets with that tag, the verdict the second).
+        On a communicator of rank 0's modes alone (:attr:`modes`), tagged with the call
+        number (modulo :attr:`tag_ub`; :attr:`tag_ub` itself for a request without one) and
+        received with any tag: rank 0 sends its modes in request order and every other rank
+        posts their receives in that order, so a rank's n-th mode is rank 0's n-th, and
+        the first one no request of a rank has taken is visible to :meth:`_probe` by its tag.
         The call number tells a rank whose request of that number is another call (one rank
         made a call blocking that the other made nonblocking) at once (:meth:`_heard_mode`).
         """
         vec = req.agree_out
         if self.rank != 0:
             req.agree_in = np.empty(2 + vec.size, dtype=np.int64)
-            req.reqs, req.peers = [self.ctl.Irecv(req.agree_in, 0, req.tag)], (0,)
+            req.reqs, req.peers = [self.modes.Irecv(req.agree_in, 0, MPI.ANY_TAG)], (0,)
             req.stage, req.since = _MODE, time.monotonic()
             return
         key = vec.tobytes()
@@ -1237,16 +1260,17 @@ class Progress:
         mode = np.empty(2 + vec.size, dtype=np.int64)
         mode[0], mode[1], mode[2:] = skip, -1 if req.call is None else req.call, vec
         ranks = range(1, self.ctl.Get_size())
+        tag = self.tag_ub if req.call is None else req.call % self.tag_ub
         if not skip:
             req.known = key
-            self._gather(req, [self.ctl.Isend(mode, r, req.tag) for r in ranks])
+            self._gather(req, [self.modes.Isend(mode, r, tag) for r in ranks])
             return
         # every MODE_SYNC-th synchronous: that request ends once every rank has started the
         # call (as the agreement's answer ensures), so rank 0 is never more than MODE_SYNC
         # calls ahead beyond the requests the program holds (the others keep its notices
         # about calls they have not reached); the others cost no round trip (as rounds.c)
-        send = self.ctl.Isend if req.seq % MODE_SYNC else self.ctl.Issend
-        sends = [send(mode, r, req.tag) for r in ranks]
+        send = self.modes.Isend if req.seq % MODE_SYNC else self.modes.Issend
+        sends = [send(mode, r, tag) for r in ranks]
         self.known.move_to_end(key)
         if req.compiled.rounds:  # waited for with the last round's messages (only there: a
             req.modes = sends    # request whose messages another test completed would wait on)
@@ -1254,6 +1278,42 @@ class Progress:
         else:
             self._modes.append((sends, mode))
         self._rounds(req)
+
+    def _probe(self, waiting):
+        """Tell this rank's own line of rank 0's nonblocking call that this rank made blocking.
+
+        Called by the watchdog's thread (:meth:`~dualmpi.engine.watchdog.Watchdog.listen`)
+        a few times a second while the rank waits in dualmpi (``waiting``: the watchdog's
+        state then), on ranks other than 0: rank 0 sends no nonblocking notice (its mode
+        says as much), so a rank that made blocking a call rank 0 made nonblocking would
+        wait in it for rank 0's messages.  The first of rank 0's modes that no request of
+        this rank has taken (``MPI_Iprobe`` with any tag: modes are received in request
+        order) names rank 0's call in its tag; when that call is this rank's current call
+        or an earlier one, not one of its own nonblocking calls, and the rank was in the
+        same wait and call before and after the probe (no start took the mode meanwhile),
+        this rank made that call blocking: a nonblocking notice from rank 0 is put on the
+        rank's own line, which its wait hears as it heard rank 0's notices (the alarm,
+        naming rank 0's call), within a tick of the watchdog's thread.
+        """
+        alarm = self.transport.alarm
+        if alarm.broken is not None or self.modes == MPI.COMM_NULL:
+            return
+        before = int(alarm.seq[0])
+        status = MPI.Status()
+        if not self.modes.Iprobe(0, MPI.ANY_TAG, status):
+            return
+        tag = status.Get_tag()
+        now = self.transport.watchdog.waiting()
+        if tag >= self.tag_ub or int(alarm.seq[0]) != before or now is None or \
+                now[:2] != waiting[:2]:
+            return
+        behind = (before - tag) % self.tag_ub  # (rank 0's call, this many before this rank's)
+        t = before - behind
+        if behind >= self.tag_ub // 2 or t <= 0 or alarm.ours(t) or t == self._probed_call:
+            return  # (rank 0 is ahead, or the call was nonblocking here, or told already)
+        self._probed_call = t
+        self._told = [(r, m) for r, m in self._told if not r.Test()]
+        self._told.append(alarm.tell(t, 0))
 
     def _heard_mode(self, req):
         """Rank 0's mode is in (a rank other than 0): agree, or compare and run the rounds;
@@ -1543,9 +1603,13 @@ class Progress:
         _ABANDONED.extend(orphan for orphan in self._orphans + self._modes
                           if not _quiet_testall(orphan[0]))
         self._orphans, self._modes = [], []
+        self.transport.watchdog.unprobe(self._probe)  # (before its communicator goes)
+        _ABANDONED.extend(([r], m) for r, m in self._told if not r.Test())
+        self._told = []
         if self.data != MPI.COMM_NULL:
             self.data.Free()
             self.ctl.Free()
+            self.modes.Free()
 
 
 class _Rounds:

@@ -416,7 +416,7 @@ int dualmpi_run(const int64_t *a)
  *
  * A run started in C (dualmpi_istart, below) also carries rank 0's *mode* messages: s[S_NMODE]
  * requests from s[S_MODE_AT] on in the request array (after the round's messages and the spare
- * slot of the alarm line).  On rank 0 they are its sends of [1, vector] to every other rank, done
+ * slot of the alarm line).  On rank 0 they are its sends of [1, t, vector] to every other rank, done
  * with the last round, every MODE_SYNC-th request's synchronous (so rank 0 is never more than
  * MODE_SYNC calls ahead of a rank beyond the requests the program holds); on another rank the
  * receive of rank 0's mode into s[S_MODE], compared while s[S_MODE_DUE] says so: MODE_EARLY,
@@ -457,12 +457,14 @@ enum { S_K, S_STORE, S_TAG, S_REQS, S_SIGNATURE, S_BAD_ROUND, S_BAD_PEER, S_OP, 
        S_NMID, S_MID, S_MODE_DUE, S_CALL, S_OWED, S_X, S_FIELDS };
 enum { W_WBUF, W_RING, W_SEQ, W_HIST, W_LINE, W_FUTURE, W_FIELDS };
 /* A start's fields (dualmpi_istart, below), one per Progress: the rank and size, the alarm
- * line's communicator, the control communicator's duplicate, the line's and the modes' int64
- * datatypes, the pool of notice requests and their messages, the starts with notices made, the
- * early mode (x[X_EARLY]), the notices sent, and the notices owed (runs of another rank than 0
- * whose notice waits for their first step: istep). */
+ * line's communicator, the modes' communicator (a duplicate of the control one), the line's and
+ * the modes' int64 datatypes, the pool of notice requests and their messages, the starts with
+ * notices made, the early mode (x[X_EARLY]), the notices sent, the notices owed (runs of another
+ * rank than 0 whose notice waits for their first step: istep), whether the others probe for
+ * rank 0's modes (rank 0 then sends no notice) and the modes' tag bound (a mode's tag is its
+ * call number modulo that). */
 enum { X_RANK, X_SIZE, X_ACOMM, X_CTL, X_I64, X_LONG, X_NOTES, X_NOTE_REQS, X_NOTE_BUF, X_STARTS,
-       X_EARLY, X_SENT, X_OWED, X_FIELDS };
+       X_EARLY, X_SENT, X_OWED, X_PROBED, X_MODE_TAGS, X_FIELDS };
 #define ALARM_TAG 9
 
 /* Send the nonblocking notice of call t ([NONBLOCKING, t, rank, 0...]) to ranks first..last - 1
@@ -747,8 +749,9 @@ int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
  * x (the _X_ constants, one per Progress): the rank and size, the alarm line's communicator, the
  * control communicator's duplicate the modes go on, MPI_INT64_T (the line's messages) and the
  * datatype mpi4py gives an int64 array (the modes'), a pool of x[X_NOTES] requests and
- * message buffers for the nonblocking notices, and the count of starts with notices made
- * (x[X_STARTS], written here).  m (the _M_ constants, one per remembered call):
+ * message buffers for the nonblocking notices, the count of starts with notices made
+ * (x[X_STARTS], written here), whether the other ranks probe for rank 0's modes (X_PROBED: rank
+ * 0 sends no notice) and the modes' tag bound (X_MODE_TAGS).  m (the _M_ constants, one per remembered call):
  * the call's argument vector, its copies in [store offset, source address, length] and out
  * [destination address, store offset, length] (dualmpi_istep makes them at the end), those
  * made once round 0 is posted [destination, source, length] (the run's S_MID), its
@@ -759,10 +762,13 @@ int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
  * DUALMPI_ALARM, with nothing else done) at every LINE_EVERY-th start; messages kept about later
  * calls, or too few free notice requests, return DUALMPI_PYTHON, nothing done; then the call
  * number is taken (w[W_SEQ] + 1, noted in the history, its note in future cleared), rank 0's
- * notices are sent (to every rank: [NONBLOCKING, t, rank, 0...]), the run is set up (signature,
- * the call number t mixed in, trailers cleared, copies in, combine), and the modes posted: rank 0 sends every rank [1, t,
- * vector] (MPI_Isend, MPI_Issend when seq % MODE_SYNC == 0; done with the last round), another
- * rank receives rank 0's (compared, call number and vector, before round 0's messages are read,
+ * notices are sent (to every rank: [NONBLOCKING, t, rank, 0...]; none when x[X_PROBED]: the
+ * others probe for its mode, nonblocking.py's Progress._probe), the run is set up (signature,
+ * the call number t mixed in, trailers cleared, copies in, combine), and the modes posted: rank
+ * 0 sends every rank [1, t, vector] on the modes' own communicator (x[X_CTL]) with the tag t %
+ * x[X_MODE_TAGS] (MPI_Isend, MPI_Issend when seq % MODE_SYNC == 0; done with the last round),
+ * another rank receives rank 0's with any tag (modes are received in request order; compared,
+ * call number and vector, before round 0's messages are read,
  * or with x[X_EARLY] 0 or a payload apart sent in round 0 before round 0 is posted:
  * dualmpi_istep), its notice to rank 0 owed (x[X_OWED] more: a start keeps a free request of
  * the pool for each) until the run's first step: sent then if rank 0's mode is not in, else not
@@ -821,8 +827,9 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, int64_t *x,
         }
         if (ring[0])
             return DUALMPI_PYTHON;
-        /* (another rank: one for this start's notice and one for each notice still owed) */
-        int need = rank == 0 ? size - 1 : (int)(1 + x[X_OWED]), free = 0;
+        /* (another rank: one for this start's notice and one for each notice still owed;
+         * rank 0 none when the others probe for its modes) */
+        int need = rank == 0 ? (x[X_PROBED] ? 0 : size - 1) : (int)(1 + x[X_OWED]), free = 0;
         for (int64_t i = 0; i < x[X_NOTES] && free < need; i++) {
             if (notes[i] != MPI_REQUEST_NULL) {
                 err = MPI_Test(notes + i, &flag, MPI_STATUS_IGNORE);
@@ -845,7 +852,7 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, int64_t *x,
         hist[t % HISTORY] = t;
         if (future[2 * (t % FUTURE)] == t)
             future[2 * (t % FUTURE)] = -1;
-        if (rank == 0 && (err = send_notices(x, t, 1, size)) != MPI_SUCCESS)
+        if (rank == 0 && !x[X_PROBED] && (err = send_notices(x, t, 1, size)) != MPI_SUCCESS)
             return err;
     }
     char *store = (char *)(intptr_t)s[S_STORE];
@@ -890,16 +897,17 @@ int dualmpi_istart(const int64_t *p, int64_t *s, const int64_t *w, int64_t *x,
             mode[0] = 1;
             mode[1] = t;
             memcpy(mode + 2, (const void *)(intptr_t)m[M_VEC], (size_t)n * sizeof(int64_t));
+            const int mtag = (int)(t % x[X_MODE_TAGS]);  /* (the call number, for the probe) */
             for (int r = 1; r < size; r++) {
                 err = seq % MODE_SYNC
-                    ? MPI_Isend(mode, n + 2, mtype, r, (int)tag, ctl, at + r - 1)
-                    : MPI_Issend(mode, n + 2, mtype, r, (int)tag, ctl, at + r - 1);
+                    ? MPI_Isend(mode, n + 2, mtype, r, mtag, ctl, at + r - 1)
+                    : MPI_Issend(mode, n + 2, mtype, r, mtag, ctl, at + r - 1);
                 if (err != MPI_SUCCESS)
                     return err;
                 s[S_NMODE] = r;
             }
         } else {
-            err = MPI_Irecv(mode, n + 2, mtype, 0, (int)tag, ctl, at);
+            err = MPI_Irecv(mode, n + 2, mtype, 0, MPI_ANY_TAG, ctl, at);
             if (err != MPI_SUCCESS)
                 return err;
             s[S_NMODE] = 1;

@@ -73,6 +73,9 @@ class Watchdog:
         self._question = None
         self._replies, self._number = [], 0
         self._mpi = threading.Lock()  # the thread's MPI calls against :meth:`close`
+        #: called (weak methods) with the wait's state by the listening thread while the rank
+        #: waits (:meth:`listen`): the nonblocking engine's probe for rank 0's modes
+        self.probes = []
         self._wake = threading.Event()
         self._thread = None
         if deadline and deadline > 0:
@@ -90,7 +93,8 @@ class Watchdog:
         the end of the chain — a rank that does not answer within :data:`ASK_SECONDS`
         (stopped, or busy outside dualmpi), or one that answers it is not waiting (in no
         watched wait) — so the diagnostic names the rank that stopped answering,
-        whichever rank's deadline passes first.  Needs
+        whichever rank's deadline passes first.  While the rank waits the thread also
+        calls the :attr:`probes` (the nonblocking engine's probe for rank 0's modes).  Needs
         ``MPI_THREAD_MULTIPLE`` (mpi4py's default); with less, or with no deadline, the
         watchdog does not listen (``comm`` is freed).
         """
@@ -139,6 +143,15 @@ class Watchdog:
     def disarm(self):
         """The wait is over."""
         self.state = None
+
+    def waiting(self):
+        """Return the current wait's ``(start, where, waiting_for, ...)``, or None."""
+        return _current(self.state)
+
+    def unprobe(self, probe):
+        """Stop calling ``probe`` (a bound method in :attr:`probes`; it has returned, if running)."""
+        with self._mpi:
+            self.probes = [p for p in self.probes if p() is not None and p() != probe]
 
     def close(self, free=True):
         """Stop watching (the thread ends at once) and stop listening (``free``: free ``comm``)."""
@@ -231,8 +244,27 @@ class Watchdog:
         tick = min(0.25, self.deadline / 8)
         while not self.closed:
             self._wake.wait(tick)
-            if _current(self.state) is not None:
+            state = _current(self.state)
+            if state is not None:
                 self.answer()
+                if self.probes:
+                    self._probe(state)
+
+    def _probe(self, state):
+        """Call the probes (thread; while the rank waits in ``state``)."""
+        if not self._mpi.acquire(timeout=0.1):
+            return
+        try:
+            for probe in tuple(self.probes):
+                fn = probe()
+                if fn is None or self.comm is None:
+                    continue
+                try:
+                    fn(state)
+                except Exception:  # (not again: the thread must go on answering)
+                    self.probes.remove(probe)
+        finally:
+            self._mpi.release()
 
     def answer(self):
         """Answer every question that has arrived with what this rank waits for (thread)."""

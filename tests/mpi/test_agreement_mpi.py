@@ -66,8 +66,8 @@ def _outcome(net, program):
     return err, spent, after
 
 
-def _run(spec, q, program):
-    net = dualmpi.Comm(WORLD, spec, nodes_per_rank=q, watchdog=60)
+def _run(spec, q, program, watchdog=60):
+    net = dualmpi.Comm(WORLD, spec, nodes_per_rank=q, watchdog=watchdog)
     try:
         return WORLD.allgather(_outcome(net, program))
     finally:
@@ -235,19 +235,22 @@ def test_a_rank_that_skips_a_call_of_a_loop():
 
 @pytest.mark.mpi(min_size=2)
 @pytest.mark.parametrize("case", range(2))
-@pytest.mark.parametrize("who", ["first", "last"])
+@pytest.mark.parametrize("who", ["first", "last", "first-no-watchdog"])
 @pytest.mark.parametrize("when", [2, 0])
 def test_a_nonblocking_call_among_repeated_blocking_ones(case, who, when):
     """The last item of issue 22: after two Allreduces, one rank starts an Iallreduce and
     waits for it where the others make a third Allreduce (a repeated signature: no argument
     check).  MPI never matches the two; every rank raises at once, naming the nonblocking
-    call (before: the watchdog).  Rank 0 hears every other rank's nonblocking notice, every
-    rank hears rank 0's.  ``when=0``: the first call, where the blocking ranks check their
-    arguments through rank 0."""
+    call (before: the watchdog).  Rank 0 hears every other rank's nonblocking notice; the
+    others find rank 0's call by probing for its mode while they wait (the watchdog's thread:
+    within a fraction of a second), or, with no watchdog (``first-no-watchdog``: no thread to
+    probe), hear rank 0's notice.  ``when=0``: the first call, where the blocking ranks check
+    their arguments through rank 0."""
     if case >= len(_nets()):
         pytest.skip("no network")
+    dog = 0 if who.endswith("no-watchdog") else 60
     spec, q = _nets()[case]
-    odd = 0 if who == "first" else SIZE - 1
+    odd = SIZE - 1 if who == "last" else 0
 
     def program(net):
         for _ in range(3):
@@ -259,8 +262,43 @@ def test_a_nonblocking_call_among_repeated_blocking_ones(case, who, when):
             else:
                 _allreduce(net)
 
-    outs = _run(spec, q, program)
+    outs = _run(spec, q, program, watchdog=dog)
     assert _agree(_every_rank_raised(outs, "nonblocking")), outs
+
+
+@pytest.mark.mpi(min_size=2)
+@pytest.mark.parametrize("case", range(2))
+def test_rank_0_ahead_of_a_rank_waiting_in_an_earlier_call(case):
+    """Rank 0 runs ahead into a nonblocking call while the last rank still waits in the
+    blocking call before it (a broadcast from rank 0 that the ranks between are late to
+    forward): the last rank's probe finds rank 0's mode of a later call, which is no error.
+    Three rounds of it; every result equals MPI's, no rank raises."""
+    if case >= len(_nets()):
+        pytest.skip("no network")
+    spec, q = _nets()[case]
+    net = dualmpi.Comm(WORLD, spec, nodes_per_rank=q, watchdog=60)
+    got, want, error = [], [], None
+
+    def program(comm, out):
+        for k in range(3):
+            a = np.arange(4.0) + 10 * k if RANK == 0 else np.zeros(4)
+            b = np.arange(3.0) - k if RANK == 0 else np.zeros(3)
+            if comm is net and RANK not in (0, SIZE - 1):
+                time.sleep(0.6)  # (the last rank waits in the broadcast meanwhile)
+            comm.Bcast(a, 0)
+            comm.Ibcast(b, 0).Wait()
+            out.append((a.copy(), b.copy()))
+
+    try:
+        program(net, got)
+    except DualmpiError as exc:
+        error = str(exc)
+    finally:
+        net.Free()
+    program(WORLD, want)
+    ok = error is None and len(got) == len(want) == 3 and \
+        all(np.array_equal(x, y) for g, w in zip(got, want) for x, y in zip(g, w))
+    assert _agree(ok), (error, got, want)
 
 
 @pytest.mark.mpi(min_size=2)
