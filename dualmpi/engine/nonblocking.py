@@ -1267,8 +1267,8 @@ class Progress:
             return
         # every MODE_SYNC-th synchronous: that request ends once every rank has started the
         # call (as the agreement's answer ensures), so rank 0 is never more than MODE_SYNC
-        # calls ahead beyond the requests the program holds (the others keep its notices
-        # about calls they have not reached); the others cost no round trip (as rounds.c)
+        # calls ahead beyond the requests the program holds (MPI holds its modes of calls the
+        # others have not reached); the others cost no round trip (as rounds.c)
         send = self.modes.Isend if req.seq % MODE_SYNC else self.modes.Issend
         sends = [send(mode, r, tag) for r in ranks]
         self.known.move_to_end(key)
@@ -1293,7 +1293,7 @@ class Progress:
         same wait and call before and after the probe (no start took the mode meanwhile),
         this rank made that call blocking: a nonblocking notice from rank 0 is put on the
         rank's own line, which its wait hears as it heard rank 0's notices (the alarm,
-        naming rank 0's call), within a tick of the watchdog's thread.
+        naming rank 0's call), within a tick or two of the watchdog's thread.
         """
         alarm = self.transport.alarm
         if alarm.broken is not None or self.modes == MPI.COMM_NULL:
