@@ -25,29 +25,29 @@ waits:
 * **nonblocking calls** take a call number too (:meth:`Alarm.nonblocking`), and say so:
   every other rank sends rank 0 a *nonblocking notice* — for a repeat started in C, only
   when rank 0's mode for the call is not in by the request's first step
-  (:mod:`dualmpi.engine.nonblocking`: rank 0 sends a mode, with the call number, only from
-  a nonblocking call, so then rank 0 made the call nonblocking too).  Rank 0's own mode,
-  tagged with its call number, is its notice: a rank waiting in dualmpi probes for the
-  first mode it has not taken (the watchdog's thread, a few times a second:
-  :meth:`dualmpi.engine.nonblocking.Progress._probe`) and, when that names its current
-  call or an earlier one that it made blocking, puts rank 0's notice on its own line
+  (:mod:`dualmpi.engine.nonblocking`: rank 0 sends a mode, with the call number, only from a
+  nonblocking call, so then rank 0 made the call nonblocking too).  Rank 0's own mode,
+  tagged with its call number, is its notice: a rank waiting in dualmpi probes for the first
+  mode it has not taken (the watchdog's thread, a few times a second:
+  :meth:`dualmpi.engine.nonblocking.Progress._probe`) and, when that names its current call
+  or an earlier one that it made blocking, puts rank 0's notice on its own line
   (:meth:`Alarm.tell`).  Without that thread (no watchdog, or less than
-  ``MPI_THREAD_MULTIPLE`` on some rank: :attr:`Alarm.probed` false) rank 0 sends every
-  rank its notice.  MPI never matches a nonblocking collective with a blocking one, so a
-  rank that hears such a notice for a call it makes blocking raises the alarm (rank 0 in
-  every case, and every rank when rank 0 is the one that starts the nonblocking call).  A
-  rank drops the notices about its own nonblocking calls: it remembers the last
-  :data:`HISTORY` of them (older notices are dropped unread: the rank they came from then
-  still waits in the agreement of its call, under the watchdog).  A notice about a call the rank has not
+  ``MPI_THREAD_MULTIPLE`` on some rank: :attr:`Alarm.probed` false) rank 0 sends every rank
+  its notice.  MPI never matches a nonblocking collective with a blocking one, so a rank
+  that hears such a notice for a call it makes blocking raises the alarm (rank 0 in every
+  case, and every rank when rank 0 is the one that starts the nonblocking call).  A rank
+  drops the notices about its own nonblocking calls: it remembers the last :data:`HISTORY`
+  of them (older notices are dropped unread: the rank they came from then still waits in the
+  agreement of its call, under the watchdog).  A notice about a call the rank has not
   reached yet is *noted* by its call number (:data:`FUTURE` of them, with the sender), not
-  kept as a message: a program may hold thousands of requests, and the rank that starts
-  them first is that many calls ahead.  Reaching a noted call as a blocking one raises the
-  alarm as a notice heard in it does; a rank more than :data:`FUTURE` calls behind loses
-  the older notes (a mixed call there is then found by the watchdog, not at once).  The
-  line is drained at every nonblocking start, and a rank waiting for a nonblocking request
-  also waits on the line (:func:`dualmpi.engine.nonblocking.block`), so it hears an
-  alarm at once.  A nonblocking call's arguments are agreed the first time rank 0 sees them; on a repeat
-  rank 0 says so and every other rank compares its arguments with rank 0's
+  kept as a message: a program may hold thousands of requests, and the rank that starts them
+  first is that many calls ahead.  Reaching a noted call as a blocking one raises the alarm
+  as a notice heard in it does; a rank more than :data:`FUTURE` calls behind loses the older
+  notes (a mixed call there is then found by the watchdog, not at once).  The line is
+  drained at every nonblocking start, and a rank waiting for a nonblocking request also
+  waits on the line (:func:`dualmpi.engine.nonblocking.block`), so it hears an alarm at
+  once.  A nonblocking call's arguments are agreed the first time rank 0 sees them; on a
+  repeat rank 0 says so and every other rank compares its arguments with rank 0's
   (:mod:`dualmpi.engine.nonblocking`): a rank whose arguments differ raises the alarm.
 
 After an alarm the communicator is *unusable* (every later call raises the first

@@ -416,8 +416,8 @@ int dualmpi_run(const int64_t *a)
  *
  * A run started in C (dualmpi_istart, below) also carries rank 0's *mode* messages: s[S_NMODE]
  * requests from s[S_MODE_AT] on in the request array (after the round's messages and the spare
- * slot of the alarm line).  On rank 0 they are its sends of [1, t, vector] to every other rank, done
- * with the last round, every MODE_SYNC-th request's synchronous (so rank 0 is never more than
+ * slot of the alarm line).  On rank 0 they are its sends of [1, t, vector] to every other rank,
+ * done with the last round, every MODE_SYNC-th request's synchronous (so rank 0 is never more than
  * MODE_SYNC calls ahead of a rank beyond the requests the program holds); on another rank the
  * receive of rank 0's mode into s[S_MODE], compared while s[S_MODE_DUE] says so: MODE_EARLY,
  * before round 0's messages are read (round 0 is posted first: its messages leave while the
@@ -751,7 +751,8 @@ int dualmpi_iwait(const int64_t *p, int64_t *s, const int64_t *w)
  * datatype mpi4py gives an int64 array (the modes'), a pool of x[X_NOTES] requests and
  * message buffers for the nonblocking notices, the count of starts with notices made
  * (x[X_STARTS], written here), whether the other ranks probe for rank 0's modes (X_PROBED: rank
- * 0 sends no notice) and the modes' tag bound (X_MODE_TAGS).  m (the _M_ constants, one per remembered call):
+ * 0 sends no notice) and the modes' tag bound (X_MODE_TAGS).  m (the _M_ constants, one per
+ * remembered call):
  * the call's argument vector, its copies in [store offset, source address, length] and out
  * [destination address, store offset, length] (dualmpi_istep makes them at the end), those
  * made once round 0 is posted [destination, source, length] (the run's S_MID), its
