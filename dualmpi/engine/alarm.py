@@ -286,9 +286,7 @@ class Alarm:
     def tell(self, seq, sender):
         """Put rank ``sender``'s nonblocking notice of call ``seq`` on this rank's own line
         (the probe for rank 0's modes); return the send's request and its message."""
-        msg = np.zeros(WORDS, dtype=np.int64)
-        msg[:3] = (NONBLOCKING, seq, sender)
-        return self.comm.Isend([msg, MPI.INT64_T], self.rank, _TAG), msg
+        return self._send(NONBLOCKING, seq, self.rank, keep=True, sender=sender)
 
     def drain(self, what):
         """Handle every message the line holds now, without waiting."""
@@ -322,10 +320,13 @@ class Alarm:
         self.line.Start()
         return msg
 
-    def _send(self, kind, seq, dest, reason=0, peer=0, where=0, payload=(), keep=False):
-        """Start sending one message on the line; return its request (``keep``: and the message)."""
+    def _send(self, kind, seq, dest, reason=0, peer=0, where=0, payload=(), keep=False,
+              sender=None):
+        """Start sending one message on the line; return its request (``keep``: and the message).
+
+        ``sender``: the rank the message names as its sender (this rank's by default)."""
         msg = np.zeros(WORDS, dtype=np.int64)
-        msg[:PAYLOAD] = (kind, seq, self.rank, reason, peer, where)
+        msg[:PAYLOAD] = (kind, seq, self.rank if sender is None else sender, reason, peer, where)
         msg[PAYLOAD:PAYLOAD + len(payload)] = payload
         req = self.comm.Isend([msg, MPI.INT64_T], dest, _TAG)
         return (req, msg) if keep else req
