@@ -7,7 +7,9 @@ times loops of ``--calls`` calls of the same 8-byte call (``net.Ibcast(buf, 0).W
 on every implementation in turn, interleaved (dualmpi, [the ``--against`` commit,] native,
 dualmpi, ...), and reports per form the median over ``--repeats`` loops of each one's µs a
 call, the medians of the per-repeat differences ``dualmpi - native`` and ratios, and the load
-average before and after.  Every form's result is checked against native MPI's first.
+average before and after.  Every form's result is checked against native MPI's first.  The
+lower-case forms (``allreduce``, ``gather``, ...) are mpi4py's object collectives on a small
+int a rank.
 
 Run from the repository root, one timing benchmark at a time::
 
@@ -32,7 +34,8 @@ from engine import load_against  # noqa: E402
 from results_io import run_meta, write_results  # noqa: E402
 
 #: The forms timed: name -> call(comm, send, recv, gathered), the same argument objects every
-#: call (a repeat); ``recv`` and ``gathered`` are the results.
+#: call (a repeat); ``recv`` and ``gathered`` are the results (the object collectives below
+#: write theirs there).
 FORMS = {
     "Ibcast": lambda c, s, r, g: c.Ibcast(r, 0).Wait(),
     "Iallreduce": lambda c, s, r, g: c.Iallreduce(s, r).Wait(),
@@ -46,6 +49,29 @@ FORMS = {
     "Iallreduce_uint8": lambda c, s, r, g: c.Iallreduce(s, r).Wait(),
     "Allreduce_int16": lambda c, s, r, g: c.Allreduce(s, r),
 }
+
+def _put(a, value):
+    """Write an object collective's result (a number or a list; None: nothing) into ``a``."""
+    if value is not None:
+        a[:] = value
+
+
+# The object (pickle) collectives, lower-case as in mpi4py: small ints whose pickles keep their
+# sizes from call to call, each result written into ``recv`` or ``gathered`` for the check.
+FORMS.update({
+    "bcast": lambda c, s, r, g: _put(r, c.bcast(int(r[0]), 0)),
+    "scatter": lambda c, s, r, g: _put(r, c.scatter(
+        [j + 7 for j in range(g.size)] if c.Get_rank() == 0 else None, 0)),
+    "gather": lambda c, s, r, g: _put(g, c.gather(int(s[0]), 0)),
+    "allgather": lambda c, s, r, g: _put(g, c.allgather(int(s[0]))),
+    "alltoall": lambda c, s, r, g: _put(g, c.alltoall([int(s[0]) * 100 + j
+                                                      for j in range(g.size)])),
+    "reduce": lambda c, s, r, g: _put(r, c.reduce(int(s[0]), root=0)),
+    "allreduce": lambda c, s, r, g: _put(r, c.allreduce(int(s[0]))),
+    "scan": lambda c, s, r, g: _put(r, c.scan(int(s[0]))),
+    "exscan": lambda c, s, r, g: _put(r, c.exscan(int(s[0]))),
+    "barrier": lambda c, s, r, g: c.barrier(),
+})
 
 #: The element type of a form's buffers (int64 where not named: one element).
 DTYPES = {"Allreduce_uint8": np.uint8, "Iallreduce_uint8": np.uint8,

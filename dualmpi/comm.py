@@ -181,6 +181,8 @@ class Comm(p2p.PointToPoint):
         self._v_spec = {}
         #: the plan of each v-variant method's last full call (calls._Speculation)
         self._v_last = {}
+        #: the arrays the object collectives hand the buffer ones, kept (objects.Scratch)
+        self._objects = objects.Scratch()
         self._fast, self._gen, self._last = {}, 0, {}
         #: recent address sets of calls that could bind their buffers (per runner key), and the
         #: runners bound at such addresses (:meth:`_runner`)
@@ -268,6 +270,7 @@ class Comm(p2p.PointToPoint):
     def Free(self):
         """Release the plans, persistent requests and the graph communicator."""
         self._forget()
+        self._objects = None
         self._release_at(len(self._at))
         if self._router is not None:
             p2p.stop_lane(self)

@@ -251,6 +251,71 @@ def test_allreduce_scan_exscan(comm, fn, case):
     assert _agree(ok)
 
 
+#: Object collectives called again and again: name -> call(comm, obj) of one rank's object.
+REPEATED = {
+    "bcast": lambda c, o: objects.bcast(c, o, root=BAD),
+    "scatter": lambda c, o: objects.scatter(c, [(o, j) for j in range(SIZE)], root=BAD),
+    "gather": lambda c, o: objects.gather(c, o, root=BAD),
+    "allgather": lambda c, o: objects.allgather(c, o),
+    "alltoall": lambda c, o: objects.alltoall(c, [(o, j) for j in range(SIZE)]),
+    "reduce": lambda c, o: objects.reduce(c, o, op=_concat, root=BAD),
+    "allreduce": lambda c, o: objects.allreduce(c, o, op=_concat),
+    "scan": lambda c, o: objects.scan(c, o, op=_concat),
+    "exscan": lambda c, o: objects.exscan(c, o, op=_concat),
+}
+
+
+def _step(i):
+    """This rank's object of call ``i``: strings of one length for calls 0-3 and 6-7 (new
+    contents, the pickles' sizes those of the call before), 90,000 bytes at call 4, 300 at 5."""
+    n = {4: 90_000, 5: 300}.get(i, 12)
+    return f"{i}:{RANK:03d}:".ljust(n, "abcdefgh"[(i + RANK) % 8])
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("fn", list(REPEATED))
+def test_repeated_calls_match_mpi(comm, fn):
+    """Calls whose pickles keep their sizes (each a repeat of the one before on a
+    ``dualmpi.Comm``, which hands its buffer collectives the arrays it keeps), then grow past
+    64 KiB and shrink (the kept arrays made anew): every result equal to WORLD's own."""
+    call, ok = REPEATED[fn], True
+    world = {"bcast": lambda o: WORLD.bcast(o, root=BAD),
+             "gather": lambda o: WORLD.gather(o, root=BAD),
+             "reduce": lambda o: WORLD.reduce(o, op=_concat, root=BAD)}.get(fn)
+    for i in range(8):
+        obj = _step(i)
+        got = call(comm, obj)
+        want = call(WORLD, obj) if world is None else world(obj)
+        ok &= _same(got, want)
+    assert _agree(ok)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("fn", list(REPEATED))
+def test_repeats_run_from_memory(comm, fn, monkeypatch):
+    """On a ``dualmpi.Comm``, an object collective whose pickles keep their sizes runs its
+    buffer collectives from the communicator's memory: after five such calls, five more
+    take the full path (``calls.collective``: read, agree, plan) for none of them."""
+    import dualmpi
+    from dualmpi import calls
+
+    if not isinstance(comm, dualmpi.Comm):
+        pytest.skip("not a dualmpi.Comm: nothing remembered")
+    full = {}
+    real = calls.collective
+
+    def counted(net, method, *args, **kw):
+        full[method] = full.get(method, 0) + 1
+        return real(net, method, *args, **kw)
+
+    monkeypatch.setattr(calls, "collective", counted)
+    for i in range(10):
+        if i == 5:
+            full.clear()
+        REPEATED[fn](comm, _step(i % 4))
+    assert _agree(not full), full
+
+
 @pytest.mark.mpi
 def test_barrier(comm):
     assert objects.barrier(comm) is None
