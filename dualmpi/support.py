@@ -46,7 +46,9 @@ def _rows(status, note, names):
 _rows("links", "a network schedule: docs/algorithms.md",
       "Bcast Scatter Scatterv Gather Gatherv Allgather Allgatherv Alltoall Alltoallv Alltoallw "
       "Reduce Allreduce Reduce_scatter_block Reduce_scatter Scan Exscan Barrier")
-_rows("links", "pickled, then the buffer collectives (dualmpi.objects)",
+_rows("links", "pickled, then the buffer collectives (dualmpi.objects), on arrays the "
+      "communicator keeps: a call whose pickles have the sizes of the one before repeats it "
+      "from memory ([performance](performance.md), \"The object collectives\")",
       "bcast scatter gather allgather alltoall reduce allreduce scan exscan barrier")
 _rows("links", "the blocking collective's plan run as a request (dualmpi.request)",
       "Ibcast Iscatter Iscatterv Igather Igatherv Iallgather Iallgatherv Ialltoall Ialltoallv "
