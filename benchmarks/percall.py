@@ -9,7 +9,8 @@ dualmpi, ...), and reports per form the median over ``--repeats`` loops of each 
 call, the medians of the per-repeat differences ``dualmpi - native`` and ratios, and the load
 average before and after.  Every form's result is checked against native MPI's first.  The
 lower-case forms (``allreduce``, ``gather``, ...) are mpi4py's object collectives on a small
-int a rank.
+int a rank.  ``Allreduce_beside_fresh`` is a repeated ``Allreduce`` of 1,000 doubles beside an
+``Alltoallv`` whose count table is new to the engine's cache every call (a sample sort's).
 
 Run from the repository root, one timing benchmark at a time::
 
@@ -73,15 +74,44 @@ FORMS.update({
     "barrier": lambda c, s, r, g: c.barrier(),
 })
 
+#: Count tables an ``*_beside_fresh`` form's ``Alltoallv`` cycles through (1 to 200 bytes a
+#: pair): more than the engine keeps plans (``dualmpi.engine.core.CACHE_SIZE``), so each is new
+#: to its cache and drops an older plan.
+FRESH_TABLES = 200
+#: Per communicator: the ``Alltoallv``'s turn and its buffers.
+_FRESH = {}
+
+
+def _beside_fresh(c, s, r, g):
+    """``Allreduce(s, r)`` (the same buffers every call: a repeat), then an ``Alltoallv`` with
+    the next of :data:`FRESH_TABLES` count tables (new to the engine's cache: a plan made, an
+    older one dropped); the first bytes it received go to ``g`` for the check."""
+    c.Allreduce(s, r)
+    p = c.Get_size()
+    turn, send, recv = _FRESH.get(id(c)) or (0, None, None)
+    if send is None:
+        send = (np.arange(FRESH_TABLES * p) + c.Get_rank()).astype(np.uint8)
+        recv = np.zeros(FRESH_TABLES * p, dtype=np.uint8)
+    k = turn % FRESH_TABLES + 1
+    counts = [k] * p
+    c.Alltoallv([send, counts], [recv, counts])
+    g.view(np.uint8)[:] = np.resize(recv[:k * p], g.nbytes)
+    _FRESH[id(c)] = (turn + 1, send, recv)
+
+
+FORMS["Allreduce_beside_fresh"] = _beside_fresh
+
 #: The element type of a form's buffers (int64 where not named: one element).
 DTYPES = {"Allreduce_uint8": np.uint8, "Iallreduce_uint8": np.uint8,
-          "Allreduce_int16": np.int16}
+          "Allreduce_int16": np.int16, "Allreduce_beside_fresh": np.float64}
+#: The elements of a form's buffers where not one (8 bytes).
+ELEMENTS = {"Allreduce_beside_fresh": 1000}
 
 
-def buffers(rank, size, dtype=np.int64):
-    """Fresh buffers of 8 bytes a rank of ``dtype``: ``send`` and ``recv`` (rank 0's ``recv``
-    is the broadcast's data) and ``gathered`` (8 bytes per rank)."""
-    n = 8 // np.dtype(dtype).itemsize
+def buffers(rank, size, dtype=np.int64, n=None):
+    """Fresh buffers of 8 bytes (or ``n`` elements) a rank of ``dtype``: ``send`` and ``recv``
+    (rank 0's ``recv`` is the broadcast's data) and ``gathered`` (as much per rank)."""
+    n = 8 // np.dtype(dtype).itemsize if n is None else n
     recv = np.full(n, 7 if rank == 0 else 0, dtype=dtype)
     return np.full(n, rank + 1, dtype=dtype), recv, np.zeros(n * size, dtype=dtype)
 
@@ -122,7 +152,8 @@ def main(argv=None):
     rows = []
     for form in forms:
         call = FORMS[form]
-        bufs = {name: buffers(rank, size, DTYPES.get(form, np.int64)) for name in comms}
+        bufs = {name: buffers(rank, size, DTYPES.get(form, np.int64), ELEMENTS.get(form))
+                for name in comms}
         for name, comm in comms.items():  # (the check, and the warm-up: plans cached)
             for _ in range(3):
                 call(comm, *bufs[name])
@@ -140,7 +171,8 @@ def main(argv=None):
         times = {name: np.max(world.allgather(np.array(t)), axis=0).tolist()
                  for name, t in times.items()}
         med = {name: statistics.median(t) for name, t in times.items()}
-        row = {"form": form, "bytes": 8, "dtype": np.dtype(DTYPES.get(form, np.int64)).name,
+        row = {"form": form, "bytes": int(bufs["native"][0].nbytes),
+               "dtype": np.dtype(DTYPES.get(form, np.int64)).name,
                "us": med, "samples": times,
                "dualmpi-native_us": statistics.median(
                    d - n for d, n in zip(times["dualmpi"], times["native"])),

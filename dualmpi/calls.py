@@ -481,7 +481,7 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
         memo = older or memo
     # (a rank that speculates must, as every rank does: a memo without the pair is no match)
     if exchanged or (memo is not None and args is not None and
-                     memo.epoch == comm._engine.evictions and same(memo.template, tuple(args))
+                     memo.lease.live and same(memo.template, tuple(args))
                      and _ready(comm, method, memo, spec)):
         template = memo.template
         if not exchanged:
@@ -592,8 +592,8 @@ def _memorize(comm, method, template, args, call, row, table, run, speculate, ca
     zero = comm._zero_copy and not _overlap(call.send, call.recv)
     row[_CAN] = can
     counts = comm._runner("allgather", 0, row.nbytes, salt=_salt(method + " counts"))
-    memo = _VectorMemo(template, args, call, row, table, counts, run, comm._engine.evictions,
-                       speculate)
+    memo = _VectorMemo(template, args, call, row, table, counts, run,
+                       comm._engine.lease(counts, run), speculate)
     if zero and _moved(call.send, call.recv) >= ZERO_COPY_ABOVE:
         memo.remake = params + (call.itemsize, _salt(method))
     _install(comm, method, memo)
@@ -691,12 +691,12 @@ def _zero_copy(comm, method, memo):
         comm._last_runner = run
     except (DualmpiError, ResourceError, MemoryError):
         # the call itself is done on every rank: this one keeps copying, and its next call
-        # (the memory's epoch changed, or not) is read afresh or repeated as before
+        # (the memory's lease ended, or not) is read afresh or repeated as before
         _install(comm, method, memo)
         return
     table = np.frombuffer(memo.seen, dtype=np.int64).reshape(memo.table.shape)
     memo = _VectorMemo(memo.template, memo.args, call, memo.row, table, counts, run,
-                       comm._engine.evictions, memo.pair is not None)
+                       comm._engine.lease(counts, run), memo.pair is not None)
     memo.ready(memo.speculate)  # bound now: the call repeats
     _install(comm, method, memo)
 
@@ -720,7 +720,7 @@ def _install(comm, method, memo):
         setattr(comm, "_m" + method, no_match)
         return
     setattr(comm, "_m" + method, module.VRecall(
-        memo.template, comm._engine, memo.epoch, memo.exchange, memo.table, memo.seen, memo.data,
+        memo.template, memo.lease, 0, memo.exchange, memo.table, memo.seen, memo.data,
         memo.pair))
 
 
@@ -749,8 +749,7 @@ def _keep_older(comm, method, memo):
     if not memo.bound and held > REMEMBERED_BYTES and \
             (last is None or not _arrays(memo.template) <= _arrays(last.template)):
         return  # (memory the last call holds anyway keeps nothing more alive)
-    evictions = comm._engine.evictions
-    keep = [o for o in comm._v_older.get(method, ()) if o.epoch == evictions and
+    keep = [o for o in comm._v_older.get(method, ()) if o.lease.live and
             not same(o.template, tuple(memo.args)) and
             not (last is not None and same(o.template, tuple(last.args)))]
     comm._v_older[method] = [memo] + keep[:OLDER - 1]
@@ -781,9 +780,8 @@ def _older(comm, method, args, spec):
     only an older call whose table is the last plan's (``seen``) may run, beside the table
     too; while it does not, only one that does not speculate.
     """
-    evictions = comm._engine.evictions
     for memo in comm._v_older[method]:
-        if memo.epoch != evictions or not same(memo.template, args):
+        if not memo.lease.live or not same(memo.template, args):
             continue
         if spec is None and memo.speculate or \
                 spec is not None and (not memo.speculate or memo.seen != spec.seen):
@@ -841,7 +839,7 @@ def _install_vstart(comm, imethod, method, memo):
     setattr(comm, "_m" + imethod, module.Recall.start(
         module.VStart(comm._nb.crestart, _Chain, _IMemo, weakref.ref(comm), method,
                       registry.by_mpi(method)), memo,
-        imethod, comm._transport.alarm, memo.template, comm._engine, memo.epoch))
+        imethod, comm._transport.alarm, memo.template, memo.lease, 0))
 
 
 def _install_start(comm, imethod, memo):
@@ -855,8 +853,8 @@ def _install_start(comm, imethod, memo):
         setattr(comm, "_m" + imethod, no_start)
         return
     setattr(comm, "_m" + imethod, module.Recall.start(
-        start, memo.repeat, imethod, comm._transport.alarm, memo.template, comm._engine,
-        memo.epoch, memo.shape, memo.shaped))
+        start, memo.repeat, imethod, comm._transport.alarm, memo.template, memo.lease, 0,
+        memo.shape, memo.shaped))
 
 
 def _shaped_repeat(memo, args):
@@ -903,11 +901,13 @@ class _VectorMemo:
     """
 
     __slots__ = ("template", "args", "call", "row", "table", "seen", "exchange", "run", "data",
-                 "epoch", "remake", "pair", "counts", "speculate", "bound", "can")
+                 "lease", "remake", "pair", "counts", "speculate", "bound", "can")
 
-    def __init__(self, template, args, call, row, table, counts, run, epoch, speculate=False):
-        self.template, self.args, self.call, self.row, self.epoch = template, args, call, row, \
-            epoch
+    def __init__(self, template, args, call, row, table, counts, run, lease, speculate=False):
+        #: ends when the engine drops ``counts`` or ``run`` (:meth:`Engine.lease
+        #: <dualmpi.engine.core.Engine.lease>`), and with it the memory of the call
+        self.template, self.args, self.call, self.row, self.lease = template, args, call, row, \
+            lease
         #: the engine runner's arguments, to bind the plan to the buffers (:func:`_zero_copy`)
         self.remake = None
         row[_RAN] = 1  # a repeat runs the plan on its buffers (or the table is not ``seen``)
@@ -1276,10 +1276,9 @@ def icollective(comm, imethod, method, read, args=None):
         raise DualmpiError(f"{imethod}: the communicator was freed")
     memo = comm._i_memo.get(imethod) if args is not None else None
     repeat = None if memo is None else memo.repeat
-    if memo is not None and (memo.epoch != comm._engine.evictions or
-                             not same(memo.template, args)):
+    if memo is not None and (not memo.lease.live or not same(memo.template, args)):
         # other arrays of the memo's shape: a repeat of its for their addresses
-        repeat = _shaped_repeat(memo, args) if memo.epoch == comm._engine.evictions else None
+        repeat = _shaped_repeat(memo, args) if memo.lease.live else None
         if repeat is None:
             memo = None
     if repeat is not None and comm._transport.alarm.broken is None:
@@ -1326,7 +1325,7 @@ def icollective(comm, imethod, method, read, args=None):
             template = template_of(args)
             if template is not None:
                 memo = comm._i_memo[imethod] = _IMemo(template, args, None, None, None, None,
-                                                      None, comm._engine.evictions, call,
+                                                      None, comm._engine.lease(), call,
                                                       chain.row)
                 memo.counts = chain.setup
                 memo.count_table(comm, imethod)
@@ -1367,7 +1366,7 @@ def icollective(comm, imethod, method, read, args=None):
         template = None if args is None or packed else template_of(args)
         if template is not None:
             memo = comm._i_memo[imethod] = _IMemo(template, args, bound, flat, check, sig, start,
-                                                  comm._engine.evictions)
+                                                  comm._engine.lease())
             if sig is not None:
                 zero = None
                 # bound to the buffers too (as the blocking Comm._runner), when both stores fit
@@ -1393,8 +1392,9 @@ def icollective(comm, imethod, method, read, args=None):
 
 class _IMemo:
     """The last call of a nonblocking method (:func:`icollective`): its arguments'
-    ``template`` (and the ``args``, held so their ids stay theirs) and the engine's
-    ``epoch`` (a plan dropped from its cache ends the memo); of a fixed-count call its
+    ``template`` (and the ``args``, held so their ids stay theirs) and its ``lease``
+    (:meth:`Engine.lease <dualmpi.engine.core.Engine.lease>` of no runner: its plans are the
+    engine's bound plans, data no cache eviction frees); of a fixed-count call its
     ``bound`` plan, argument ``flat`` vector and its ``check``, call signature ``sig`` and
     the :meth:`Progress.start <dualmpi.engine.nonblocking.Progress.start>` arguments of
     its buffers, and the ``repeat`` (:class:`~dualmpi.engine.nonblocking.Repeat`) a repeat
@@ -1404,15 +1404,15 @@ class _IMemo:
     that table, and the ``counts`` its count-table requests start with
     (:func:`_counts_setup`)."""
 
-    __slots__ = ("template", "args", "bound", "flat", "check", "sig", "start", "epoch", "call",
+    __slots__ = ("template", "args", "bound", "flat", "check", "sig", "start", "lease", "call",
                  "row", "table", "data", "repeat", "counts", "counts_repeat", "table_buf",
                  "table_busy", "sink", "data_repeat", "counts_what", "shape", "arrays",
                  "shaped")
 
-    def __init__(self, template, args, bound, flat, check, sig, start, epoch, call=None,
+    def __init__(self, template, args, bound, flat, check, sig, start, lease, call=None,
                  row=None):
         self.template, self.args, self.bound, self.flat = template, args, bound, flat
-        self.check, self.sig, self.start, self.epoch = check, sig, start, epoch
+        self.check, self.sig, self.start, self.lease = check, sig, start, lease
         self.call, self.row, self.table, self.data = call, row, None, None
         self.repeat = self.counts = self.counts_repeat = self.table_buf = None
         self.table_busy, self.sink, self.data_repeat = False, [None], None

@@ -183,7 +183,7 @@ class Comm(p2p.PointToPoint):
         self._v_last = {}
         #: the arrays the object collectives hand the buffer ones, kept (objects.Scratch)
         self._objects = objects.Scratch()
-        self._fast, self._gen, self._last = {}, 0, {}
+        self._fast, self._last = {}, {}
         #: recent address sets of calls that could bind their buffers (per runner key), and the
         #: runners bound at such addresses (:meth:`_runner`)
         self._last_at, self._at = {}, collections.OrderedDict()
@@ -940,7 +940,7 @@ class Comm(p2p.PointToPoint):
         remembered call again and returns True when it is made with the argument objects of
         one of the method's last :data:`REMEMBERED` calls: compared by identity (the
         remembered call holds references to them, so their ids cannot be reused), their arrays
-        by dtype, shape and (receive buffers) writability; a plan dropped from the engine's
+        by dtype, shape and (receive buffers) writability; its own plan dropped from the engine's
         cache ends the memory.  A program that alternates between buffers (``a, b = b, a``)
         so repeats each call; the call is bound to its buffers (:meth:`MPIRunner.bind_call
         <dualmpi.engine.mpi.MPIRunner.bind_call>`: with the compiled loop, one C call) when
@@ -967,8 +967,7 @@ class Comm(p2p.PointToPoint):
             self._remember_at(name, args, arrays, run, send, recv)
             return
         old = self._recalls.get(name)
-        evictions = self._engine.evictions
-        entries = [e for e in old if e.epoch == evictions and not e.holds(args)] if old else []
+        entries = [e for e in old if e.lease.live and not e.holds(args)] if old else []
         if not self._settled:
             entry = self._remember_unsettled(name, args, arrays, run, send, recv)
             if entry is not None:
@@ -1037,15 +1036,14 @@ class Comm(p2p.PointToPoint):
         if shape is None:
             return
         entries = list(self._recalls.get(name, ()))
-        evictions = self._engine.evictions
         entry = next((e for e in entries if e.by_shape_ and e.shape == shape and e.at is not None
-                      and e.epoch == evictions), None)
+                      and e.lease.live), None)
         if entry is None:
             entry = _Remembered.by_shape(self, name, tuple(args), run.copying, send, recv, shape,
                                          seen=(run.addresses,))
             if entry is None:
                 return
-            self._recalls[name] = [entry] + [e for e in entries if e.epoch == evictions and not (
+            self._recalls[name] = [entry] + [e for e in entries if e.lease.live and not (
                 e.by_shape_ and e.shape == shape)][:REMEMBERED - 1]
             self._install_recalls(name)
         if run.addresses not in entry.at:
@@ -1066,11 +1064,11 @@ class Comm(p2p.PointToPoint):
             entry.at[run.addresses] = at
             run.registered.append(entry.at)
 
-    def _release_at(self, n):
+    def _release_at(self, n, last=False):
         """Release the ``n`` oldest runners bound at address sets (:meth:`_runner`), after
-        taking their calls out of the matchers that run them."""
-        for _ in range(min(n, len(self._at))):
-            _, run = self._at.popitem(last=False)
+        taking their calls out of the matchers that run them; with ``last``, the newest one."""
+        for _ in range(min(1 if last else n, len(self._at))):
+            _, run = self._at.popitem(last=last)
             for at in run.registered:
                 at.pop(run.addresses, None)
             run.registered = []
@@ -1111,9 +1109,6 @@ class Comm(p2p.PointToPoint):
         engine = self._engine
         if engine is None:
             raise DualmpiError(f"{collective}: the communicator was freed")
-        if self._gen != engine.evictions:
-            self._fast, self._gen = {}, engine.evictions
-            self._release_at(len(self._at))
         key = (collective, root, nbytes, salt, None if op is None else (op[0], itemsize))
         # settled: the same objects next time get the same runner (for _remember)
         self._settled = True
@@ -1121,18 +1116,19 @@ class Comm(p2p.PointToPoint):
             ids = (id(objs[0]), id(objs[1]))
             zkey = (key, ids)
             run = self._fast.get(zkey)
-            if run is not None and run.pinned[0] is objs[0] and run.pinned[1] is objs[1]:
+            if run is not None and not run.ended and run.pinned[0] is objs[0] and \
+                    run.pinned[1] is objs[1]:
                 self._last_runner = run
                 return run
             self._settled = not calls._apart(self, collective, nbytes, root, send, recv,
                                              itemsize)
             recent = self._last.get(key, ())
             if not self._settled and any(_seen(e, objs, i == 0) for i, e in enumerate(recent)):
-                run = self._fast[zkey] = engine.runner(
+                run = self._kept_fast(zkey, engine.runner(
                     self.rank, collective, nbytes, root, self.variant,
                     self.algorithms.get(collective),
                     packets=None if self.packets == "auto" else self.packets,
-                    buffers=(send, recv), salt=salt, itemsize=itemsize, op=op)
+                    buffers=(send, recv), salt=salt, itemsize=itemsize, op=op))
                 run.pinned = objs
                 self._last_runner = run
                 self._settled = True
@@ -1165,11 +1161,24 @@ class Comm(p2p.PointToPoint):
     def _copying(self, key, collective, nbytes, root, salt, itemsize, op):
         """Return the runner of ``key`` (:meth:`_runner`) that copies through its store."""
         run = self._fast.get(key)
-        if run is None:
-            run = self._fast[key] = self._engine.runner(
+        if run is None or run.ended:
+            run = self._kept_fast(key, self._engine.runner(
                 self.rank, collective, nbytes, root, self.variant, self.algorithms.get(collective),
                 packets=None if self.packets == "auto" else self.packets, salt=salt,
-                itemsize=itemsize, op=op)
+                itemsize=itemsize, op=op))
+        return run
+
+    def _kept_fast(self, key, run):
+        """Keep ``run`` in ``self._fast`` under ``key`` and return it; the runners the engine
+        has dropped since (``ended``: :meth:`Engine.lease <dualmpi.engine.core.Engine.lease>`)
+        are forgotten when there are more than ``4 * CACHE_SIZE``."""
+        from .engine.core import CACHE_SIZE
+
+        fast = self._fast
+        if len(fast) >= 4 * CACHE_SIZE:
+            for k in [k for k, r in fast.items() if r.ended]:
+                del fast[k]
+        fast[key] = run
         return run
 
     def _at_addresses(self, key, here, collective, nbytes, root, send, recv, salt, itemsize,
@@ -1197,6 +1206,10 @@ class Comm(p2p.PointToPoint):
         elif len(self._wanted) > 4 * AT_ADDRESSES:
             self._wanted.clear()
         run = self._at.get((key, here))
+        if run is not None and run.copying.ended:  # (its runner on copies left the engine)
+            self._at.move_to_end((key, here))
+            self._release_at(len(self._at), last=True)
+            run = None
         if run is not None:
             self._at.move_to_end((key, here))
             run.buffers = (send, recv)
@@ -1246,15 +1259,15 @@ def _methods_in_c(ext):
         setattr(Comm, name, ext.Method("_m" + name, fallback, name.startswith("I")))
 
 
-def _matcher(held, checks, call, engine):
+def _matcher(held, checks, call, lease):
     """Return ``match(*args)``: run ``call`` and return True when ``args`` are ``held``.
 
     ``held`` are the remembered call's argument objects (compared by identity, up to 4),
-    ``checks`` ``(array, dtype, shape, writable)`` of its arrays (at most 2), ``engine``
-    the engine whose cache evictions end the memory.
+    ``checks`` ``(array, dtype, shape, writable)`` of its arrays (at most 2), ``lease``
+    the :class:`~dualmpi.engine.core.Lease` whose end ends the memory.
     """
     h0, h1, h2, h3 = tuple(held) + (None,) * (4 - len(held))
-    epoch = engine.evictions
+    engine, epoch = lease, lease.evictions
     if not checks:
         def match(a=None, b=None, c=None, d=None):
             if a is h0 and b is h1 and c is h2 and d is h3 and engine.evictions == epoch:
@@ -1342,11 +1355,11 @@ def _seen(sighting, objs, newest):
     return all(o is None if r is None else r() is _buffer_of(o) for r, o in zip(kept, objs))
 
 
-def _liker(template, call, engine):
+def _liker(template, call, lease):
     """Return ``match(*args)``: run ``call`` and return True when ``args`` are what
-    ``template`` was made of (:func:`dualmpi.calls.same`) and ``engine``'s cache has evicted
-    nothing since; ``Recall.like`` in Python."""
-    epoch = engine.evictions
+    ``template`` was made of (:func:`dualmpi.calls.same`) and ``lease`` (a
+    :class:`~dualmpi.engine.core.Lease`) lives; ``Recall.like`` in Python."""
+    engine, epoch = lease, lease.evictions
 
     def match(*args):
         if engine.evictions == epoch and calls.same(template, args):
@@ -1361,7 +1374,8 @@ def _shaper(shape, call, engine, epoch, patches, seen=None, at=None, wanted=None
 
     The arguments are what the template ``shape`` (:func:`dualmpi.calls.shape_template_of`)
     was made of: its arrays any numpy arrays of their dtype (by identity), shape and strides
-    (writable when it says so), two of them apart, and ``engine.evictions == epoch``.  Then
+    (writable when it says so), two of them apart, and ``engine.evictions == epoch``
+    (``engine``: the call's :class:`~dualmpi.engine.core.Lease`).  Then
     each ``(slot, k, offset)`` of ``patches`` is written (the template's ``k``-th array's
     address plus ``offset``) and ``call`` runs.  With ``seen`` (tuples of data addresses) and
     ``at`` (a dict by them): arrays at addresses ``at`` has run ``at[addresses](*arrays)``
@@ -1434,14 +1448,16 @@ class _Remembered:
     arrays has in common with it; an entry made :meth:`by_shape` matches every such call.
     """
 
-    __slots__ = ("comm", "name", "held", "checks", "template", "epoch", "nbytes", "pins",
+    __slots__ = ("comm", "name", "held", "checks", "template", "lease", "nbytes", "pins",
                  "matcher", "bound", "run", "shape", "by_shape_", "at", "__weakref__")
 
     def __init__(self, comm, name, held, checks, run, send, recv, template=None, shape=None):
         self.comm, self.name, self.held, self.checks = comm, name, held, checks
         self.template, self.run, self.shape, self.by_shape_ = template, run, shape, False
         self.at = None
-        self.epoch = comm._engine.evictions
+        #: ends when the engine drops the runner (:meth:`Engine.lease
+        #: <dualmpi.engine.core.Engine.lease>`), and with it the memory of the call
+        self.lease = comm._engine.lease(run)
         self.nbytes = sum(b.nbytes for b in (send, recv) if b is not None)
         #: the runner is bound to the buffers' memory (zero-copy): it holds them already
         self.pins = hasattr(run, "pinned")
@@ -1490,29 +1506,28 @@ class _Remembered:
         self = cls.__new__(cls)
         self.comm, self.name, self.held, self.checks = comm, name, (), ()
         self.template, self.run, self.shape, self.by_shape_ = None, run, shape, True
-        self.epoch = comm._engine.evictions
+        self.lease = comm._engine.lease(run)
         self.nbytes, self.pins, self.bound = 0, False, True
         module = recall.load()
         seen = None if seen is None else tuple(seen)[-SEEN:]
         self.at = None if seen is None else {}
         more = () if seen is None else (seen, self.at, comm._wanted)
         if module is not None:
-            self.matcher = module.Recall.shape(call, shape, comm._engine, self.epoch, patches,
-                                               *more)
+            self.matcher = module.Recall.shape(call, shape, self.lease, 0, patches, *more)
         else:
-            self.matcher = _shaper(shape, call, comm._engine, self.epoch, patches, *more)
+            self.matcher = _shaper(shape, call, self.lease, 0, patches, *more)
         return self
 
     def _match(self, call):
         module = recall.load()
-        held, engine = self.held, self.comm._engine
+        held, lease = self.held, self.lease
         if self.template is not None:
             if module is not None:
-                return module.Recall.like(call, self.template, engine, self.epoch)
-            return _liker(self.template, call, engine)
+                return module.Recall.like(call, self.template, lease, 0)
+            return _liker(self.template, call, lease)
         if module is not None:
-            return module.Recall.match(call, held, self.checks, engine, self.epoch)
-        return _matcher(held, self.checks, call, engine)
+            return module.Recall.match(call, held, self.checks, lease, 0)
+        return _matcher(held, self.checks, call, lease)
 
     def holds(self, args):
         """True when ``args`` are this call's argument objects (or, with a template, what it

@@ -1192,9 +1192,9 @@ def _fast(net, method, memo):
         memo.fast = _compiled(net, method, memo, False)
     if not memo.fast:
         return False
-    engine = net._engine
-    setattr(net, "_m" + method, recall.load().Recall.like(memo.fast.call, memo.template, engine,
-                                                          engine.evictions))
+    # (a lease of no runner: a neighbourhood call runs none of the engine's)
+    setattr(net, "_m" + method, recall.load().Recall.like(memo.fast.call, memo.template,
+                                                          net._engine.lease(), 0))
     memo.fast.call()
     return True
 
@@ -1209,9 +1209,9 @@ def _ifast(net, method, memo, what):
         memo.ifast = _compiled(net, method, memo, True)
     if not memo.ifast:
         return None
-    start, engine = memo.ifast.progress.cstart, net._engine
+    start = memo.ifast.progress.cstart
     setattr(net, "_m" + what, recall.load().Recall.start(
-        start, memo.ifast, what, net._transport.alarm, memo.template, engine, engine.evictions))
+        start, memo.ifast, what, net._transport.alarm, memo.template, net._engine.lease(), 0))
     return start(memo.ifast, what)
 
 

@@ -8,6 +8,7 @@ compile and bind every rank's plan directly).  Nothing here imports :mod:`mpi4py
 """
 
 import dataclasses
+import weakref
 import zlib
 from collections import OrderedDict
 
@@ -20,9 +21,10 @@ from .arrays import alltoall_arrays, from_schedule
 from .layout import Layout, describe, layout_kind, pieces_per_rank
 from .plan import IN_STORE, SPARE, compile_rank, held_slots, relocated
 
-__all__ = ["Engine", "array_schedule", "copy_segments", "CACHE_SIZE", "STREAM_ABOVE"]
+__all__ = ["Engine", "Lease", "array_schedule", "copy_segments", "CACHE_SIZE", "STREAM_ABOVE"]
 
-#: Bound plans kept per engine (least recently used dropped first).
+#: Bound plans kept per engine (least recently used dropped first; a dropped runner ends the
+#: leases of the calls remembered with it: :meth:`Engine.lease`).
 CACHE_SIZE = 64
 
 #: The total exchange streams (no per-row plan) from this many nodes x nodes per rank.
@@ -95,9 +97,6 @@ class Engine:
         self._schedules = {}
         self._plans = {}
         self._facts = {}
-        #: ``evicted[0]``: runners dropped from the cache so far (:attr:`evictions`; the
-        #: compiled matchers read it here: :mod:`dualmpi.engine.recall`)
-        self.evicted = np.zeros(1, dtype=np.int64)
         self._bound = OrderedDict()
         #: runners made with ``cache=False, lend=False`` that their caller keeps (counted in
         #: the statistics until released: :meth:`runners`)
@@ -383,9 +382,9 @@ class Engine:
             return run
         self._bound[sig] = run
         while len(self._bound) > CACHE_SIZE:
-            self.evicted[0] += 1
             _, old = self._bound.popitem(last=False)
             self._retire(old)
+            _end(old)
             old.free()
         return run
 
@@ -397,6 +396,7 @@ class Engine:
         """
         self._kept.pop(id(run), None)
         self._retire(run)
+        _end(run)
         run.free()
         if getattr(getattr(run, "alarm", None), "broken", None) is not None:
             self._spare = np.zeros(0, dtype=np.uint8)
@@ -526,20 +526,84 @@ class Engine:
                        if other is not None)
         return out
 
-    @property
-    def evictions(self):
-        """Runners dropped from the cache so far (a client's own cache must then be refreshed)."""
-        return int(self.evicted[0])
+    @staticmethod
+    def lease(*runners):
+        """Return the :class:`Lease` of a call remembered with ``runners`` (None skipped).
+
+        It ends when the engine drops one of them from its cache or frees it, and no sooner:
+        a remembered call lives on while the cache turns over plans it does not use.
+
+        >>> class Run: pass
+        >>> a, b = Run(), Run()
+        >>> lease, other = Engine.lease(a, b, None), Engine.lease(b)
+        >>> lease.live, other.live, Engine.lease().live
+        (True, True, True)
+        >>> _end(a); lease.live, other.live
+        (False, True)
+        >>> Engine.lease(a).live  # (a runner already dropped: ended at once)
+        False
+        """
+        lease = Lease()
+        cell = lease.evicted
+        for run in runners:
+            if run is None:
+                continue
+            if getattr(run, "ended", False):
+                cell[0] = 1
+            held = getattr(run, "leases", None)
+            if held is None:
+                held = run.leases = weakref.WeakValueDictionary()
+            held[id(cell)] = cell
+        return lease
 
     def free(self):
         """Release every runner's resources."""
-        self.evicted[0] += 1
         while self._bound:
             _, run = self._bound.popitem()
+            _end(run)
             run.free()
         while self._kept:
             _, run = self._kept.popitem()
+            _end(run)
             run.free()
+
+
+class Lease:
+    """Whether the runners of a remembered call are all still the engine's (:meth:`Engine.lease`).
+
+    ``evicted[0]`` is 0 while they are, 1 once the engine has dropped one of them from its
+    cache or freed it.  The compiled matchers (:mod:`dualmpi.engine.recall`) read that cell
+    at every call, with the epoch 0 (``evictions`` when the lease was taken); so do the
+    Python ones (:attr:`live`).  A lease of no runner (a nonblocking call's plan, a
+    neighbourhood call: no runner of the engine's) never ends.
+    """
+
+    __slots__ = ("evicted",)
+
+    def __init__(self):
+        self.evicted = np.zeros(1, dtype=np.int64)
+
+    @property
+    def evictions(self):
+        """0 while the lease lives, 1 once it has ended."""
+        return int(self.evicted[0])
+
+    @property
+    def live(self):
+        """True while every runner of the lease is the engine's."""
+        return not self.evicted[0]
+
+
+def _end(run):
+    """End the leases of ``run`` and of the runners merged with it (it leaves the engine)."""
+    run.ended = True
+    held = getattr(run, "leases", None)
+    if held is not None:
+        for cell in list(held.values()):
+            cell[0] = 1
+    for _, other in getattr(run, "companions", {}).values():
+        if other is not None:
+            _end(other)
 
 
 def _add_counts(run, links, totals):

@@ -24,6 +24,9 @@ __all__ = ["LocalRunner", "LocalTransport", "run_local", "RunResult", "run_inpro
 class LocalRunner:
     """One rank's bound plan with its store, run by :func:`run_local` together with the others."""
 
+    #: True once the engine has dropped it from its cache or freed it
+    ended = False
+
     def __init__(self, bound, plan, combine=None):
         self.bound, self.plan, self.combine = bound, plan, combine
         self.store = np.zeros(bound.nbytes, dtype=np.uint8)

@@ -425,6 +425,10 @@ class MPIRunner:
     of a call decides alike (its collective, its schedule, the payload's length).
     """
 
+    #: True once the engine has dropped it from its cache or freed it (:meth:`Engine.lease
+    #: <dualmpi.engine.core.Engine.lease>`)
+    ended = False
+
     def __init__(self, transport, bound, plan, verify=False, shape=None, drop=None, signature=0,
                  layout=None, buffers=None, combine=None, store=None, absolute=False,
                  exchanges=False, heads=None):
@@ -1422,6 +1426,9 @@ class StreamRunner:
     scatters the chunks that arrive into the receive buffer.  Needs pieces that split
     evenly into ``q * q`` blocks.
     """
+
+    #: True once the engine has dropped it from its cache or freed it
+    ended = False
 
     def __init__(self, transport, plan, nbytes):
         q, p = plan.q, plan.p

@@ -15,16 +15,16 @@
  *       from the call on (the loop's counter says where it waits, 0 once it is over); a
  *       non-zero result calls ``failed(err)``, which raises.  Returns None.
  *
- *   Recall.match(call, held, checks, engine, epoch)
+ *   Recall.match(call, held, checks, lease, epoch)
  *       a matcher: calling it with up to four arguments runs ``call`` and returns True when
  *       they are the objects ``held`` (missing ones None), each array of ``checks``
  *       (``(array, dtype, shape, writable)``) still has that dtype and shape (and is
- *       writable when asked) and ``engine.evictions == epoch``; otherwise it returns False
+ *       writable when asked) and ``lease.evictions == epoch``; otherwise it returns False
  *       and runs nothing.  ``call`` is a bound Recall (its C call is made directly) or any
  *       Python callable of no argument (a plan that combines in Python between segments, or
  *       a call not bound yet, which binds itself the first time it runs).
  *
- *   Recall.shape(call, shape, engine, epoch, patches)
+ *   Recall.shape(call, shape, lease, epoch, patches)
  *       a matcher by shape: the arguments are compared with ``shape``, a template whose
  *       arrays (bare, or first in a buffer spec ``[buf, MPI.DOUBLE]``) are compared not by
  *       identity but by what the call's plan needs of them (dualmpi.calls.shape_template_of:
@@ -37,7 +37,7 @@
  *       call (``a[i:j]``, ``np.empty_like(x)``, ``[np.empty(n), MPI.DOUBLE]``) repeats its
  *       call from C so.
  *
- *   Recall.shape(call, shape, engine, epoch, patches, seen, at, wanted)
+ *   Recall.shape(call, shape, lease, epoch, patches, seen, at, wanted)
  *       the same for a call whose plan can be bound to its buffers (zero-copy): ``seen`` a
  *       tuple of tuples of the arrays' data addresses, ``at`` a dict by such tuples.  A call
  *       on arrays at addresses ``at`` has runs ``at[addresses](*arrays)`` instead (a call
@@ -48,15 +48,15 @@
  *       the allocator puts where the last one was -- reach the Python path, which binds a
  *       plan to them.
  *
- *   Recall.like(call, template, engine, epoch)
+ *   Recall.like(call, template, lease, epoch)
  *       a matcher of arguments compared by value (the kinds below, ``same``): calling it
  *       runs ``call`` and returns True when the arguments are what ``template`` was made of
  *       (a buffer spec made anew for every call, ``[buf, MPI.DOUBLE]``) and
- *       ``engine.evictions == epoch``; otherwise it returns False and runs nothing.
+ *       ``lease.evictions == epoch``; otherwise it returns False and runs nothing.
  *
- *   Recall.start(start, repeat, what, alarm, template, engine, epoch[, shape, shaped])
+ *   Recall.start(start, repeat, what, alarm, template, lease, epoch[, shape, shaped])
  *       a nonblocking method's matcher by value: calling it with arguments equal to what
- *       ``template`` was made of, ``engine.evictions == epoch`` and ``alarm.broken`` None
+ *       ``template`` was made of, ``lease.evictions == epoch`` and ``alarm.broken`` None
  *       returns ``start(repeat, what)`` (an IRestart, below: the repeat's request), or None
  *       when that returns None or NotImplemented or the arguments do not match (the Python
  *       path starts the call).  With ``shape`` (a template whose arrays are compared by
@@ -114,8 +114,8 @@ typedef struct Recall {
     PyObject *template;       /* a matcher by value (Recall.like), else NULL */
     int nchecks;
     Check checks[MAX_CHECKS];
-    PyObject *engine;         /* the engine's ``evicted`` cell (an int64 array), held */
-    const int64_t *evicted;   /* its count, read at every call */
+    PyObject *engine;         /* the lease's ``evicted`` cell (an int64 array), held */
+    const int64_t *evicted;   /* its value, read at every call */
     long long epoch;
     int shaped;               /* a matcher by shape (Recall.shape): ``shape_template`` */
     int nshaped;              /* the arrays that template compares */
@@ -136,10 +136,10 @@ typedef struct Recall {
 static PyTypeObject RecallType;
 static PyObject *str_state, *str_evicted, *str_broken, *str_plan, *str_keep;
 
-/* Hold ``engine.evicted`` (an int64 array whose first item counts the runners dropped from the
- * engine's cache: dualmpi.engine.core.Engine.evictions) in *hold, its count's address in *at;
- * -1 with an error set when it is not such an array.  A call compares that count with its
- * epoch without an attribute lookup. */
+/* Hold ``lease.evicted`` (an int64 array whose first item turns 1 when the engine drops a
+ * runner of the remembered call: dualmpi.engine.core.Lease) in *hold, its address in *at; -1
+ * with an error set when it is not such an array.  A call compares that value with its epoch
+ * (0) without an attribute lookup. */
 static int engine_cell(PyObject *engine, PyObject **hold, const int64_t **at)
 {
     PyObject *a = PyObject_GetAttr(engine, str_evicted);
@@ -149,7 +149,7 @@ static int engine_cell(PyObject *engine, PyObject **hold, const int64_t **at)
             PyArray_SIZE((PyArrayObject *)a) < 1 ||
             !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)a)) {
         Py_DECREF(a);
-        PyErr_SetString(PyExc_TypeError, "the engine's evicted is not an int64 array");
+        PyErr_SetString(PyExc_TypeError, "the lease's evicted is not an int64 array");
         return -1;
     }
     *hold = a;
@@ -343,7 +343,7 @@ static int shape_arrays(PyObject *t, PyObject *const *args, Py_ssize_t nargs, Py
     return 1;
 }
 
-/* matches() of a matcher by shape (Recall.shape): its template, the cache unchanged; then
+/* matches() of a matcher by shape (Recall.shape): its template, the lease live; then
  * ``*bound`` (borrowed) is the call its ``at`` has for the arrays' addresses, or NULL when it
  * has none -- and a call at the addresses of one of its last calls is declined. */
 static int matches_shape(Recall *self, PyObject *const *args, Py_ssize_t nargs,
@@ -386,7 +386,7 @@ static void write_patches(Recall *self, PyObject *const *found)
 }
 
 /* A nonblocking repeat's matcher given other arrays of its shape (``shape_template``, the
- * cache unchanged, two arrays apart): the repeat made for their addresses (borrowed, from
+ * lease live, two arrays apart): the repeat made for their addresses (borrowed, from
  * ``shaped``: a dict by the tuple of the arrays' data addresses), or NULL (an error set, or
  * none: the Python path makes it). */
 static PyObject *shaped_repeat(Recall *self, PyObject *const *args, Py_ssize_t nargs)
@@ -548,7 +548,7 @@ static Recall *new_recall(int kind)
 }
 
 /* A new matcher running ``call`` (a bound call directly, else through Python) while
- * ``engine.evictions == epoch``; what it compares is the caller's to set. */
+ * ``lease.evictions == epoch``; what it compares is the caller's to set. */
 static Recall *new_matcher(PyObject *call, PyObject *engine, long long epoch)
 {
     Recall *self = new_recall(1);
@@ -577,7 +577,7 @@ static void hold(Recall *self, PyObject *held)
     }
 }
 
-/* Recall.match(call, held, checks, engine, epoch): a matcher. */
+/* Recall.match(call, held, checks, lease, epoch): a matcher. */
 static PyObject *Recall_match(PyObject *Py_UNUSED(cls), PyObject *args)
 {
     PyObject *call, *held, *checks, *engine;
@@ -654,7 +654,7 @@ bad:
     return -1;
 }
 
-/* Recall.shape(call, shape, engine, epoch, patches[, seen, at, wanted]): a matcher by shape. */
+/* Recall.shape(call, shape, lease, epoch, patches[, seen, at, wanted]): a matcher by shape. */
 static PyObject *Recall_shape(PyObject *Py_UNUSED(cls), PyObject *args)
 {
     PyObject *call, *shape, *engine, *patches, *seen = Py_None, *at = Py_None;
@@ -729,7 +729,7 @@ fail:
     return NULL;
 }
 
-/* Recall.like(call, template, engine, epoch): a matcher by value. */
+/* Recall.like(call, template, lease, epoch): a matcher by value. */
 static PyObject *Recall_like(PyObject *Py_UNUSED(cls), PyObject *args)
 {
     PyObject *call, *template, *engine;
@@ -748,7 +748,7 @@ static PyObject *Recall_like(PyObject *Py_UNUSED(cls), PyObject *args)
     return (PyObject *)self;
 }
 
-/* Recall.start(start, repeat, what, alarm, template, engine, epoch[, shape, shaped]): a
+/* Recall.start(start, repeat, what, alarm, template, lease, epoch[, shape, shaped]): a
  * matcher by value of a nonblocking method's repeat (and of calls on other arrays of its
  * shape). */
 static PyObject *Recall_start(PyObject *Py_UNUSED(cls), PyObject *args)
@@ -965,16 +965,16 @@ static PyObject *recall_same(PyObject *Py_UNUSED(module), PyObject *const *args,
     Py_RETURN_TRUE;
 }
 
-/* VRecall(template, engine, epoch, exchange, table, seen, data): a repeated v-variant call.
+/* VRecall(template, lease, epoch, exchange, table, seen, data): a repeated v-variant call.
  *
  * Called with the arguments ``template`` was made of (still the same values) and the
- * engine's cache unchanged, it runs ``exchange`` (the count table's allgather, a bound
+ * lease live, it runs ``exchange`` (the count table's allgather, a bound
  * call filling ``table``); when ``table`` then holds the bytes ``seen`` it runs ``data``
  * (the call's plan bound to its buffers) and returns True; when the table changed it
  * returns None (the count table is in: the Python path goes on from there).  Otherwise it
  * runs nothing and returns False.
  *
- * VRecall(template, engine, epoch, exchange, table, seen, data, pair): a repeated v-variant
+ * VRecall(template, lease, epoch, exchange, table, seen, data, pair): a repeated v-variant
  * call run speculatively: ``pair`` (a bound call) exchanges the count table while the plan
  * runs on the buffers (dualmpi.engine.mpi.pair); True when the table is ``seen``, None when
  * it changed (the call's data is then the Python path's to redo). */
@@ -2994,14 +2994,14 @@ static PyMethodDef module_functions[] = {
 
 static PyMethodDef Recall_methods[] = {
     {"match", (PyCFunction)Recall_match, METH_VARARGS | METH_CLASS,
-     "match(call, held, checks, engine, epoch): a matcher running ``call`` (see recall.c)"},
+     "match(call, held, checks, lease, epoch): a matcher running ``call`` (see recall.c)"},
     {"shape", (PyCFunction)Recall_shape, METH_VARARGS | METH_CLASS,
-     "shape(call, held, checks, engine, epoch, patches[, seen]): a matcher of arrays by "
+     "shape(call, held, checks, lease, epoch, patches[, seen]): a matcher of arrays by "
      "shape, their addresses patched into the call (see recall.c)"},
     {"like", (PyCFunction)Recall_like, METH_VARARGS | METH_CLASS,
-     "like(call, template, engine, epoch): a matcher of arguments by value (see recall.c)"},
+     "like(call, template, lease, epoch): a matcher of arguments by value (see recall.c)"},
     {"start", (PyCFunction)Recall_start, METH_VARARGS | METH_CLASS,
-     "start(start, repeat, what, alarm, template, engine, epoch): a nonblocking repeat's "
+     "start(start, repeat, what, alarm, template, lease, epoch): a nonblocking repeat's "
      "matcher, returning start(repeat, what)'s request or None (see recall.c)"},
     {"chain", (PyCFunction)Recall_chain, METH_VARARGS | METH_CLASS,
      "chain(matchers): the first matcher of the tuple whose arguments match (see recall.c)"},

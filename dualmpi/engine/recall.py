@@ -15,13 +15,14 @@ does the same steps in one call:
   wait, so a repeated call writes no attribute), and ``failed(err)`` (which raises) on a
   non-zero result — what :meth:`MPIRunner._closure <dualmpi.engine.mpi.MPIRunner._closure>`
   does in Python;
-* ``Recall.match(call, held, checks, engine, epoch)`` is a *matcher*: called with up to four
+* ``Recall.match(call, held, checks, lease, epoch)`` is a *matcher*: called with up to four
   arguments it runs ``call`` and returns True when they are the ``held`` objects (by
   identity; missing ones None), each ``(array, dtype, shape, writable)`` of ``checks`` still
-  holds and ``engine.evictions == epoch`` (read from ``engine.evicted``, the count's int64
-  cell, as every matcher reads it); else it runs nothing and returns False — what
+  holds and ``lease.evictions == epoch`` (read from ``lease.evicted``, the int64 cell of the
+  call's :class:`~dualmpi.engine.core.Lease`, which turns 1 when the engine drops a runner the
+  call runs, as every matcher reads it); else it runs nothing and returns False — what
   ``dualmpi.comm._matcher`` does in Python;
-* ``Recall.shape(call, shape, engine, epoch, patches[, seen])`` is a matcher of arrays by
+* ``Recall.shape(call, shape, lease, epoch, patches[, seen])`` is a matcher of arrays by
   shape: the arguments equal to what the template ``shape`` was made of
   (:func:`dualmpi.calls.shape_template_of`: its arrays, bare or first in a buffer spec, any
   numpy arrays of their dtype, shape and strides, writable where the call writes them, two
@@ -30,22 +31,22 @@ does the same steps in one call:
   arrays of its last calls — a call repeated on new arrays of one shape (``a[i:j]``,
   ``np.empty_like(x)``, ``[np.empty(n), MPI.DOUBLE]``), ``Comm._remember``'s
   ``_Remembered.by_shape``; ``dualmpi.comm._shaper`` in Python;
-* ``Recall.like(call, template, engine, epoch)`` is a matcher of arguments compared by value
+* ``Recall.like(call, template, lease, epoch)`` is a matcher of arguments compared by value
   (``same(template, args)``, below): a buffer spec written anew for every call
   (``[buf, MPI.DOUBLE]``) matches when it names the same array, datatype and counts —
   ``dualmpi.comm._liker`` in Python;
 * ``Recall.chain(matchers)`` tries a tuple of matchers of one method in turn and runs the
   first that matches (``dualmpi.comm._chain`` in Python): a method remembers its last few
   calls, so a program alternating between buffers repeats each from C;
-* ``VRecall(template, engine, epoch, exchange, table, seen, data)`` is a repeated v-variant
+* ``VRecall(template, lease, epoch, exchange, table, seen, data)`` is a repeated v-variant
   call: arguments equal to what ``template`` was made of (``same(template, args)``, the
-  comparison of :func:`dualmpi.calls.template_of`'s templates) and the cache unchanged, it
+  comparison of :func:`dualmpi.calls.template_of`'s templates) and the lease live, it
   runs ``exchange`` (the count table's allgather into ``table``), then, when the table holds
   the bytes ``seen``, ``data`` (the call's plan), and returns True; None when the table
   changed (the Python path goes on with it); False, running nothing, otherwise;
-* ``Recall.start(start, repeat, what, alarm, template, engine, epoch)`` is a matcher of a
+* ``Recall.start(start, repeat, what, alarm, template, lease, epoch)`` is a matcher of a
   fixed-count nonblocking method (``Comm._mIbcast``: :func:`dualmpi.calls._install_start`):
-  arguments equal to what ``template`` was made of, the cache unchanged and ``alarm.broken``
+  arguments equal to what ``template`` was made of, the lease live and ``alarm.broken``
   None, it returns ``start(repeat, what)``'s request; otherwise (or when the start declines)
   None, and :func:`dualmpi.calls.icollective` starts the call;
 * ``IRestart(progress, ...)`` starts a repeat of a fixed-count nonblocking call as

@@ -22,7 +22,7 @@ import pytest
 #: Modules whose tests are marked slow from :data:`HEAVY_FROM` ranks on.
 SWEEPS = ("test_coll_", "test_icollectives_mpi", "test_neighbor_mpi", "test_objects_mpi",
           "test_msgbuffer_mpi", "test_nonblocking_mpi", "test_redteam_mpi", "test_comm_setup_mpi",
-          "test_speculative_mpi")
+          "test_speculative_mpi", "test_leases_mpi")
 
 #: Modules of which only the tests named here stay in the default pass from :data:`HEAVY_FROM`
 #: ranks on; their other tests are marked slow there.  test_derived_mpi's ~80 tests on its
@@ -300,3 +300,20 @@ def pytest_runtest_logreport(report):
     choice = _CHOICES.get(report.nodeid)
     if choice is not None and report.when == "call" and not report.skipped:
         _RAN[choice[0]] = _RAN.get(choice[0], frozenset()) | choice[1]
+
+
+@pytest.fixture
+def full_calls(monkeypatch):
+    """``{method: calls}`` of this test's ``dualmpi.Comm`` calls that took the full path
+    (``dualmpi.calls.collective``: read, agree, plan), not a remembered one."""
+    from dualmpi import calls
+
+    full = {}
+    real = calls.collective
+
+    def counted(net, method, *args, **kw):
+        full[method] = full.get(method, 0) + 1
+        return real(net, method, *args, **kw)
+
+    monkeypatch.setattr(calls, "collective", counted)
+    return full

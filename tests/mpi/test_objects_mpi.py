@@ -292,28 +292,19 @@ def test_repeated_calls_match_mpi(comm, fn):
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("fn", list(REPEATED))
-def test_repeats_run_from_memory(comm, fn, monkeypatch):
+def test_repeats_run_from_memory(comm, fn, full_calls):
     """On a ``dualmpi.Comm``, an object collective whose pickles keep their sizes runs its
     buffer collectives from the communicator's memory: after five such calls, five more
     take the full path (``calls.collective``: read, agree, plan) for none of them."""
     import dualmpi
-    from dualmpi import calls
 
     if not isinstance(comm, dualmpi.Comm):
         pytest.skip("not a dualmpi.Comm: nothing remembered")
-    full = {}
-    real = calls.collective
-
-    def counted(net, method, *args, **kw):
-        full[method] = full.get(method, 0) + 1
-        return real(net, method, *args, **kw)
-
-    monkeypatch.setattr(calls, "collective", counted)
     for i in range(10):
         if i == 5:
-            full.clear()
+            full_calls.clear()
         REPEATED[fn](comm, _step(i % 4))
-    assert _agree(not full), full
+    assert _agree(not full_calls), full_calls
 
 
 @pytest.mark.mpi
