@@ -81,6 +81,13 @@ ONE_CASE_TESTS = (
     "tests/mpi/test_coll_reduce_scatter_mpi.py::test_reduce_scatter_bad_calls",
     "tests/mpi/test_coll_alltoall_mpi.py::test_alltoall_bad_calls",
     "tests/mpi/test_coll_reduce_mpi.py::test_reduce_bad_calls",
+    # (engine-local bookkeeping, the same at every rank count: 13 s of the 32-rank tier, and
+    # the objects' repeats, 9 functions on three communicators)
+    "tests/mpi/test_leases_mpi.py::test_a_remembered_call_outlives_plans_it_does_not_run",
+    "tests/mpi/test_leases_mpi.py::test_calls_alternating_with_a_full_cache_settle",
+    "tests/mpi/test_leases_mpi.py::test_a_call_whose_plan_was_dropped_is_read_afresh",
+    "tests/mpi/test_objects_mpi.py::test_repeated_calls_match_mpi",
+    "tests/mpi/test_objects_mpi.py::test_repeats_run_from_memory",
 )
 
 #: Tests (node id prefixes) that run only with ``-m slow`` from the given rank count on (CI keeps
