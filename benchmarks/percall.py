@@ -10,7 +10,8 @@ call, the medians of the per-repeat differences ``dualmpi - native`` and ratios,
 average before and after.  Every form's result is checked against native MPI's first.  The
 lower-case forms (``allreduce``, ``gather``, ...) are mpi4py's object collectives on a small
 int a rank.  ``Allreduce_beside_fresh`` is a repeated ``Allreduce`` of 1,000 doubles beside an
-``Alltoallv`` whose count table is new to the engine's cache every call (a sample sort's).
+``Alltoallv`` whose count table is new to the engine's cache every call (a sample sort's);
+``send_recv``, ``isend_recv`` and ``sendrecv`` a ping-pong of small ints with the paired rank.
 
 Run from the repository root, one timing benchmark at a time::
 
@@ -100,6 +101,34 @@ def _beside_fresh(c, s, r, g):
 
 
 FORMS["Allreduce_beside_fresh"] = _beside_fresh
+
+
+def _exchange(c, s, r, how):
+    """One object exchange with the paired rank (``rank ^ 1``; none for the last of an odd
+    count): the lower rank sends first; what it receives goes to ``r``."""
+    me = c.Get_rank()
+    peer = me ^ 1
+    if peer >= c.Get_size():
+        return
+    obj = int(s[0])
+    if how == "sendrecv":
+        r[0] = c.sendrecv(obj, peer, 7, source=peer, recvtag=7)
+    elif me < peer:
+        how(c, obj, peer)
+        r[0] = c.recv(source=peer, tag=7)
+    else:
+        r[0] = c.recv(source=peer, tag=7)
+        how(c, obj, peer)
+
+
+# The object point-to-point forms (lower-case, mpi4py's): a ping-pong of small ints with the
+# paired rank, one link away on Q_1.
+FORMS.update({
+    "send_recv": lambda c, s, r, g: _exchange(c, s, r, lambda c, o, p: c.send(o, p, 7)),
+    "isend_recv": lambda c, s, r, g: _exchange(c, s, r,
+                                               lambda c, o, p: c.isend(o, p, 7).wait()),
+    "sendrecv": lambda c, s, r, g: _exchange(c, s, r, "sendrecv"),
+})
 
 #: The element type of a form's buffers (int64 where not named: one element).
 DTYPES = {"Allreduce_uint8": np.uint8, "Iallreduce_uint8": np.uint8,

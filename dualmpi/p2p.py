@@ -398,7 +398,8 @@ class Message:
 
 # -- objects ------------------------------------------------------------------------------------
 def _pickled(obj):
-    return _mpi().pickle.dumps(obj)
+    """``obj`` pickled as mpi4py pickles it, as a uint8 array (read as a plain buffer)."""
+    return np.frombuffer(_mpi().pickle.dumps(obj), dtype=np.uint8)
 
 
 def send(net, obj, dest, tag=0):

@@ -527,6 +527,31 @@ def test_object_forms_match_mpi(slot):
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("slot", SLOTS)
+def test_a_one_link_isend_is_waited_for_by_its_wait(slot, monkeypatch):
+    """``isend(obj, ...).wait()`` to a rank one link away (a direct MPI send the router tracks)
+    waits for that send's MPI request itself (``Router._wait_direct``) instead of for the
+    progress thread's next test of it: with those tests taken out, every wait still returns
+    and the objects arrive as MPI's do (without ``_wait_direct`` the waits would hang)."""
+    net = _net(slot)
+    router = net._router
+    monkeypatch.setattr(type(router), "_test_direct_sends", lambda self: False)
+    near = [p for p in range(SIZE) if p != RANK and router.route(RANK, p).direct]
+
+    def body():
+        reqs = [net.isend({"from": RANK, "to": p, "pad": "x" * p}, p, 31) for p in near]
+        got = [net.recv(None, p, 31) for p in near]
+        for req in reqs:
+            req.wait()
+        want = [WORLD.sendrecv({"from": RANK, "to": p, "pad": "x" * p}, p, 32, None, p, 32)
+                for p in near]
+        return [] if got == want else [("got", got, "want", want)]
+
+    problems = _attempt(body)
+    assert _agree(not problems), problems
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("slot", SLOTS)
 def test_probe_and_mprobe_match_mpi(slot):
     """Probe/Iprobe report the message (source, tag, count) as MPI does; Mprobe/Improbe
     match it so that only their Message receives it."""
