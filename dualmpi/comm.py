@@ -1267,10 +1267,9 @@ def _matcher(held, checks, call, lease):
     the :class:`~dualmpi.engine.core.Lease` whose end ends the memory.
     """
     h0, h1, h2, h3 = tuple(held) + (None,) * (4 - len(held))
-    engine, epoch = lease, lease.evictions
     if not checks:
         def match(a=None, b=None, c=None, d=None):
-            if a is h0 and b is h1 and c is h2 and d is h3 and engine.evictions == epoch:
+            if a is h0 and b is h1 and c is h2 and d is h3 and lease.live:
                 call()
                 return True
             return False
@@ -1278,7 +1277,7 @@ def _matcher(held, checks, call, lease):
     x, dx, sx, wx = checks[0]
     if len(checks) == 1:
         def match(a, b=None, c=None, d=None):
-            if a is h0 and b is h1 and c is h2 and d is h3 and engine.evictions == epoch and \
+            if a is h0 and b is h1 and c is h2 and d is h3 and lease.live and \
                     x.dtype is dx and x.shape == sx and (not wx or x.flags.writeable):
                 call()
                 return True
@@ -1287,7 +1286,7 @@ def _matcher(held, checks, call, lease):
     y, dy, sy, wy = checks[1]
 
     def match(a, b=None, c=None, d=None):
-        if a is h0 and b is h1 and c is h2 and d is h3 and engine.evictions == epoch and \
+        if a is h0 and b is h1 and c is h2 and d is h3 and lease.live and \
                 x.dtype is dx and x.shape == sx and (not wx or x.flags.writeable) and \
                 y.dtype is dy and y.shape == sy and (not wy or y.flags.writeable):
             call()
@@ -1359,10 +1358,9 @@ def _liker(template, call, lease):
     """Return ``match(*args)``: run ``call`` and return True when ``args`` are what
     ``template`` was made of (:func:`dualmpi.calls.same`) and ``lease`` (a
     :class:`~dualmpi.engine.core.Lease`) lives; ``Recall.like`` in Python."""
-    engine, epoch = lease, lease.evictions
 
     def match(*args):
-        if engine.evictions == epoch and calls.same(template, args):
+        if lease.live and calls.same(template, args):
             call()
             return True
         return False

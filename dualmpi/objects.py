@@ -2,9 +2,10 @@
 
 A call pickles, exchanges the pickles' sizes, then their bytes, as mpi4py's own lowercase
 methods do.  On a communicator that keeps a :class:`Scratch` (``dualmpi.Comm``:
-``net._objects``) the buffer collectives get the same arrays on every call, so a call whose pickles have the sizes of the one before repeats it from the
-communicator's memory instead of being read, agreed and planned afresh (new arrays every call
-made every such call a new one: 40–80 times MPI's own on two ranks).
+``net._objects``) the buffer collectives get the same arrays on every call, so a call whose
+pickles have the sizes of the one before repeats it from the communicator's memory instead of
+being read, agreed and planned afresh (new arrays every call made every such call a new one:
+40–80 times MPI's own on two ranks).
 """
 
 import operator

@@ -1,9 +1,9 @@
 """The remembered call in C (``dualmpi/engine/recall.c``, issue 25) against its Python twin.
 
 A matcher runs its call and answers True only for the very argument objects it holds, with
-their arrays' dtype, shape and (where asked) writability unchanged and the engine's cache
-not evicted since; the C matcher (``Recall.match``) and ``dualmpi.comm._matcher`` must
-answer alike in every case.  A bound call (``Recall(fn, arg, ...)``) runs a C function of
+their arrays' dtype, shape and (where asked) writability unchanged and the call's lease live
+(its runners still the engine's); the C matcher (``Recall.match``) and
+``dualmpi.comm._matcher`` must answer alike in every case.  A bound call (``Recall(fn, arg, ...)``) runs a C function of
 one pointer with the watchdog's state set meanwhile and hands a non-zero result to
 ``failed``; here the C function is a ctypes callback, so the test sees what it was given.
 """
@@ -26,8 +26,9 @@ needs_c = pytest.mark.skipif(KIND is None, reason=f"no recall extension: {recall
 
 
 class _Engine:
-    """An engine's count of runners dropped from its cache, where the matchers read it
-    (``Engine.evicted``, :attr:`Engine.evictions <dualmpi.engine.core.Engine.evictions>`)."""
+    """A remembered call's lease, where the matchers read it (:class:`Lease
+    <dualmpi.engine.core.Lease>`: its ``evicted`` cell, 0 while the call's runners are the
+    engine's); ``evictions += 1`` drops one of them."""
 
     def __init__(self):
         self.evicted = np.zeros(1, dtype=np.int64)
@@ -39,6 +40,10 @@ class _Engine:
     @evictions.setter
     def evictions(self, value):
         self.evicted[0] = value
+
+    @property
+    def live(self):
+        return not self.evicted[0]
 
 
 def _c_matcher(held, checks, call, engine):
