@@ -1025,10 +1025,13 @@ class Router:
         hub.wd.arm(f"{state.what} (until a receive matches it)", ())
         try:
             inflight.waitall([entry[0]])
+        except BaseException as exc:  # (the request's wait raises it: Request._finish)
+            state.error = exc
+            raise
         finally:
             hub.wd.disarm()
-        with hub.lock:
-            self._complete(state)
+            with hub.lock:
+                self._complete(state)
         return True
 
     def _test_direct_sends(self):
