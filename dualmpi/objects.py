@@ -55,7 +55,9 @@ class Scratch:
     arrays of an exact length, and byte buffers of exactly the length asked for — the same
     view object as long as the length is (what a remembered call is matched by) — of an array
     grown to the next power of two up to 64 KiB and to the length asked for above, made anew
-    (at the length asked for) when a call needs less than a quarter of more than 64 KiB.
+    (at the length asked for) when a call needs less than a quarter of more than 64 KiB.  A
+    buffer of more than :data:`KEEP` bytes is the call's own, as before: a program's one
+    large object leaves no memory held behind it.
 
     Examples
     --------
@@ -66,6 +68,8 @@ class Scratch:
     (True, False)
     >>> s.bytes("recv", 1 << 20).base.size, s.bytes("recv", 1000).base.size
     (1048576, 1024)
+    >>> big = s.bytes("recv", Scratch.KEEP + 1); s.bytes("recv", Scratch.KEEP + 1) is big
+    False
     >>> s.ints("sizes", 4) is s.ints("sizes", 4), s.ints("sizes", 4).dtype
     (True, dtype('int64'))
     """
@@ -75,6 +79,8 @@ class Scratch:
     #: Byte arrays up to this size are rounded up to a power of two; larger ones are not,
     #: and are made anew when a call needs less than a quarter of them.
     ROUND = 1 << 16
+    #: Byte buffers of more than this many bytes are not kept (made for the call alone).
+    KEEP = 1 << 22
 
     def __init__(self):
         self._arrays, self._views = {}, {}
@@ -87,10 +93,15 @@ class Scratch:
         return a
 
     def bytes(self, role, n):
-        """Return the uint8 view of ``n`` bytes kept for ``role``."""
+        """Return the uint8 view of ``n`` bytes kept for ``role`` (a new array above
+        :data:`KEEP` bytes, what the role kept let go)."""
         view = self._views.get(role)
         if view is not None and view.size == n:
             return view
+        if n > self.KEEP:
+            self._views.pop(role, None)
+            self._arrays.pop(role, None)
+            return np.empty(n, dtype=np.uint8)
         a = self._arrays.get(role)
         if a is None or a.size < n or (a.size > self.ROUND and n < a.size // 4):
             size = n if n > self.ROUND else 1 << (max(n, 1) - 1).bit_length()
