@@ -23,8 +23,9 @@ from .plan import IN_STORE, SPARE, compile_rank, held_slots, relocated
 
 __all__ = ["Engine", "Lease", "array_schedule", "copy_segments", "CACHE_SIZE", "STREAM_ABOVE"]
 
-#: Bound plans kept per engine (least recently used dropped first; a dropped runner ends the
-#: leases of the calls remembered with it: :meth:`Engine.lease`).
+#: Bound plans kept per engine (least recently used dropped first, those no remembered call's
+#: lease holds before those one does; a dropped runner ends the leases of the calls
+#: remembered with it: :meth:`Engine.lease`).
 CACHE_SIZE = 64
 
 #: The total exchange streams (no per-row plan) from this many nodes x nodes per rank.
@@ -382,7 +383,11 @@ class Engine:
             return run
         self._bound[sig] = run
         while len(self._bound) > CACHE_SIZE:
-            _, old = self._bound.popitem(last=False)
+            # the least recently used runner that no live lease holds, else the least
+            # recently used (a repeat runs from C and does not refresh its runner's place)
+            key = next((k for k, r in self._bound.items() if r is not run and not _leased(r)),
+                       None)
+            old = self._bound.popitem(last=False)[1] if key is None else self._bound.pop(key)
             self._retire(old)
             _end(old)
             old.free()
@@ -531,7 +536,8 @@ class Engine:
         """Return the :class:`Lease` of a call remembered with ``runners`` (None skipped).
 
         It ends when the engine drops one of them from its cache or frees it, and no sooner:
-        a remembered call lives on while the cache turns over plans it does not use.
+        a remembered call lives on while the cache turns over plans it does not use.  The
+        cache drops a runner a live lease holds only when every other runner is held too.
 
         >>> class Run: pass
         >>> a, b = Run(), Run()
@@ -592,6 +598,12 @@ class Lease:
     def live(self):
         """True while every runner of the lease is the engine's."""
         return not self.evicted[0]
+
+
+def _leased(run):
+    """True when a live :class:`Lease` holds ``run`` (a remembered call runs it)."""
+    held = getattr(run, "leases", None)
+    return bool(held) and any(not cell[0] for cell in held.values())
 
 
 def _end(run):

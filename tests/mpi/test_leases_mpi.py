@@ -47,23 +47,25 @@ def _fresh_alltoallv(net, i):
 @pytest.mark.parametrize("index", NETS)
 def test_a_remembered_call_outlives_plans_it_does_not_run(index, small_cache, full_calls):
     """A repeated ``Allreduce`` beside an ``Alltoallv`` whose count table is new every call:
-    each new table's plan drops an older plan from the full cache, never the ``Allreduce``'s,
-    so from the sixth round on the ``Allreduce`` never takes the full path (every round did
-    while any plan dropped ended every remembered call)."""
+    each new table's plan drops an older plan from the full cache, never the ``Allreduce``'s
+    (a remembered call's: held by its lease), so from the sixth round on, for three times as
+    many new plans as the cache keeps, the ``Allreduce`` never takes the full path (every
+    round did while any plan dropped ended every remembered call; once every 16 rounds while
+    the cache dropped the least recently made plan whoever held it)."""
     net = fresh(index)
     try:
         _fill(net, SMALL)
         x = np.arange(600, dtype=np.float64) * (RANK + 1)  # 4.8 KB: bound to its buffers
         y, z = np.zeros_like(x), np.zeros_like(x)
-        ok = True
-        for i in range(12):
+        ok, rounds = True, 6 + 3 * SMALL
+        for i in range(rounds):
             if i == 6:
                 full_calls.clear()
             net.Allreduce(x, y)
             WORLD.Allreduce(x, z)
             ok &= np.array_equal(y, z)
             ok &= _fresh_alltoallv(net, i)
-        ok &= "Allreduce" not in full_calls and full_calls.get("Alltoallv") == 6
+        ok &= "Allreduce" not in full_calls and full_calls.get("Alltoallv") == rounds - 6
     finally:
         net.Free()
     assert agree(ok)
@@ -100,9 +102,11 @@ def test_calls_alternating_with_a_full_cache_settle(index, small_cache, full_cal
 
 @pytest.mark.parametrize("index", NETS)
 @pytest.mark.parametrize("method", ["Allreduce", "Allgatherv"])
-def test_a_call_whose_plan_was_dropped_is_read_afresh(index, method, small_cache, full_calls):
-    """A remembered call (3 calls) whose runner the engine then drops (as many new plans as
-    it keeps) takes the full path once more, and its result still equals MPI's."""
+def test_a_call_whose_plan_was_dropped_is_read_afresh(index, method, small_cache, full_calls,
+                                                      monkeypatch):
+    """A remembered call (3 calls) whose runner the engine then drops takes the full path
+    once more, and its result still equals MPI's; and a runner a remembered call holds is
+    dropped only when no other is left to drop (a cache of one plan here, one new plan)."""
     net = fresh(index)
     try:
         x = np.arange(8 * SIZE, dtype=np.float64) + RANK
@@ -124,7 +128,12 @@ def test_a_call_whose_plan_was_dropped_is_read_afresh(index, method, small_cache
         full_calls.clear()
         run(net, y)
         ok &= method not in full_calls  # (remembered)
-        _fill(net, SMALL + 2)
+        _fill(net, SMALL + 2)  # (the cache turned over: the remembered runner kept)
+        run(net, y)
+        ok &= method not in full_calls
+        monkeypatch.setattr(core, "CACHE_SIZE", 1)
+        _fill(net, 1)  # (every runner dropped but the new one)
+        monkeypatch.setattr(core, "CACHE_SIZE", SMALL)
         y[:] = -1
         run(net, y)
         run(WORLD, z)
