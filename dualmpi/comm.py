@@ -1066,8 +1066,8 @@ class Comm(p2p.PointToPoint):
 
     def _release_at(self, n, last=False):
         """Release the ``n`` oldest runners bound at address sets (:meth:`_runner`), after
-        taking their calls out of the matchers that run them; with ``last``, the newest one."""
-        for _ in range(min(1 if last else n, len(self._at))):
+        taking their calls out of the matchers that run them; with ``last``, the ``n`` newest."""
+        for _ in range(min(n, len(self._at))):
             _, run = self._at.popitem(last=last)
             for at in run.registered:
                 at.pop(run.addresses, None)
@@ -1208,7 +1208,7 @@ class Comm(p2p.PointToPoint):
         run = self._at.get((key, here))
         if run is not None and run.copying.ended:  # (its runner on copies left the engine)
             self._at.move_to_end((key, here))
-            self._release_at(len(self._at), last=True)
+            self._release_at(1, last=True)
             run = None
         if run is not None:
             self._at.move_to_end((key, here))
