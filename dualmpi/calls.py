@@ -479,6 +479,9 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
             not (memo is not None and same(memo.template, tuple(args))):
         older = _older(comm, method, tuple(args), spec)
         memo = older or memo
+    if memo is not None and memo.made is not None and not exchanged and args is not None \
+            and memo.lease.live and same(memo.template, tuple(args)):
+        memo = _made(comm, method, memo)  # the call ran once: its runner now
     # (a rank that speculates must, as every rank does: a memo without the pair is no match)
     if exchanged or (memo is not None and args is not None and
                      memo.lease.live and same(memo.template, tuple(args))
@@ -552,17 +555,25 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
     # own, bound to them (released after the call; a repeat binds one to keep, below)
     first = zero and _worth_binding(comm, desc.name, nbytes, call.send, call.recv,
                                     2 * ZERO_COPY_FIRST)
-    run = comm._engine.runner(comm.rank, desc.name, nbytes, root, comm.variant,
-                              sdispls=sdispls, rdispls=rdispls, packets=1,
-                              itemsize=call.itemsize, op=call.op, salt=_salt(method),
-                              buffers=(call.send, call.recv) if first else None, cache=not first)
-    run.transient = first
-    comm._last_runner = run
-    try:
-        run.run(call.send, call.recv)
-    finally:
-        if first:
-            comm._engine.release(run)
+    engine, plan = comm._engine, (comm.rank, desc.name, nbytes, root, comm.variant)
+    sizes = {"sdispls": sdispls, "rdispls": rdispls, "itemsize": call.itemsize, "op": call.op,
+             "salt": _salt(method)}
+    # sizes the cache has no runner for (a new count table): the plan run once, no runner made
+    # (:meth:`Engine.once <dualmpi.engine.core.Engine.once>`); a repeat of the call makes one
+    run = None if first else engine.runner(*plan, packets=1, build=False, **sizes)
+    if run is None and not first and \
+            engine.once(*plan, send=call.send, recv=call.recv, **sizes):
+        comm._last_runner = None
+    else:
+        run = engine.runner(*plan, packets=1, buffers=(call.send, call.recv) if first else None,
+                            cache=not first, **sizes)
+        run.transient = first
+        comm._last_runner = run
+        try:
+            run.run(call.send, call.recv)
+        finally:
+            if first:
+                engine.release(run)
     call.unpack()
     speculate = bool(table[:, _CAN].all())
     last = comm._v_last[method] = _Speculation(
@@ -570,16 +581,21 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
          _salt(method)), _repeated(row), _repeated(table).tobytes())
     if speculate:
         comm._v_spec[method] = last
-    if template is not None and not packed and getattr(run, "bind_call", None) is not None:
+    if template is not None and not packed and \
+            (run is None or getattr(run, "bind_call", None) is not None):
         _memorize(comm, method, template, args, call, row, table, None if first else run,
-                  speculate, can, (desc.name, nbytes, root, sdispls, rdispls))
+                  speculate, can, (desc.name, nbytes, root, sdispls, rdispls),
+                  once=run is None and not first)
         comm._last_runner = run  # the call's, not its count table's
     _keep_older(comm, method, prev)
 
 
-def _memorize(comm, method, template, args, call, row, table, run, speculate, can, params):
+def _memorize(comm, method, template, args, call, row, table, run, speculate, can, params,
+              once=False):
     """Remember a v-variant call (not packed) whose plan ``run`` (None: a runner of its own)
-    ran for the table ``table`` as the method's last (:class:`_VectorMemo`, :func:`_install`).
+    ran for the table ``table`` as the method's last (:class:`_VectorMemo`, :func:`_install`);
+    ``once``: the plan ran without a runner (:meth:`Engine.once
+    <dualmpi.engine.core.Engine.once>`), its first repeat makes one (:func:`_made`).
 
     A repeat of the call fits its plan: its row says whether the rank ``can`` speculate (the
     table then differs from this one where a rank said not, and is agreed afresh).  ``params``
@@ -589,13 +605,15 @@ def _memorize(comm, method, template, args, call, row, table, run, speculate, ca
     own is received where the result goes, as a fixed-count reduction's is:
     :func:`~dualmpi.engine.plan.received_seeds`).
     """
-    zero = comm._zero_copy and not _overlap(call.send, call.recv)
+    bind = comm._zero_copy and not _overlap(call.send, call.recv)
     row[_CAN] = can
     counts = comm._runner("allgather", 0, row.nbytes, salt=_salt(method + " counts"))
     memo = _VectorMemo(template, args, call, row, table, counts, run,
                        comm._engine.lease(counts, run), speculate)
-    if zero and _moved(call.send, call.recv) >= ZERO_COPY_ABOVE:
+    if bind and _moved(call.send, call.recv) >= ZERO_COPY_ABOVE:
         memo.remake = params + (call.itemsize, _salt(method))
+    if once:
+        memo.made = (params + (call.itemsize, _salt(method)), speculate)
     _install(comm, method, memo)
 
 
@@ -699,6 +717,29 @@ def _zero_copy(comm, method, memo):
                        comm._engine.lease(counts, run), memo.pair is not None)
     memo.ready(memo.speculate)  # bound now: the call repeats
     _install(comm, method, memo)
+
+
+def _made(comm, method, memo):
+    """Return the memo of a call first run without a runner (:func:`_memorize` with ``once``),
+    now repeated: the same call with its plan's runner made (cached, copying through its
+    store), as if the first call had made it; None when the runner cannot be made (the call
+    is then read afresh).  Local only: every rank may do it or not."""
+    (name, nbytes, root, sdispls, rdispls, itemsize, salt), speculate = memo.made
+    call = memo.call
+    try:
+        run = comm._engine.runner(comm.rank, name, nbytes, root, comm.variant, sdispls=sdispls,
+                                  rdispls=rdispls, packets=1, itemsize=itemsize, op=call.op,
+                                  salt=salt)
+        counts = comm._runner("allgather", 0, memo.row.nbytes, salt=_salt(method + " counts"))
+    except (DualmpiError, ResourceError, MemoryError):
+        _forget(comm, method)
+        return None
+    table = np.frombuffer(memo.seen, dtype=np.int64).reshape(memo.table.shape)
+    new = _VectorMemo(memo.template, memo.args, call, memo.row, table, counts, run,
+                      comm._engine.lease(counts, run), speculate)
+    new.can, new.remake = memo.can, memo.remake
+    _install(comm, method, new)
+    return new
 
 
 def _install(comm, method, memo):
@@ -901,7 +942,7 @@ class _VectorMemo:
     """
 
     __slots__ = ("template", "args", "call", "row", "table", "seen", "exchange", "run", "data",
-                 "lease", "remake", "pair", "counts", "speculate", "bound", "can")
+                 "lease", "remake", "pair", "counts", "speculate", "bound", "can", "made")
 
     def __init__(self, template, args, call, row, table, counts, run, lease, speculate=False):
         #: ends when the engine drops ``counts`` or ``run`` (:meth:`Engine.lease
@@ -910,6 +951,9 @@ class _VectorMemo:
             lease
         #: the engine runner's arguments, to bind the plan to the buffers (:func:`_zero_copy`)
         self.remake = None
+        #: a call run without a runner: its runner's arguments and whether the table said
+        #: speculate, for its first repeat to make the runner (:func:`_made`)
+        self.made = None
         row[_RAN] = 1  # a repeat runs the plan on its buffers (or the table is not ``seen``)
         #: what the rank can (``_CAN``: :func:`_can_speculate`), which a repeat's row says
         self.can = int(row[_CAN])

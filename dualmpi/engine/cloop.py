@@ -39,7 +39,7 @@ SYMBOLS = ("dualmpi_request_size", "dualmpi_fields", "dualmpi_run", "dualmpi_ste
            "dualmpi_istep", "dualmpi_iwait", "dualmpi_alarm_code", "dualmpi_hook_code",
            "dualmpi_future", "dualmpi_nx_fields", "dualmpi_nexchange",
            "dualmpi_npost", "dualmpi_ntest", "dualmpi_nwait", "dualmpi_combine",
-           "dualmpi_kernel_ops", "dualmpi_kernel_types")
+           "dualmpi_kernel_ops", "dualmpi_kernel_types", "dualmpi_once", "dualmpi_once_fields")
 
 
 class Library:

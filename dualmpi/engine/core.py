@@ -27,6 +27,11 @@ __all__ = ["Engine", "Lease", "array_schedule", "copy_segments", "CACHE_SIZE", "
 #: lease holds before those one does; a dropped runner ends the leases of the calls
 #: remembered with it: :meth:`Engine.lease`).
 CACHE_SIZE = 64
+#: Sizes :meth:`Engine.once` remembers having been asked for (the cache had no runner for them):
+#: a call that comes back to one of them within this many such calls gets its runner (cached)
+#: instead — as many as the cache keeps, so that a runner made for sizes that come back is
+#: likely there the time after.
+ONCE_SEEN = CACHE_SIZE
 
 #: The total exchange streams (no per-row plan) from this many nodes x nodes per rank.
 STREAM_ABOVE = 1 << 22
@@ -104,6 +109,8 @@ class Engine:
         self._kept = {}
         self._bound_only = OrderedDict()
         self._costs = OrderedDict()
+        #: hashes of the sizes :meth:`once` was asked for lately, and how often they came back
+        self._once_seen, self._recurring = OrderedDict(), 0.0
         self._store_sizes = OrderedDict()
         #: The store a call's own runner borrows (``runner(cache=False)``): one array, as large
         #: as the largest such store so far, its pages warm from the second call on.
@@ -313,7 +320,7 @@ class Engine:
 
     def runner(self, rank, collective, nbytes, root_rank=0, variant="corrected", algorithm=None,
                sdispls=None, rdispls=None, packets=None, buffers=None, itemsize=1, op=None,
-               salt=0, cache=True, lend=True):
+               salt=0, cache=True, lend=True, build=True):
         """Return the transport's runner of one collective and size (cached).
 
         ``salt`` (an int) joins the call signature every message carries: what the caller
@@ -350,6 +357,8 @@ class Engine:
         if hit is not None:
             self._bound.move_to_end(sig)
             return hit
+        if not build:  # (only a cached one: :meth:`once` runs the call otherwise)
+            return None
         if collective == "alltoall" and self._streams(nbytes):
             from .stream import StepPlan
 
@@ -363,10 +372,8 @@ class Engine:
         if packets is None:
             packets = self.packets_for(layout, collective, variant, algorithm)
         bound = plan.bind(layout, packets)
-        # what every rank of a correct program has in common (not the rank, not displacements)
-        key = repr((collective, root_rank, variant, algorithm, _hashable(nbytes), packets,
-                    opcode, salt)).encode()
-        signature = zlib.crc32(key) << 32 | zlib.crc32(key[::-1])
+        signature = _signature(collective, root_rank, variant, algorithm, nbytes, packets,
+                               opcode, salt)
         extra = {} if buffers is None else {"layout": layout, "buffers": buffers}
         if buffers is not None and not cache and lend:  # released after its call: the spare store
             extra["store"] = self._lend
@@ -392,6 +399,70 @@ class Engine:
             _end(old)
             old.free()
         return run
+
+    def once(self, rank, collective, nbytes, root_rank=0, variant="corrected", algorithm=None,
+             sdispls=None, rdispls=None, itemsize=1, op=None, salt=0, send=None, recv=None):
+        """Run one call of an unpipelined plan without a runner, when the transport can
+        (:mod:`dualmpi.engine.once`): True when it ran, False when the caller should make a
+        runner (:meth:`runner`, same arguments, ``packets=1``) and run that.
+
+        For a call whose sizes the cache has not seen (a v-variant's new count table:
+        :meth:`runner` with ``build=False`` says): the plan's messages as its runner's would
+        be, from the plan's kept shape and the call's sizes; counted in the statistics as a
+        runner's call.  Sizes among the last :data:`ONCE_SEEN` it was asked for are declined (a
+        program that comes back to a table gets its runner, cached, from the second time), and
+        so are new ones while most sizes asked for lately came back (a moving average over
+        some 16 calls): the runners of a program that cycles through a few tables are made at
+        once, as they were before this path.  ``send``/``recv``: uint8 arrays
+        (None where the rank has none), copied in and out as :meth:`MPIRunner.run
+        <dualmpi.engine.mpi.MPIRunner.run>` does.
+        """
+        run_once = getattr(self.transport, "run_once", None)
+        if run_once is None or any(self.options.get(k) for k in ("verify", "shape", "drop")):
+            return False
+        # sizes seen before (a program that cycles through a few tables): their runner is
+        # made and cached, as any call's, for the next time (hashes kept, not the sizes)
+        seen = hash((rank, collective, root_rank, variant, algorithm, _hashable(nbytes),
+                     _hashable(sdispls), _hashable(rdispls), itemsize,
+                     None if op is None else op[0], salt))
+        again = seen in self._once_seen
+        # (how often the sizes asked for came back lately: a program whose tables recur gets
+        # their runners made from the first time, one whose tables are new runs them once)
+        self._recurring += (again - self._recurring) / 16
+        if again:
+            self._once_seen.move_to_end(seen)
+            return False
+        self._once_seen[seen] = None
+        while len(self._once_seen) > ONCE_SEEN:
+            self._once_seen.popitem(last=False)
+        if self._recurring > 0.5:
+            return False
+        plan = self.rank_plan(rank, collective, root_rank, variant, algorithm)
+        layout = Layout(layout_kind(collective, algorithm), self.topo.num_nodes, self.q, nbytes,
+                        root_rank, sdispls, rdispls, itemsize)
+        signature = _signature(collective, root_rank, variant, algorithm, nbytes, 1,
+                               None if op is None else (op[1], itemsize), salt)
+        combine = None if op is None else op[2]
+        exchanges = op is not None and self.exchanges(collective, root_rank, variant, algorithm,
+                                                      combines=True)
+        sent = run_once(plan, layout, signature, send, recv, combine, exchanges)
+        if sent is None:
+            return False
+        (lsrc, ldst, lmsgs, _), link_bytes = sent
+        links = self.retired_links
+        for s_, d_, m_, n_ in zip(lsrc.tolist(), ldst.tolist(), lmsgs.tolist(),
+                                  link_bytes.tolist()):
+            acc = links.setdefault((s_, d_), [0, 0])
+            acc[0] += m_
+            acc[1] += n_
+        rounds, steps, step_bytes = self.cost(collective, nbytes, root_rank, variant, algorithm,
+                                              itemsize)
+        totals = self.retired
+        totals["collectives"] += 1
+        totals["rounds"] += rounds
+        totals["steps"] += steps
+        totals["step_bytes"] += step_bytes
+        return True
 
     def release(self, run):
         """Free a runner made with ``cache=False``, its counts kept for the statistics.
@@ -639,6 +710,14 @@ def _add_counts(run, links, totals):
         acc[1] += n * run.calls
     totals["steps"] += run.steps * run.calls
     totals["checksum_failures"] += getattr(run, "checksum_failures", 0)
+
+
+def _signature(collective, root_rank, variant, algorithm, nbytes, packets, opcode, salt):
+    """Return a plan's call signature: what every rank of a correct program has in common
+    (not the rank, not displacements); a call's messages carry it mixed with the call number."""
+    key = repr((collective, root_rank, variant, algorithm, _hashable(nbytes), packets, opcode,
+                salt)).encode()
+    return zlib.crc32(key) << 32 | zlib.crc32(key[::-1])
 
 
 def _hashable(x):

@@ -302,6 +302,18 @@ class MPITransport:
         return MPIRunner(self, bound, plan, verify, shape, drop, signature, layout, buffers,
                          combine, store, exchanges=exchanges)
 
+    def run_once(self, plan, layout, signature, send, recv, combine=None, exchanges=False):
+        """Run one call of ``plan`` without a runner (:func:`dualmpi.engine.once.run_once`,
+        which says what it returns); None when it cannot (the plan keeps no shape, no compiled
+        loop, a combine the loop does not apply)."""
+        from .once import Once, run_once
+
+        once = Once.of(plan)
+        if once is None:
+            return None
+        return run_once(self, once, layout, signature, send, recv, combine,
+                        apart_from(plan.q, exchanges))
+
     def prepare_stream(self, plan, nbytes):
         """Return a :class:`StreamRunner` of the streamed total exchange."""
         return StreamRunner(self, plan, nbytes)
@@ -956,27 +968,12 @@ class MPIRunner:
                 combine()
 
     def _failed(self, err):
-        """Raise the error of a failed call: an MPI error code, -(trailer + 1) or the alarm.
+        """Raise the error of a failed call (:func:`failed`)."""
+        failed(self.transport, err, self._what(), self._senders)
 
-        A message of another call or an MPI error is told to every rank on the alarm line
-        (:meth:`Alarm.raise_alarm <dualmpi.engine.alarm.Alarm.raise_alarm>`): the ranks
-        waiting in a round raise at once, the others at their next call.
-        """
-        self.transport.watchdog.disarm()
-        what = self._what()
-        if err == _HOOK:  # the wait beside requests in flight raised: an MPI error of a round's
-            exc = inflight.pending()  # message is this call's, anything else raised as it is
-            if exc is None:  # pragma: no cover - the callback keeps what it raised
-                exc = MPI.Exception(MPI.ERR_OTHER)
-            if not isinstance(exc, MPI.Exception):
-                raise exc
-            err = exc.Get_error_code()
-        if err == _ALARM:
-            self.alarm.heard(what)
-        if err < 0:
-            k, peer = self._senders[-err - 1]
-            self.alarm.raise_alarm(MISMATCH, peer, what, where=k)
-        self.alarm.raise_alarm(MPI_FAILED, err, what)
+    def _what(self):
+        """Name the plan's collective as the user called it (its MPI method)."""
+        return plan_method(self.plan)
 
     def _spec(self, offs, lens, absolute=False):
         """Return an mpi4py buffer spec for the segments ``(offs, lens)`` (lists of ints:
@@ -1070,14 +1067,6 @@ class MPIRunner:
                 t += n
             if combine is not None:
                 combine()
-
-    def _what(self):
-        """Name the plan's collective as the user called it (its MPI method)."""
-        name = getattr(self.plan, "collective", None)
-        try:
-            return describe(name, None)[0].mpi or name
-        except DualmpiError:
-            return name or "a collective"
 
     def _wait(self, reqs):
         """Wait for a round's requests and, meanwhile, on the alarm line (as rounds.c does)."""
@@ -1284,6 +1273,40 @@ def _raw(spec):
         return 0, count, dtype.handle
     return buf.ctypes.data, (buf.nbytes // dtype.Get_size() if count is None else count), \
         dtype.handle
+
+
+def plan_method(plan):
+    """Name a plan's collective as the user called it (its MPI method)."""
+    name = getattr(plan, "collective", None)
+    try:
+        return describe(name, None)[0].mpi or name
+    except DualmpiError:
+        return name or "a collective"
+
+
+def failed(transport, err, what, senders):
+    """Raise the error of a failed compiled call of ``what`` (a collective's MPI name): an MPI
+    error code, -(trailer + 1) (``senders[trailer]`` is its ``(round, peer)``), or the alarm.
+
+    A message of another call or an MPI error is told to every rank on the alarm line
+    (:meth:`Alarm.raise_alarm <dualmpi.engine.alarm.Alarm.raise_alarm>`): the ranks
+    waiting in a round raise at once, the others at their next call.
+    """
+    transport.watchdog.disarm()
+    alarm = transport.alarm
+    if err == _HOOK:  # the wait beside requests in flight raised: an MPI error of a round's
+        exc = inflight.pending()  # message is this call's, anything else raised as it is
+        if exc is None:  # pragma: no cover - the callback keeps what it raised
+            exc = MPI.Exception(MPI.ERR_OTHER)
+        if not isinstance(exc, MPI.Exception):
+            raise exc
+        err = exc.Get_error_code()
+    if err == _ALARM:
+        alarm.heard(what)
+    if err < 0:
+        k, peer = senders[-err - 1]
+        alarm.raise_alarm(MISMATCH, peer, what, where=k)
+    alarm.raise_alarm(MPI_FAILED, err, what)
 
 
 def _shared_row(alarm, progress, lib=None):

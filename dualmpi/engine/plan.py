@@ -37,7 +37,7 @@ from .layout import Layout, layout_kind
 
 __all__ = ["RankPlan", "BoundPlan", "BoundRound", "compile_rank", "merge", "merge_segments",
            "held_slots", "relocated", "received_seeds", "IN_STORE", "IN_SEND", "IN_RECV",
-           "SHAPE_ROWS", "SPARE"]
+           "SHAPE_ROWS", "SPARE", "kept_shape"]
 
 #: Where a zero-copy runner keeps a slot (:meth:`RankPlan.placement`): in its store, in the
 #: user's send buffer, in the user's receive buffer.
@@ -580,6 +580,25 @@ def _shape(plan, packets):
                                        for _, a in shape.hold]))] if shape.hold else []
         plan.shapes[packets] = shape
     return shape
+
+
+def kept_shape(plan):
+    """Return the unpipelined binding's :class:`_Shape` of ``plan`` when the plan keeps it (at
+    most :data:`SHAPE_ROWS` rows: its parts joined, one size query), else None.
+
+    What :mod:`dualmpi.engine.once` runs a call from, with the call's sizes and no binding.
+
+    >>> from dualmpi.collectives import build_schedule
+    >>> from dualmpi.engine.arrays import from_schedule
+    >>> from dualmpi.topology import Hypercube
+    >>> plan = compile_rank(from_schedule(build_schedule("alltoall", Hypercube(2))), 1, 0, 0,
+    ...                     "alltoall")
+    >>> shape = kept_shape(plan)
+    >>> len(shape.ask), sorted(shape.messages)
+    (1, ['recvs', 'sends'])
+    """
+    shape = _shape(plan, 1)
+    return shape if plan.shapes.get(1) is shape else None
 
 
 def _bind(plan, layout, packets, positions=None):

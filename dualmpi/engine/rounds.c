@@ -205,6 +205,16 @@ static int heard(MPI_Request *line, const int64_t *wbuf, int64_t *ring, int64_t 
     return 1;
 }
 
+/* True when the alarm line brought, before call seq started, a notice about it or an earlier
+ * call (kept in the ring) or another rank's nonblocking notice for it (future). */
+static int reached(const int64_t *ring, const int64_t *future, int64_t seq)
+{
+    for (int64_t i = 0; i < ring[0]; i++)
+        if (ring[2 + i * MSG_WORDS + 1] <= seq)
+            return 1;
+    return future[2 * (seq % FUTURE)] == seq;
+}
+
 /* Wait for n requests, done of which have completed already (inactive: MPI_Waitsome does not
  * report them), and with watch for the alarm line at reqs[n] too (its message read by heard():
  * DUALMPI_ALARM when the caller must read it), beside the requests in flight when hook and
@@ -315,11 +325,7 @@ int dualmpi_run(const int64_t *a)
         seq = ++*seqp;
         sig = call_signature((uint64_t)a[A_SIGNATURE], seq);
         *(uint64_t *)(intptr_t)a[A_SIGWORD] = sig;
-        if ((flags & F_WATCH) && ring[0])  /* kept notices about a call this one has reached */
-            for (int64_t i = 0; i < ring[0]; i++)
-                if (ring[2 + i * MSG_WORDS + 1] <= seq)
-                    return DUALMPI_ALARM;
-        if ((flags & F_WATCH) && future[2 * (seq % FUTURE)] == seq)  /* nonblocking elsewhere */
+        if ((flags & F_WATCH) && reached(ring, future, seq))
             return DUALMPI_ALARM;
     } else {
         seq = *seqp;
@@ -1148,4 +1154,209 @@ int dualmpi_nexchange(const int64_t *x)
         return NX_BUSY;
     nx_post(x);  /* (a failure to post: what was posted is waited for, the failure returned) */
     return dualmpi_nwait(x);
+}
+
+/* A plan run once, from its shape and this call's sizes (dualmpi/engine/once.py): a v-variant
+ * whose count table is new to the engine's cache sends exactly the messages its runner would
+ * (dualmpi_run, above) without one being made — no persistent request, no datatype, no
+ * segment list — so a program whose counts change on every call pays for its sizes, not for
+ * a runner it never runs again.
+ *
+ * The argument block a is dualmpi_run's (the fields every runner shares, the call's signature,
+ * the communicator, the combine's op); o holds the O_ fields below.  The shape, the same for
+ * every size: per round [tag, receives, sends, copies, combines]; per message [peer, first
+ * row, end row] (receives, then sends, in round order); per row [slot, size index] (the
+ * segments of a message in order); the copies and combines [source slot, destination slot,
+ * size index] in round order; the slots the call's input blocks go to and its output blocks
+ * come from.  The call's sizes: lens (bytes per size index), off and size (per slot: its
+ * offset in the store and its bytes), the user offsets of the input and output blocks, the
+ * send and receive buffers' addresses (0: none), the store, a scratch area for the messages
+ * (each receive's payload, trailer and a spare block; each send's payload and trailer) and
+ * room for a round's requests.
+ *
+ * Messages leave as dualmpi_run's do, byte for byte: a message's segments then the 8-byte
+ * trailer (the call's signature mixed with its number); a payload of o[O_LIMIT] bytes or more
+ * travels apart with tag + o[O_APART] (o[O_APART] < 0: never) and its receive is posted once
+ * its trailer is in and carries the signature (a longer message of another call is never
+ * received into a buffer of the expected length).  Every receive is contiguous into the
+ * scratch area and copied to its slots once the round is in.  Returns what dualmpi_run
+ * returns: MPI_SUCCESS, an MPI error code, -(i + 1) for trailer i (counted over the plan's
+ * receives in order) or DUALMPI_ALARM / DUALMPI_HOOK. */
+enum {
+    O_NROUNDS, O_ROUNDS, O_RMSG, O_SMSG, O_RROWS, O_SROWS, O_COPIES, O_COMBS, O_NIN, O_IN,
+    O_UIN, O_NOUT, O_OUT, O_UOUT, O_LENS, O_OFF, O_SIZE, O_SEND, O_RECV, O_STORE, O_SCRATCH,
+    O_REQS, O_LIMIT, O_APART, O_LINE, O_FIELDS
+};
+
+int dualmpi_once_fields(void) { return O_FIELDS; }
+
+static int64_t message_bytes(const int64_t *rows, int64_t first, int64_t end, const int64_t *lens)
+{
+    int64_t n = 0;
+    for (int64_t i = first; i < end; i++)
+        n += lens[rows[2 * i + 1]];
+    return n;
+}
+
+int dualmpi_once(const int64_t *a, const int64_t *o)
+{
+    const int64_t nrounds = o[O_NROUNDS];
+    const int64_t *rounds = (const int64_t *)(intptr_t)o[O_ROUNDS];
+    const int64_t *rmsg = (const int64_t *)(intptr_t)o[O_RMSG];
+    const int64_t *smsg = (const int64_t *)(intptr_t)o[O_SMSG];
+    const int64_t *rrows = (const int64_t *)(intptr_t)o[O_RROWS];
+    const int64_t *srows = (const int64_t *)(intptr_t)o[O_SROWS];
+    const int64_t *cop = (const int64_t *)(intptr_t)o[O_COPIES];
+    const int64_t *comb = (const int64_t *)(intptr_t)o[O_COMBS];
+    const int64_t *lens = (const int64_t *)(intptr_t)o[O_LENS];
+    const int64_t *off = (const int64_t *)(intptr_t)o[O_OFF];
+    const int64_t *size = (const int64_t *)(intptr_t)o[O_SIZE];
+    char *store = (char *)(intptr_t)o[O_STORE];
+    char *scratch = (char *)(intptr_t)o[O_SCRATCH];
+    MPI_Request *reqs = (MPI_Request *)(intptr_t)o[O_REQS];
+    const int64_t limit = o[O_LIMIT], apart = o[O_APART];
+    const MPI_Request line = (MPI_Request)(intptr_t)o[O_LINE];
+    const MPI_Comm comm = (MPI_Comm)(intptr_t)a[A_COMM];
+    volatile int64_t *progress = (volatile int64_t *)(intptr_t)a[A_PROGRESS];
+    int64_t *seqp = (int64_t *)(intptr_t)a[A_SEQ];
+    const int64_t *wbuf = (const int64_t *)(intptr_t)a[A_WBUF];
+    int64_t *ring = (int64_t *)(intptr_t)a[A_RING];
+    const int64_t *hist = (const int64_t *)(intptr_t)a[A_HIST];
+    int64_t *future = (int64_t *)(intptr_t)a[A_FUTURE];
+    int *index = (int *)(intptr_t)a[A_INDEX];
+    const volatile int64_t *inflight = (const volatile int64_t *)(intptr_t)a[A_INFLIGHT];
+    const hook_fn hook = (hook_fn)(intptr_t)a[A_HOOK];
+    const int watch = (a[A_FLAGS] & F_WATCH) != 0;
+    int err;
+
+    const int64_t seq = ++*seqp;
+    const uint64_t sig = call_signature((uint64_t)a[A_SIGNATURE], seq);
+    if (watch && reached(ring, future, seq))
+        return DUALMPI_ALARM;
+    if (o[O_SEND]) {  /* the input blocks to their slots */
+        const char *send = (const char *)(intptr_t)o[O_SEND];
+        const int64_t *in = (const int64_t *)(intptr_t)o[O_IN];
+        const int64_t *uin = (const int64_t *)(intptr_t)o[O_UIN];
+        for (int64_t i = 0; i < o[O_NIN]; i++)
+            if (size[in[i]])
+                memcpy(store + off[in[i]], send + uin[i], (size_t)size[in[i]]);
+    }
+    progress[1] += 1;
+    int64_t t = 0;  /* the plan's receives so far: the index of a round's first trailer */
+    for (int64_t k = 0; k < nrounds; k++, rounds += 5) {
+        const int tag = (int)rounds[0];
+        const int64_t nr = rounds[1], ns = rounds[2];
+        int n = 0, first = 0;
+        char *at = scratch;
+        /* receives: the trailers of the payloads apart first, then the whole messages */
+        for (int pass = 0; pass < 2; pass++) {
+            at = scratch;
+            for (int64_t j = 0; j < nr; j++) {
+                const int64_t *m = rmsg + 3 * j;
+                const int64_t bytes = message_bytes(rrows, m[1], m[2], lens);
+                const int split = apart >= 0 && bytes >= limit;
+                if (pass == 0 && split)
+                    err = MPI_Irecv(at + bytes, 16, MPI_BYTE, (int)m[0], tag, comm, reqs + n++);
+                else if (pass == 1 && !split)
+                    err = MPI_Irecv(at, (int)(bytes + 16), MPI_BYTE, (int)m[0], tag, comm,
+                                    reqs + n++);
+                else
+                    err = MPI_SUCCESS;
+                if (err != MPI_SUCCESS) { progress[0] = 0; return err; }
+                at += bytes + 16;
+            }
+            if (pass == 0)
+                first = n;
+        }
+        /* sends: the segments packed, then the signature */
+        for (int64_t j = 0; j < ns; j++) {
+            const int64_t *m = smsg + 3 * j;
+            char *start = at;
+            for (int64_t i = m[1]; i < m[2]; i++) {
+                const int64_t len = lens[srows[2 * i + 1]];
+                if (len)
+                    memcpy(at, store + off[srows[2 * i]], (size_t)len);
+                at += len;
+            }
+            const int64_t bytes = at - start;
+            memcpy(at, &sig, 8);
+            at += 8;
+            if (apart >= 0 && bytes >= limit) {
+                err = MPI_Isend(start, (int)bytes, MPI_BYTE, (int)m[0], tag + (int)apart, comm,
+                                reqs + n++);
+                if (err == MPI_SUCCESS)
+                    err = MPI_Isend(start + bytes, 8, MPI_BYTE, (int)m[0], tag, comm, reqs + n++);
+            } else
+                err = MPI_Isend(start, (int)(bytes + 8), MPI_BYTE, (int)m[0], tag, comm,
+                                reqs + n++);
+            if (err != MPI_SUCCESS) { progress[0] = 0; return err; }
+        }
+        for (int64_t i = 0; i < rounds[3]; i++, cop += 3)  /* local copies */
+            if (lens[cop[2]])
+                memmove(store + off[cop[1]], store + off[cop[0]], (size_t)lens[cop[2]]);
+        progress[0] = k + 1;
+        if (first) {  /* the payloads apart: their trailers, then their receives */
+            MPI_Request held = reqs[first];
+            reqs[first] = line;
+            err = wait_round(reqs, first, 0, watch, hook, inflight, index, wbuf, ring, seq, hist,
+                             future);
+            reqs[first] = held;
+            if (err != MPI_SUCCESS) { progress[0] = 0; return err; }
+            at = scratch;
+            for (int64_t j = 0; j < nr; j++) {
+                const int64_t *m = rmsg + 3 * j;
+                const int64_t bytes = message_bytes(rrows, m[1], m[2], lens);
+                if (apart >= 0 && bytes >= limit) {
+                    uint64_t got;
+                    memcpy(&got, at + bytes, 8);
+                    if (got != sig) { progress[0] = 0; return (int)-(t + j + 1); }
+                    err = MPI_Irecv(at, (int)bytes, MPI_BYTE, (int)m[0], tag + (int)apart, comm,
+                                    reqs + n++);
+                    if (err != MPI_SUCCESS) { progress[0] = 0; return err; }
+                }
+                at += bytes + 16;
+            }
+        }
+        reqs[n] = line;
+        err = wait_round(reqs, n, first, watch, hook, inflight, index, wbuf, ring, seq, hist,
+                         future);
+        if (err != MPI_SUCCESS) { progress[0] = 0; return err; }
+        at = scratch;  /* every trailer checked before a byte is copied out */
+        for (int64_t j = 0; j < nr; j++) {
+            const int64_t *m = rmsg + 3 * j;
+            const int64_t bytes = message_bytes(rrows, m[1], m[2], lens);
+            uint64_t got;
+            memcpy(&got, at + bytes, 8);
+            if (got != sig) { progress[0] = 0; return (int)-(t + j + 1); }
+            at += bytes + 16;
+        }
+        at = scratch;
+        for (int64_t j = 0; j < nr; j++, rmsg += 3) {
+            for (int64_t i = rmsg[1]; i < rmsg[2]; i++) {
+                const int64_t len = lens[rrows[2 * i + 1]];
+                if (len)
+                    memcpy(store + off[rrows[2 * i]], at, (size_t)len);
+                at += len;
+            }
+            at += 16;
+        }
+        smsg += 3 * ns;
+        t += nr;
+        for (int64_t i = 0; i < rounds[4]; i++, comb += 3)  /* a reduction's blocks that met */
+            if (lens[comb[2]]) {
+                err = reduce_local(store + off[comb[0]], store + off[comb[1]], lens[comb[2]],
+                                   a[A_ITEM], a[A_OP], a[A_TYPE]);
+                if (err != MPI_SUCCESS) { progress[0] = 0; return err; }
+            }
+    }
+    progress[0] = 0;
+    if (o[O_RECV]) {  /* the output blocks from their slots */
+        char *recv = (char *)(intptr_t)o[O_RECV];
+        const int64_t *out = (const int64_t *)(intptr_t)o[O_OUT];
+        const int64_t *uout = (const int64_t *)(intptr_t)o[O_UOUT];
+        for (int64_t i = 0; i < o[O_NOUT]; i++)
+            if (size[out[i]])
+                memcpy(recv + uout[i], store + off[out[i]], (size_t)size[out[i]]);
+    }
+    return MPI_SUCCESS;
 }

@@ -1,0 +1,155 @@
+"""A v-variant whose count table is new runs its plan once, without a runner (``Engine.once``).
+
+A program whose counts change on every call (a sample sort's ``Alltoallv``, mpi4py's object
+collectives on pickles of changing sizes) used to make a runner for every call: the plan bound
+to the table's sizes, persistent requests, the compiled loop's tables.  Now such a call sends
+its plan's messages from the plan's shape and the call's sizes (``dualmpi.engine.once``); its
+first repeat makes the runner.  Checked against MPI's own calls on the same buffers (gaps
+untouched), with the runners made counted; against a rank that runs the same call on a runner
+(the bytes on the wire must be the same); and in the statistics, which must equal those of the
+runners' calls.  Every rank finishes its calls before the ranks agree on the verdict.
+"""
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+from collective_cases import NETS, RANK, SIZE, WORLD, agree, data, fresh, same, sentinel
+from dualmpi.engine import core, mpi as engine_mpi
+
+pytestmark = pytest.mark.mpi
+
+#: Calls per method, each with counts no call had before.
+CALLS = 6
+
+
+def _counts(i, unit):
+    """Per rank the elements rank ``RANK`` sends it in call ``i`` (rank- and call-dependent,
+    zero now and then)."""
+    return [((RANK + 2 * j + 3 * i) % 7) * unit for j in range(SIZE)]
+
+
+def _calls(net, i, unit, ops=("sum",)):
+    """Call ``i`` of every v-variant on ``net`` and on WORLD, new counts each; True when every
+    result equals MPI's (the gaps of the receive buffers untouched)."""
+    ok = True
+    gap = 3
+    # Alltoallv: rank a sends _counts(i)[b] doubles to b, b receives them
+    sc = _counts(i, unit)
+    rc = WORLD.alltoall(sc)
+    sd = [int(sum(sc[:j])) + gap * j for j in range(SIZE)]
+    rd = [int(sum(rc[:j])) + gap * j for j in range(SIZE)]
+    send = data(np.float64, sd[-1] + sc[-1] + gap, i)
+    got, want = (sentinel(np.float64, rd[-1] + rc[-1] + gap) for _ in range(2))
+    net.Alltoallv([send, sc, sd, MPI.DOUBLE], [got, rc, rd, MPI.DOUBLE])
+    WORLD.Alltoallv([send, sc, sd, MPI.DOUBLE], [want, rc, rd, MPI.DOUBLE])
+    ok = ok and same(got, want)
+    # Allgatherv, Gatherv, Scatterv: rank j's piece has c[j] elements
+    c = [((j + 2 * i) % 7) * unit + (j % 2) for j in range(SIZE)]
+    d = [int(sum(c[:j])) + gap * j for j in range(SIZE)]
+    total = d[-1] + c[-1] + gap
+    mine = data(np.float64, c[RANK], i, 1)
+    got, want = (sentinel(np.float64, total) for _ in range(2))
+    net.Allgatherv(mine, [got, c, d, MPI.DOUBLE])
+    WORLD.Allgatherv(mine, [want, c, d, MPI.DOUBLE])
+    ok = ok and same(got, want)
+    root = i % SIZE
+    got, want = (sentinel(np.float64, total) for _ in range(2))
+    net.Gatherv(mine, [got, c, d, MPI.DOUBLE], root=root)
+    WORLD.Gatherv(mine, [want, c, d, MPI.DOUBLE], root=root)
+    ok = ok and (RANK != root or same(got, want))
+    whole = data(np.float64, total, i, 2)
+    got, want = (sentinel(np.float64, c[RANK] + gap) for _ in range(2))
+    net.Scatterv([whole, c, d, MPI.DOUBLE], [got, c[RANK], MPI.DOUBLE], root=root)
+    WORLD.Scatterv([whole, c, d, MPI.DOUBLE], [want, c[RANK], MPI.DOUBLE], root=root)
+    ok = ok and same(got, want)
+    # Reduce_scatter: MPI's own SUM (combined in C) or a user's operation (in Python)
+    for name in ops:
+        op = MPI.SUM if name == "sum" else _MAX_OF_ABS
+        vec = data(np.float64, sum(c), i, 3)
+        got, want = (sentinel(np.float64, c[RANK] + gap) for _ in range(2))
+        net.Reduce_scatter(vec, [got, c[RANK], MPI.DOUBLE], c, op=op)
+        WORLD.Reduce_scatter(vec, [want, c[RANK], MPI.DOUBLE], c, op=op)
+        ok = ok and np.allclose(got, want)
+    return ok
+
+
+def _max_of_abs(a, b, datatype):
+    x = np.frombuffer(a, dtype=np.float64)
+    y = np.frombuffer(b, dtype=np.float64)
+    y[:] = np.maximum(np.abs(x), np.abs(y))
+
+
+_MAX_OF_ABS = MPI.Op.Create(_max_of_abs, commute=True)
+
+
+@pytest.fixture
+def made(monkeypatch):
+    """A list the runners made from now on are appended to (their collectives)."""
+    out = []
+    init = engine_mpi.MPIRunner.__init__
+
+    def counted(self, transport, bound, plan, *args, **kwargs):
+        out.append(getattr(plan, "collective", "?"))
+        init(self, transport, bound, plan, *args, **kwargs)
+    monkeypatch.setattr(engine_mpi.MPIRunner, "__init__", counted)
+    return out
+
+
+@pytest.mark.parametrize("unit", [1, 700], ids=["small", "apart"])
+@pytest.mark.parametrize("index", NETS)
+def test_new_count_tables_run_without_a_runner(index, unit, made):
+    """Six calls of each v-variant with counts no call had before: every result is MPI's, and
+    from the third round on (the second's speculative run made the last plan's runner once: a
+    program whose counts change stops speculating) no call made a runner where the compiled
+    loop runs — but a user's operation, which combines in Python between runs of a runner.
+    ``apart``: blocks of up to 22 KiB, whose payloads travel apart from their trailers."""
+    net = fresh(index)
+    try:
+        ok = True
+        for i in range(CALLS):
+            if i == 2:
+                made.clear()
+            ok = _calls(net, i, unit, ops=("sum", "user")) and ok
+        compiled = net._transport.cloop is not None and \
+            getattr(net._transport.cloop, "dualmpi_once", None) is not None
+        if compiled:
+            # (the user's operation: a runner per call; nothing else)
+            ok = ok and all(c == "reduce_scatter" for c in made) and len(made) == CALLS - 2
+    finally:
+        net.Free()
+    assert agree(ok), made
+
+
+@pytest.mark.parametrize("unit", [1, 700], ids=["small", "apart"])
+@pytest.mark.parametrize("index", NETS)
+def test_calls_run_once_meet_calls_run_on_runners(index, unit, monkeypatch):
+    """Odd ranks run every call on a runner (``Engine.once`` declines there), even ranks run
+    it once: the messages are the same bytes, so every result is still MPI's."""
+    if RANK % 2:
+        monkeypatch.setattr(core.Engine, "once", lambda self, *a, **k: False)
+    net = fresh(index)
+    try:
+        ok = all([_calls(net, i, unit) for i in range(CALLS)])
+    finally:
+        net.Free()
+    assert agree(ok)
+
+
+@pytest.mark.parametrize("index", NETS)
+def test_calls_run_once_count_as_a_runners(index, monkeypatch):
+    """The statistics of calls run once (messages and bytes per link, rounds, steps, step
+    bytes, collectives) equal those of the same calls run on runners."""
+    stats = []
+    for once in (True, False):
+        if not once:
+            monkeypatch.setattr(core.Engine, "once", lambda self, *a, **k: False)
+        net = fresh(index)
+        try:
+            for i in range(CALLS):
+                _calls(net, i, 1)
+            stats.append(net.stats())
+        finally:
+            net.Free()
+    ok = stats[0] == stats[1] and stats[0]["collectives"] > 0
+    assert agree(ok), stats
