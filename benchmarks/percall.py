@@ -11,6 +11,9 @@ average before and after.  Every form's result is checked against native MPI's f
 lower-case forms (``allreduce``, ``gather``, ...) are mpi4py's object collectives on a small
 int a rank.  ``Allreduce_beside_fresh`` is a repeated ``Allreduce`` of 1,000 doubles beside an
 ``Alltoallv`` whose count table is new to the engine's cache every call (a sample sort's);
+``gather_sizes``, ``allgather_sizes``, ``bcast_sizes`` object collectives whose pickles change
+size every call (a count table or size new to the cache every call: ``benchmarks/engine.py``'s
+``*_fresh`` forms time the buffer v-variants so);
 ``send_recv``, ``isend_recv`` and ``sendrecv`` a ping-pong of small ints with the paired rank.
 
 Run from the repository root, one timing benchmark at a time::
@@ -101,6 +104,44 @@ def _beside_fresh(c, s, r, g):
 
 
 FORMS["Allreduce_beside_fresh"] = _beside_fresh
+
+#: Per form and communicator: how many calls so far (the ``*_sizes`` forms).
+_TURNS = {}
+
+
+def _turn(form, c):
+    """Return the call's number among ``form``'s calls on ``c`` (0 first)."""
+    key = (form, id(c))
+    t = _TURNS.get(key, 0)
+    _TURNS[key] = t + 1
+    return t
+
+
+#: The ``*_sizes`` forms' objects are lists of 1 to this many ints, the length rank- and
+#: call-dependent: a prime more than the engine keeps plans, so each call's pickle sizes make
+#: a count table new to its cache.
+SIZES = 97
+
+
+def _sized(form):
+    """An object collective whose pickles change size every call (a list of a length that
+    depends on the call and the rank); the lengths it returns go to ``g`` for the check."""
+    def call(c, s, r, g):
+        me = c.Get_rank()
+        obj = list(range((_turn(form, c) * 7 + me * 13) % SIZES + 1))
+        if form == "gather_sizes":
+            out = c.gather(obj, 0)
+        elif form == "allgather_sizes":
+            out = c.allgather(obj)
+        else:  # bcast_sizes
+            out = [c.bcast(obj if me == 0 else None, 0)]
+        if out is not None:
+            g.view(np.int64)[:len(out)] = [len(x) for x in out]
+    return call
+
+
+for _form in ("gather_sizes", "allgather_sizes", "bcast_sizes"):
+    FORMS[_form] = _sized(_form)
 
 
 def _exchange(c, s, r, how):
