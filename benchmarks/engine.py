@@ -204,11 +204,6 @@ def fresh_call(target, coll, send, recv):
         turn[0] = (turn[0] + 1) % len(calls)
         method, args = calls[turn[0]]
         method(*args)
-
-    def again():  # (the last call repeated: its runner made, for the floor)
-        method, args = calls[turn[0]]
-        method(*args)
-    fresh.again = again
     return fresh
 
 
@@ -603,12 +598,9 @@ def main():
                 blocking = api_call(net, coll[1:], send, recv)  # plan, on these buffers
                 blocking()
                 blocking()
-            runner = net._last_runner  # the floor runs exactly the requests the call runs
-            if runner is None and coll.endswith("_fresh"):
-                # (a new table's plan runs once, no runner: dualmpi.engine.once; the floor is
-                # the runner the last call's repeat makes)
-                ours.again()
-                runner = net._last_runner
+            # the floor runs exactly the requests the call runs (a call that ran its plan once,
+            # a *_fresh one: the runner its repeat would make, the same messages)
+            runner = net._last_runner
             detached = coll.endswith("_fresh") and detach(net, runner)
             variants = {"dualmpi": ours, "floor": floor_loop(runner),
                         "native": api_call(world, coll, send2, recv2),

@@ -118,6 +118,9 @@ def collective(comm, method, read, args=None, arrays=(), exchanged=False):
     # broadcast's one; not its root)
     objs = None if packed or not args or not arrays else \
         (arrays[0][0], arrays[1][0] if len(arrays) > 1 else None)
+    if not packed and _ran_once(comm, name, call, salt):
+        call.unpack()
+        return
     run = comm._runner(name, call.root, call.nbytes, call.send, call.recv, objs, salt,
                        call.itemsize, call.op)
     if args is not None and not packed:
@@ -130,6 +133,45 @@ def collective(comm, method, read, args=None, arrays=(), exchanged=False):
     if getattr(run, "addresses", None) is not None:
         run.buffers = None  # (bound at the addresses: it holds no array between calls)
     call.unpack()
+
+
+def _ran_once(comm, name, call, salt):
+    """Run a fixed-count call of a size the engine has no runner for without making one
+    (:meth:`Engine.once <dualmpi.engine.core.Engine.once>`, which declines a size it was asked
+    for lately: a call that comes back makes its runner, and is remembered, the second time);
+    True when it ran.  Not from :data:`ZERO_COPY_ABOVE` bytes, where a repeat binds its runner
+    to the buffers (:meth:`Comm._runner <dualmpi.Comm._runner>`)."""
+    if call.nbytes >= ZERO_COPY_ABOVE:
+        return False
+    key = (name, call.root, call.nbytes, salt,
+           None if call.op is None else (call.op[0], call.itemsize))
+    kept = comm._fast.get(key)
+    if kept is not None and not kept.ended:
+        return False
+    engine, algorithm = comm._engine, comm.algorithms.get(name)
+    packets = None if comm.packets == "auto" else comm.packets
+    plan = (comm.rank, name, call.nbytes, call.root, comm.variant, algorithm)
+    sizes = {"itemsize": call.itemsize, "op": call.op, "salt": salt, "packets": packets}
+    if engine.runner(*plan, build=False, **sizes) is not None or \
+            not engine.once(*plan, send=call.send, recv=call.recv, **sizes):
+        return False
+    comm._last_runner = Unmade(engine, plan, sizes)
+    return True
+
+
+class Unmade:
+    """A runner not made: ``make()`` makes it (:meth:`Engine.runner
+    <dualmpi.engine.core.Engine.runner>` with ``args`` and ``kwargs``), for a call that ran
+    without one (``dualmpi.Comm._last_runner``)."""
+
+    __slots__ = ("engine", "args", "kwargs")
+
+    def __init__(self, engine, args, kwargs):
+        self.engine, self.args, self.kwargs = engine, args, kwargs
+
+    def make(self):
+        """Return the runner (made, or the engine's cached one)."""
+        return self.engine.runner(*self.args, **self.kwargs)
 
 
 def _binds_first(comm, desc, call, name, args):
@@ -561,14 +603,15 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
     # sizes the cache has no runner for (a new count table): the plan run once, no runner made
     # (:meth:`Engine.once <dualmpi.engine.core.Engine.once>`); a repeat of the call makes one
     run = None if first else engine.runner(*plan, packets=1, build=False, **sizes)
+    ran = run
     if run is None and not first and \
             engine.once(*plan, send=call.send, recv=call.recv, **sizes):
-        comm._last_runner = None
+        ran = comm._last_runner = Unmade(engine, plan, dict(sizes, packets=1))
     else:
         run = engine.runner(*plan, packets=1, buffers=(call.send, call.recv) if first else None,
                             cache=not first, **sizes)
         run.transient = first
-        comm._last_runner = run
+        ran = comm._last_runner = run
         try:
             run.run(call.send, call.recv)
         finally:
@@ -586,7 +629,7 @@ def _vector_call(comm, method, desc, read, args, exchanged=False):
         _memorize(comm, method, template, args, call, row, table, None if first else run,
                   speculate, can, (desc.name, nbytes, root, sdispls, rdispls),
                   once=run is None and not first)
-        comm._last_runner = run  # the call's, not its count table's
+        comm._last_runner = ran  # the call's, not its count table's
     _keep_older(comm, method, prev)
 
 

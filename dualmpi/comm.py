@@ -184,6 +184,8 @@ class Comm(p2p.PointToPoint):
         #: the arrays the object collectives hand the buffer ones, kept (objects.Scratch)
         self._objects = objects.Scratch()
         self._fast, self._last = {}, {}
+        #: the runner of the last blocking call, or what makes it (:attr:`_last_runner`)
+        self._last_run = None
         #: recent address sets of calls that could bind their buffers (per runner key), and the
         #: runners bound at such addresses (:meth:`_runner`)
         self._last_at, self._at = {}, collections.OrderedDict()
@@ -1088,6 +1090,20 @@ class Comm(p2p.PointToPoint):
                 if module is not None and isinstance(matchers[0], module.Recall) else \
                 _chain(matchers)
         setattr(self, "_m" + name, match)
+
+    @property
+    def _last_runner(self):
+        """The runner of the last blocking call, for dualmpi's own tools and tests (the blocks
+        it delivered, its rounds, its floor); for a call that ran without one (:meth:`Engine.
+        once <dualmpi.engine.core.Engine.once>`) the runner its repeat would make, made now."""
+        run = self._last_run
+        if isinstance(run, calls.Unmade):
+            run = self._last_run = run.make()
+        return run
+
+    @_last_runner.setter
+    def _last_runner(self, run):
+        self._last_run = run
 
     def _runner(self, collective, root, nbytes, send=None, recv=None, objs=None, salt=0,
                 itemsize=1, op=None):

@@ -109,6 +109,8 @@ class Engine:
         self._kept = {}
         self._bound_only = OrderedDict()
         self._costs = OrderedDict()
+        #: False: :meth:`once` declines every call (a caller that reads the runners' stores)
+        self.runs_once = True
         #: hashes of the sizes :meth:`once` was asked for lately, and how often they came back
         self._once_seen, self._recurring = OrderedDict(), 0.0
         self._store_sizes = OrderedDict()
@@ -401,10 +403,13 @@ class Engine:
         return run
 
     def once(self, rank, collective, nbytes, root_rank=0, variant="corrected", algorithm=None,
-             sdispls=None, rdispls=None, itemsize=1, op=None, salt=0, send=None, recv=None):
+             sdispls=None, rdispls=None, itemsize=1, op=None, salt=0, send=None, recv=None,
+             packets=1):
         """Run one call of an unpipelined plan without a runner, when the transport can
         (:mod:`dualmpi.engine.once`): True when it ran, False when the caller should make a
-        runner (:meth:`runner`, same arguments, ``packets=1``) and run that.
+        runner (:meth:`runner`, same arguments) and run that.  ``packets`` as for
+        :meth:`runner` (None: :meth:`packets_for`); a pipelined call (more than one) and a
+        streamed total exchange are declined.
 
         For a call whose sizes the cache has not seen (a v-variant's new count table:
         :meth:`runner` with ``build=False`` says): the plan's messages as its runner's would
@@ -418,7 +423,8 @@ class Engine:
         <dualmpi.engine.mpi.MPIRunner.run>` does.
         """
         run_once = getattr(self.transport, "run_once", None)
-        if run_once is None or any(self.options.get(k) for k in ("verify", "shape", "drop")):
+        if run_once is None or not self.runs_once or \
+                any(self.options.get(k) for k in ("verify", "shape", "drop")):
             return False
         # sizes seen before (a program that cycles through a few tables): their runner is
         # made and cached, as any call's, for the next time (hashes kept, not the sizes)
@@ -437,9 +443,17 @@ class Engine:
             self._once_seen.popitem(last=False)
         if self._recurring > 0.5:
             return False
+        if collective == "alltoall" and isinstance(nbytes, int) and self._streams(nbytes):
+            return False
         plan = self.rank_plan(rank, collective, root_rank, variant, algorithm)
         layout = Layout(layout_kind(collective, algorithm), self.topo.num_nodes, self.q, nbytes,
                         root_rank, sdispls, rdispls, itemsize)
+        if op is not None:
+            packets = 1  # (as a runner's: a combined block moves whole)
+        elif packets is None:
+            packets = self.packets_for(layout, collective, variant, algorithm)
+        if packets != 1:
+            return False
         signature = _signature(collective, root_rank, variant, algorithm, nbytes, 1,
                                None if op is None else (op[1], itemsize), salt)
         combine = None if op is None else op[2]

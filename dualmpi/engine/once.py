@@ -165,7 +165,12 @@ class Once:
 
 
 class _Scratch:
-    """The memory a transport's calls run once in (one at a time: blocking calls)."""
+    """The memory a transport's calls run once in (one at a time: blocking calls): grown to
+    twice its size when a call needs more, made anew when a call needs under a quarter of
+    more than :data:`KEEP` bytes (one large call leaves no large buffer behind for long)."""
+
+    #: Bytes kept whatever the calls need.
+    KEEP = 1 << 20
 
     def __init__(self):
         self.buf = np.zeros(0, dtype=np.uint8)
@@ -173,9 +178,13 @@ class _Scratch:
         self.index = None
 
     def get(self, nbytes, nreq, handles):
-        if self.buf.size < nbytes:
+        """Return ``(buf, reqs, index)``: at least ``nbytes`` bytes, room for ``nreq`` MPI
+        requests of dtype ``handles`` and for a wait's indices."""
+        have = self.buf.size
+        if have < nbytes or (have > self.KEEP and nbytes < have // 4):
             self.buf = np.zeros(0, dtype=np.uint8)  # the old one goes first
-            self.buf = np.zeros(max(nbytes, 2 * self.buf.size, 4096), dtype=np.uint8)
+            self.buf = np.zeros(max(nbytes, 2 * have if have < nbytes else 0, 4096),
+                                dtype=np.uint8)
         if self.reqs is None or self.reqs.size < nreq:
             self.reqs = np.zeros(max(nreq, 64), dtype=handles)
             self.index = np.zeros(max(nreq, 64) + 1, dtype=np.intc)

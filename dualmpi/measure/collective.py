@@ -47,8 +47,20 @@ def run_collective(net, coll, size, root=0, iters=1, warmup=0, salt=0):
     buffer is cleared before the last call, whose result is checked.
     ``t_min``/``t_avg``/``t_max`` are over ranks of each rank's mean time; ``t_calls``
     has, per timed call, the slowest rank's time (when that call was complete) and
-    ``t_med`` is their median.
+    ``t_med`` is their median.  Every call runs on a runner (never once without one:
+    :meth:`Engine.once <dualmpi.engine.core.Engine.once>`), whose store holds the blocks of
+    the rank's other nodes that the check reads.
     """
+    engine = net._engine
+    engine.runs_once, before = False, engine.runs_once
+    try:
+        return _run_collective(net, coll, size, root, iters, warmup, salt)
+    finally:
+        engine.runs_once = before
+
+
+def _run_collective(net, coll, size, root, iters, warmup, salt):
+    """:func:`run_collective`'s calls, timing and check."""
     from mpi4py import MPI
 
     R, me = net.Get_size(), net.Get_rank()

@@ -1,8 +1,9 @@
-"""A v-variant whose count table is new runs its plan once, without a runner (``Engine.once``).
+"""A call whose sizes are new runs its plan once, without a runner (``Engine.once``).
 
 A program whose counts change on every call (a sample sort's ``Alltoallv``, mpi4py's object
 collectives on pickles of changing sizes) used to make a runner for every call: the plan bound
-to the table's sizes, persistent requests, the compiled loop's tables.  Now such a call sends
+to the table's sizes, persistent requests, the compiled loop's tables; so did a fixed-count
+call of a size never seen (an object ``bcast``).  Now such a call sends
 its plan's messages from the plan's shape and the call's sizes (``dualmpi.engine.once``); its
 first repeat makes the runner.  Checked against MPI's own calls on the same buffers (gaps
 untouched), with the runners made counted; against a rank that runs the same call on a runner
@@ -30,8 +31,9 @@ def _counts(i, unit):
 
 
 def _calls(net, i, unit, ops=("sum",)):
-    """Call ``i`` of every v-variant on ``net`` and on WORLD, new counts each; True when every
-    result equals MPI's (the gaps of the receive buffers untouched)."""
+    """Call ``i`` of every v-variant on ``net`` and on WORLD, new counts each, and of the
+    fixed-count collectives, a new size each; True when every result equals MPI's (the gaps
+    of the receive buffers untouched)."""
     ok = True
     gap = 3
     # Alltoallv: rank a sends _counts(i)[b] doubles to b, b receives them
@@ -63,6 +65,29 @@ def _calls(net, i, unit, ops=("sum",)):
     net.Scatterv([whole, c, d, MPI.DOUBLE], [got, c[RANK], MPI.DOUBLE], root=root)
     WORLD.Scatterv([whole, c, d, MPI.DOUBLE], [want, c[RANK], MPI.DOUBLE], root=root)
     ok = ok and same(got, want)
+    # fixed-count calls of a size no call had before (below ZERO_COPY_ABOVE: a repeat of
+    # a larger one binds its buffers)
+    k = 1 + (3 * i + 1) % 7 * min(unit, 60)
+    x = data(np.float64, k * SIZE, i, 4)
+    for name in ("Bcast", "Allgather", "Alltoall", "Gather", "Scatter", "Allreduce", "Reduce",
+                 "Scan"):
+        got, want = (sentinel(np.float64, k * SIZE) for _ in range(2))
+        for comm, out in ((net, got), (WORLD, want)):
+            if name == "Bcast":
+                out[:k] = x[:k] if RANK == root else out[:k]
+                comm.Bcast([out, k, MPI.DOUBLE], root=root)
+            elif name in ("Allgather", "Gather"):
+                args = ([x, k, MPI.DOUBLE], [out, k, MPI.DOUBLE])
+                comm.Allgather(*args) if name == "Allgather" else comm.Gather(*args, root=root)
+            elif name == "Alltoall":
+                comm.Alltoall(x, out)
+            elif name == "Scatter":
+                comm.Scatter(x, [out, k, MPI.DOUBLE], root=root)
+            elif name == "Reduce":
+                comm.Reduce([x, k, MPI.DOUBLE], [out, k, MPI.DOUBLE], op=MPI.SUM, root=root)
+            else:
+                getattr(comm, name)([x, k, MPI.DOUBLE], [out, k, MPI.DOUBLE], op=MPI.SUM)
+        ok = ok and (name in ("Gather", "Reduce") and RANK != root or np.allclose(got, want))
     # Reduce_scatter: MPI's own SUM (combined in C) or a user's operation (in Python)
     for name in ops:
         op = MPI.SUM if name == "sum" else _MAX_OF_ABS
@@ -99,11 +124,12 @@ def made(monkeypatch):
 @pytest.mark.parametrize("unit", [1, 700], ids=["small", "apart"])
 @pytest.mark.parametrize("index", NETS)
 def test_new_count_tables_run_without_a_runner(index, unit, made):
-    """Six calls of each v-variant with counts no call had before: every result is MPI's, and
-    from the third round on (the second's speculative run made the last plan's runner once: a
-    program whose counts change stops speculating) no call made a runner where the compiled
-    loop runs — but a user's operation, which combines in Python between runs of a runner.
-    ``apart``: blocks of up to 22 KiB, whose payloads travel apart from their trailers."""
+    """Six calls of each v-variant with counts no call had before, and of the fixed-count
+    collectives with a size no call had before: every result is MPI's, and from the third
+    round on (the second's speculative run made the last plan's runner once: a program whose
+    counts change stops speculating) no call made a runner where the compiled loop runs — but
+    a user's operation, which combines in Python between runs of a runner.  ``apart``: blocks
+    of up to 22 KiB, whose payloads travel apart from their trailers."""
     net = fresh(index)
     try:
         ok = True
