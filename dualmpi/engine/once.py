@@ -50,6 +50,10 @@ __all__ = ["Once", "run_once"]
 
 _address = MPI.Get_address
 
+#: A call that would need more scratch than this (its store and every message packed) makes
+#: its runner instead, whose store holds the slots alone (the memory check's estimate).
+ONCE_BYTES = 1 << 26
+
 
 def _places(at):
     """A shape's places in the sizes (a slice or an index array) as an int64 array."""
@@ -199,7 +203,7 @@ def run_once(transport, once, layout, signature, send, recv, combine=None, limit
     bytes from which a message travels apart from its trailer.  Returns ``(links, bytes)``: the
     plan's links (its shape's ``(source, destination, messages, parts)``) and the bytes the call
     sent over each (:meth:`Once.link_bytes`); None when the transport cannot (no compiled loop,
-    a combine the loop does not apply).
+    a combine the loop does not apply, more than :data:`ONCE_BYTES` of scratch).
     Raises as a runner's call does (the alarm; the job's watchdog names the round waited in).
     """
     lib = transport.cloop
@@ -218,6 +222,8 @@ def run_once(transport, once, layout, signature, send, recv, combine=None, limit
     uin = layout.inputs(once.rank)[3] if nin else None
     uout = layout.outputs(once.rank)[3] if nout else None
     moved = int(lens[once._rask].sum() + lens[once._sask].sum()) + 16 * once.nmsg
+    if nbytes + moved > ONCE_BYTES:  # (a runner's store holds the slots alone: made instead)
+        return None
     scratch = getattr(transport, "_once_scratch", None)
     if scratch is None:
         scratch = transport._once_scratch = _Scratch()

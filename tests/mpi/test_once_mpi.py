@@ -179,3 +179,20 @@ def test_calls_run_once_count_as_a_runners(index, monkeypatch):
             net.Free()
     ok = stats[0] == stats[1] and stats[0]["collectives"] > 0
     assert agree(ok), stats
+
+
+@pytest.mark.parametrize("index", NETS)
+def test_calls_past_the_scratch_limit_make_their_runners(index, made, monkeypatch):
+    """A call that would need more scratch than ``once.ONCE_BYTES`` (made 0 here) makes its
+    runner, as before: every call of a new size makes one, and every result is MPI's."""
+    from dualmpi.engine import once
+
+    monkeypatch.setattr(once, "ONCE_BYTES", 0)
+    net = fresh(index)
+    try:
+        ok = all([_calls(net, i, 1) for i in range(3)])
+        compiled = getattr(net._transport.cloop, "dualmpi_once", None) is not None
+        ok = ok and (not compiled or {"alltoallv", "bcast", "reduce_scatter"} <= set(made))
+    finally:
+        net.Free()
+    assert agree(ok), made
