@@ -22,7 +22,7 @@ import pytest
 #: Modules whose tests are marked slow from :data:`HEAVY_FROM` ranks on.
 SWEEPS = ("test_coll_", "test_icollectives_mpi", "test_neighbor_mpi", "test_objects_mpi",
           "test_msgbuffer_mpi", "test_nonblocking_mpi", "test_redteam_mpi", "test_comm_setup_mpi",
-          "test_speculative_mpi", "test_leases_mpi")
+          "test_speculative_mpi", "test_leases_mpi", "test_once_mpi")
 
 #: Modules of which only the tests named here stay in the default pass from :data:`HEAVY_FROM`
 #: ranks on; their other tests are marked slow there.  test_derived_mpi's ~80 tests on its
@@ -88,6 +88,12 @@ ONE_CASE_TESTS = (
     "tests/mpi/test_leases_mpi.py::test_a_call_whose_plan_was_dropped_is_read_afresh",
     "tests/mpi/test_objects_mpi.py::test_repeated_calls_match_mpi",
     "tests/mpi/test_objects_mpi.py::test_repeats_run_from_memory",
+    # (a plan run once: every collective of new sizes, 55 s of the 32-rank tier in all its
+    # cases, 2.5 min of the 64-rank one; the same code at every rank count)
+    "tests/mpi/test_once_mpi.py::test_new_count_tables_run_without_a_runner",
+    "tests/mpi/test_once_mpi.py::test_calls_run_once_meet_calls_run_on_runners",
+    "tests/mpi/test_once_mpi.py::test_calls_run_once_count_as_a_runners",
+    "tests/mpi/test_once_mpi.py::test_calls_past_the_scratch_limit_make_their_runners",
 )
 
 #: Tests (node id prefixes) that run only with ``-m slow`` from the given rank count on (CI keeps
