@@ -94,6 +94,7 @@ ONE_CASE_TESTS = (
     "tests/mpi/test_once_mpi.py::test_calls_run_once_meet_calls_run_on_runners",
     "tests/mpi/test_once_mpi.py::test_calls_run_once_count_as_a_runners",
     "tests/mpi/test_once_mpi.py::test_calls_past_the_scratch_limit_make_their_runners",
+    "tests/mpi/test_once_mpi.py::test_a_message_of_another_call_stops_a_call_run_once",
 )
 
 #: Tests (node id prefixes) that run only with ``-m slow`` from the given rank count on (CI keeps

@@ -196,3 +196,38 @@ def test_calls_past_the_scratch_limit_make_their_runners(index, made, monkeypatc
     finally:
         net.Free()
     assert agree(ok), made
+
+
+@pytest.mark.parametrize("index", NETS)
+def test_a_message_of_another_call_stops_a_call_run_once(index, monkeypatch):
+    """The last rank's calls run once under another signature (its salt changed): every rank
+    that receives one of its messages fails in the call or its next, naming a message of
+    another call, no rank is left waiting (the watchdog), and no receive buffer is written (a
+    call run once copies its blocks out only when every trailer carried its signature)."""
+    from dualmpi.errors import DualmpiError
+
+    if SIZE < 2:
+        pytest.skip("one rank: no message")
+    if RANK == SIZE - 1:
+        real = core.Engine.once
+        monkeypatch.setattr(core.Engine, "once", lambda self, *a, **k: real(
+            self, *a, **dict(k, salt=k.get("salt", 0) + 1)))
+    net = fresh(index)
+    errs, untouched = [], True
+    try:
+        for i in range(2):
+            sc = _counts(i, 1)
+            rc = WORLD.alltoall(sc)
+            send = data(np.float64, sum(sc), i)
+            got = sentinel(np.float64, sum(rc) + 3)
+            try:
+                net.Alltoallv([send, sc, MPI.DOUBLE], [got, rc, MPI.DOUBLE])
+                errs.append(None)
+            except DualmpiError as exc:
+                errs.append(str(exc))
+            untouched = untouched and same(got, sentinel(np.float64, got.size))
+    finally:
+        net.Free()
+    first = next((e for e in errs if e is not None), None)
+    ok = first is not None and ("another call" in first or "unusable" in first) and untouched
+    assert agree(ok), errs
