@@ -426,6 +426,17 @@ class Engine:
         if run_once is None or not self.runs_once or \
                 any(self.options.get(k) for k in ("verify", "shape", "drop")):
             return False
+        if collective == "alltoall" and isinstance(nbytes, int) and self._streams(nbytes):
+            return False
+        plan = self.rank_plan(rank, collective, root_rank, variant, algorithm)
+        layout = Layout(layout_kind(collective, algorithm), self.topo.num_nodes, self.q, nbytes,
+                        root_rank, sdispls, rdispls, itemsize)
+        if op is not None:
+            packets = 1  # (as a runner's: a combined block moves whole)
+        elif packets is None:
+            packets = self.packets_for(layout, collective, variant, algorithm)
+        if packets != 1:
+            return False
         # sizes seen before (a program that cycles through a few tables): their runner is
         # made and cached, as any call's, for the next time (hashes kept, not the sizes)
         seen = hash((rank, collective, root_rank, variant, algorithm, _hashable(nbytes),
@@ -442,17 +453,6 @@ class Engine:
         while len(self._once_seen) > ONCE_SEEN:
             self._once_seen.popitem(last=False)
         if self._recurring > 0.5:
-            return False
-        if collective == "alltoall" and isinstance(nbytes, int) and self._streams(nbytes):
-            return False
-        plan = self.rank_plan(rank, collective, root_rank, variant, algorithm)
-        layout = Layout(layout_kind(collective, algorithm), self.topo.num_nodes, self.q, nbytes,
-                        root_rank, sdispls, rdispls, itemsize)
-        if op is not None:
-            packets = 1  # (as a runner's: a combined block moves whole)
-        elif packets is None:
-            packets = self.packets_for(layout, collective, variant, algorithm)
-        if packets != 1:
             return False
         signature = _signature(collective, root_rank, variant, algorithm, nbytes, 1,
                                None if op is None else (op[1], itemsize), salt)
