@@ -38,7 +38,7 @@ from mpi4py import MPI
 
 from .mpi import (_A_COMM, _A_FLAGS, _A_INDEX, _A_ITEM, _A_OP, _A_SIGNATURE, _A_TYPE, _F_WATCH,
                   _MASK, _TAG_MOD, ABANDONED, _mpi_op, failed, handle_dtype, plan_method)
-from .plan import kept_shape
+from .plan import _edges, kept_shape
 from .watchdog import Watchdog
 
 __all__ = ["Once", "run_once"]
@@ -98,9 +98,7 @@ class Once:
             key, asks, _, slot = shape.messages[kind]
             asks = _places(asks)
             rows[kind] = np.stack([np.asarray(slot, dtype=np.int64), asks], axis=1)
-            edge = np.ones(key.size + 1, dtype=bool)
-            np.not_equal(key[1:], key[:-1], out=edge[1:-1])
-            bounds = np.flatnonzero(edge).tolist()
+            bounds = _edges(key).tolist()  # (one message per round and peer)
             for a, b in zip(bounds[:-1], bounds[1:]):
                 k, peer = divmod(int(key[a]), p1)
                 at(k)[col].append((peer, a, b))
